@@ -1,0 +1,189 @@
+"""Append-only, hash-chained JSONL audit trace: one file per episode.
+
+Each record carries ``prev_hash`` and its own ``hash`` (sha256 of the canonical JSON of the record without the
+``hash`` key), so editing, inserting or removing any record breaks the chain from that point on.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .result import Result
+
+GENESIS = "0" * 64
+SECRET_KEYS = ("api_key", "authorization", "token", "password", "secret")
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def sha256_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def redact(value: Any) -> Any:
+    """Drop credentials from anything headed for a trace: keys never reach disk."""
+    if isinstance(value, dict):
+        return {
+            key: ("[redacted]" if any(word in key.lower() for word in SECRET_KEYS) else redact(item))
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [redact(item) for item in value]
+    return value
+
+
+def record_hash(record: dict) -> str:
+    body = {key: value for key, value in record.items() if key != "hash"}
+    return sha256_bytes(canonical_json(body).encode("utf-8"))
+
+
+class AuditTrace:
+    """Writes records to ``path`` (JSONL, flushed per record) and keeps them in memory for live views.
+
+    With ``save_images`` the rendered views of every action are written beside the trace and referenced as
+    artifacts with their sha256, so reports and auditors can see exactly what the agent saw.
+    """
+
+    def __init__(self, path: str | os.PathLike | None, header: dict | None = None, save_images: bool = False):
+        self.path = Path(path) if path else None
+        self.save_images = save_images and self.path is not None
+        self.records: list[dict] = []
+        self._listeners: list[Callable[[dict], None]] = []
+        self._lock = threading.Lock()
+        self._last_hash = GENESIS
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            if self.path.exists():
+                self.path.unlink()
+        self.record_event("session_start", header or {})
+
+    @property
+    def image_dir(self) -> Path | None:
+        return None if self.path is None else self.path.with_name(self.path.stem + "_images")
+
+    def add_listener(self, listener: Callable[[dict], None]) -> None:
+        self._listeners.append(listener)
+
+    def record_event(self, kind: str, payload: dict, actor: str = "system") -> dict:
+        """Non-action records: session header, raw model output receipts, episode end, human notes."""
+        return self._append({"kind": kind, "actor": actor, "payload": redact(payload)})
+
+    def record_action(
+        self,
+        actor: str,
+        action: str,
+        arguments: dict,
+        result: Result,
+        state: dict,
+        duration_ms: float,
+        extra: dict | None = None,
+    ) -> dict:
+        artifacts = list(result.artifacts)
+        if self.save_images and result.images:
+            artifacts.extend(self._write_images(result))
+        record = {
+            "kind": "action",
+            "actor": actor,
+            "action": action,
+            "arguments": redact(arguments),
+            "status": "ok" if result.ok else "error",
+            "error": result.error,
+            "result": {"data": result.data, "images": [image.to_json(inline=False) for image in result.images]},
+            "state": state,
+            "artifacts": artifacts,
+            "duration_ms": round(duration_ms, 3),
+        }
+        if extra:
+            record["extra"] = redact(extra)
+        return self._append(record)
+
+    def _write_images(self, result: Result) -> list[dict]:
+        directory = self.image_dir
+        directory.mkdir(parents=True, exist_ok=True)
+        written = []
+        seq = len(self.records)
+        for index, image in enumerate(result.images):
+            target = directory / f"{seq:05d}_{index}_{image.view}.png"
+            data = image.png_bytes()
+            target.write_bytes(data)
+            image.path = str(target.relative_to(self.path.parent))
+            written.append({"kind": "image", "path": image.path, "sha256": sha256_bytes(data)})
+        return written
+
+    def _append(self, body: dict) -> dict:
+        with self._lock:
+            record = {"seq": len(self.records), "time": round(time.time(), 6), **body}
+            record["prev_hash"] = self._last_hash
+            record["hash"] = record_hash(record)
+            self._last_hash = record["hash"]
+            self.records.append(record)
+            if self.path is not None:
+                with open(self.path, "a", encoding="utf-8") as handle:
+                    handle.write(canonical_json(record) + "\n")
+        for listener in self._listeners:
+            listener(record)
+        return record
+
+    def actions(self) -> list[dict]:
+        return [record for record in self.records if record["kind"] == "action"]
+
+
+def read_trace(path: str | os.PathLike) -> list[dict]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+@dataclass
+class VerifyReport:
+    ok: bool
+    records: int
+    first_bad_seq: int | None = None
+    message: str = ""
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "records": self.records, "first_bad_seq": self.first_bad_seq, "message": self.message}
+
+
+def verify_trace(path: str | os.PathLike, check_artifacts: bool = True) -> VerifyReport:
+    """Check sequence numbers, the hash chain and (optionally) artifact checksums of a trace file."""
+    try:
+        records = read_trace(path)
+    except (OSError, json.JSONDecodeError) as error:
+        return VerifyReport(False, 0, 0, f"unreadable trace: {error}")
+    previous = GENESIS
+    base = Path(path).parent
+    for index, record in enumerate(records):
+        seq = record.get("seq")
+        if seq != index:
+            return VerifyReport(False, len(records), index, f"record {index} has seq {seq}: a record was removed")
+        if record.get("prev_hash") != previous:
+            return VerifyReport(False, len(records), index, f"record {index} does not chain to its predecessor")
+        if record_hash(record) != record.get("hash"):
+            return VerifyReport(False, len(records), index, f"record {index} was modified after it was written")
+        if check_artifacts:
+            for artifact in record.get("artifacts", []):
+                target = base / artifact["path"]
+                if not target.exists() or sha256_file(target) != artifact["sha256"]:
+                    return VerifyReport(
+                        False, len(records), index, f"artifact {artifact['path']} of record {index} is missing or changed"
+                    )
+        previous = record["hash"]
+    return VerifyReport(True, len(records), None, f"{len(records)} records, chain intact")

@@ -1,0 +1,84 @@
+"""The Result contract every action returns, and the one exception handlers raise for bad input.
+
+Errors are data: the registry turns :class:`ActionError` into ``{ok: false, error: {code, message}}`` so a
+caller (model, chat panel, REST client) never sees a Python exception.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ActionError(Exception):
+    """Raised by a handler to reject a call; ``code`` is a stable machine-readable identifier."""
+
+    def __init__(self, code: str, message: str):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class RenderedImage:
+    """One rendered view. PNG bytes are produced lazily because encoding dominates observe latency."""
+
+    view: str
+    width: int
+    height: int
+    slice_offset_mm: float | None = None
+    pixels: Any = None  # numpy uint8 array (H, W) or (H, W, 3); encoded on demand
+    path: str | None = None
+    _png: bytes | None = field(default=None, repr=False)
+
+    def png_bytes(self) -> bytes:
+        if self._png is None:
+            from PIL import Image
+
+            buffer = io.BytesIO()
+            Image.fromarray(self.pixels).save(buffer, format="PNG", compress_level=1)
+            self._png = buffer.getvalue()
+        return self._png
+
+    def to_json(self, inline: bool = True) -> dict:
+        item: dict[str, Any] = {
+            "view": self.view,
+            "width": self.width,
+            "height": self.height,
+            "slice_offset_mm": self.slice_offset_mm,
+        }
+        if self.path:
+            item["path"] = self.path
+        if inline:
+            item["png_base64"] = base64.b64encode(self.png_bytes()).decode("ascii")
+        return item
+
+
+@dataclass
+class Result:
+    """Outcome of one action: ``data`` is JSON-serialisable, ``images`` are rendered views."""
+
+    ok: bool
+    data: dict = field(default_factory=dict)
+    images: list[RenderedImage] = field(default_factory=list)
+    error: dict | None = None
+    artifacts: list[dict] = field(default_factory=list)  # [{path, sha256, kind}]
+
+    @classmethod
+    def failure(cls, code: str, message: str) -> Result:
+        return cls(ok=False, error={"code": code, "message": message})
+
+    def to_json(self, inline_images: bool = True) -> dict:
+        return {
+            "ok": self.ok,
+            "data": self.data,
+            "images": [image.to_json(inline=inline_images) for image in self.images],
+            "error": self.error,
+            "artifacts": self.artifacts,
+        }
+
+    def summary(self) -> dict:
+        """What the audit trace keeps: everything but pixel payloads."""
+        return self.to_json(inline_images=False)
