@@ -38,13 +38,16 @@ def sha256_file(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
+def is_secret_key(key: str) -> bool:
+    """``api_key``, ``x-api-key``, ``access_token`` are secrets; ``input_tokens`` or ``max_tokens`` are not."""
+    name = str(key).lower().replace("-", "_")
+    return any(name == word or name.endswith("_" + word) for word in SECRET_KEYS)
+
+
 def redact(value: Any) -> Any:
     """Drop credentials from anything headed for a trace: keys never reach disk."""
     if isinstance(value, dict):
-        return {
-            key: ("[redacted]" if any(word in key.lower() for word in SECRET_KEYS) else redact(item))
-            for key, item in value.items()
-        }
+        return {key: ("[redacted]" if is_secret_key(key) else redact(item)) for key, item in value.items()}
     if isinstance(value, list):
         return [redact(item) for item in value]
     return value
