@@ -1,0 +1,38 @@
+"""An action registry seen as an episode :class:`~.episode.Environment`, in this process.
+
+The worker process wraps its registry in this class, and tests and the MCP front-end use it directly.
+"""
+
+from __future__ import annotations
+
+from ..registry import ActionRegistry
+
+
+def neutral_tools(registry: ActionRegistry) -> list[dict]:
+    """The session track's actions as provider-neutral ``{name, description, parameters}`` dicts."""
+    return [
+        {"name": action.name, "description": action.description, "parameters": action.parameters}
+        for action in registry.actions()
+    ]
+
+
+class LocalEnvironment:
+    def __init__(self, registry: ActionRegistry):
+        self.registry = registry
+
+    def tools(self) -> list[dict]:
+        return neutral_tools(self.registry)
+
+    def call(
+        self,
+        name: str,
+        arguments: dict,
+        actor: str = "agent",
+        round_id: object = None,
+        audit_extra: dict | None = None,
+    ) -> dict:
+        result = self.registry.call(name, arguments, actor=actor, round_id=round_id, audit_extra=audit_extra)
+        return result.to_json(inline_images=True)
+
+    def record_event(self, kind: str, payload: dict) -> None:
+        self.registry.trace.record_event(kind, payload)

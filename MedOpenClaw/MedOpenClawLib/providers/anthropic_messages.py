@@ -1,0 +1,125 @@
+"""Anthropic Messages API: tool_use/tool_result blocks, images inside tool results, and a cached system block.
+
+The system prompt and tool definitions are identical in every round of an episode, so the system block is
+marked ``cache_control: ephemeral``; later rounds then read that prefix from the prompt cache.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from .base import Provider
+from .http import ProviderError
+from .messages import ImageInput, Message, ModelReply, ToolCall, Usage
+
+log = logging.getLogger(__name__)
+API_VERSION = "2023-06-01"
+
+
+def _image_block(image: ImageInput) -> dict:
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": image.png_base64},
+    }
+
+
+def _blocks(text: str, images: list[ImageInput]) -> list[dict]:
+    blocks: list[dict] = [{"type": "text", "text": text}] if text else []
+    return blocks + [_image_block(image) for image in images]
+
+
+class AnthropicProvider(Provider):
+    def _url(self) -> str:
+        base = self.config.base_url
+        return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+
+    def _headers(self) -> dict:
+        return {
+            "Content-Type": "application/json",
+            "x-api-key": self.config.api_key,
+            "anthropic-version": API_VERSION,
+        }
+
+    def _request_body(
+        self, messages: list[Message], tools: list[dict], allow_tools: bool
+    ) -> tuple[dict, int]:
+        system_text = "\n\n".join(m.text for m in messages if m.role == "system")
+        wire: list[dict] = []
+        images = 0
+        for message in messages:
+            if message.role == "system":
+                continue
+            images += len(message.images)
+            if message.role == "assistant":
+                blocks = [{"type": "text", "text": message.text}] if message.text else []
+                blocks += [
+                    {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments or {}}
+                    for call in message.tool_calls
+                ]
+                role = "assistant"
+            elif message.role == "tool":
+                result = {
+                    "type": "tool_result",
+                    "tool_use_id": message.tool_call_id,
+                    "content": _blocks(message.text or "(no output)", message.images),
+                }
+                if message.is_error:
+                    result["is_error"] = True
+                blocks, role = [result], "user"
+            else:
+                blocks, role = _blocks(message.text, message.images), "user"
+            if wire and wire[-1]["role"] == role:  # the API wants alternating roles: merge neighbours
+                wire[-1]["content"].extend(blocks)
+            else:
+                wire.append({"role": role, "content": blocks})
+        body: dict = {"model": self.config.model, "max_tokens": self.config.max_tokens, "messages": wire}
+        if system_text:
+            body["system"] = [{"type": "text", "text": system_text, "cache_control": {"type": "ephemeral"}}]
+        if self.config.temperature is not None:
+            body["temperature"] = self.config.temperature
+        if self.config.seed is not None:
+            log.info(
+                "the Anthropic Messages API has no seed parameter; seed %s is not sent", self.config.seed
+            )
+        if tools:
+            body["tools"] = [
+                {"name": t["name"], "description": t.get("description", ""), "input_schema": t["parameters"]}
+                for t in tools
+            ]
+            body["tool_choice"] = {"type": "auto" if allow_tools else "none"}
+        return body, images
+
+    def _parse(self, response: dict) -> ModelReply:
+        content = response.get("content")
+        if not isinstance(content, list):
+            raise ProviderError(f"unexpected messages response shape: {json.dumps(response)[:300]}")
+        texts, calls = [], []
+        for index, block in enumerate(content):
+            if block.get("type") == "text":
+                texts.append(block.get("text", ""))
+            elif block.get("type") == "tool_use":
+                arguments = block.get("input")
+                valid = isinstance(arguments, dict)
+                calls.append(
+                    ToolCall(
+                        id=block.get("id") or f"toolu_{index}",
+                        name=block.get("name") or "",
+                        arguments=arguments if valid else None,
+                        raw_arguments=json.dumps(arguments),
+                        parse_error=None if valid else "tool input must be a JSON object",
+                    )
+                )
+        usage = response.get("usage") or {}
+        return ModelReply(
+            text="".join(texts),
+            tool_calls=calls,
+            raw=content,
+            usage=Usage(
+                input_tokens=int(usage.get("input_tokens") or 0),
+                output_tokens=int(usage.get("output_tokens") or 0),
+                cache_read_tokens=int(usage.get("cache_read_input_tokens") or 0),
+                cache_write_tokens=int(usage.get("cache_creation_input_tokens") or 0),
+            ),
+            stop_reason=response.get("stop_reason"),
+        )

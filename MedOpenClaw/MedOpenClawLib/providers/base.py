@@ -1,0 +1,56 @@
+"""The provider interface: one request of a neutral conversation to a model, one :class:`ModelReply` back."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+
+import requests
+
+from .config import ProviderConfig
+from .http import post_json
+from .messages import Message, ModelReply
+
+
+class Provider(ABC):
+    """Translates the neutral conversation to a vendor's wire format and back (retries: ``post_json``)."""
+
+    def __init__(self, config: ProviderConfig, session: requests.Session | None = None):
+        self.config = config
+        self.session = session or requests.Session()
+
+    def complete(self, messages: list[Message], tools: list[dict], allow_tools: bool = True) -> ModelReply:
+        """Ask for the next turn. ``tools`` are neutral ``{name, description, parameters}`` dicts; with
+        ``allow_tools=False`` they stay declared (history may reference them) but may not be called."""
+        body, images = self._request_body(messages, tools, allow_tools)
+        started = time.perf_counter()
+        response, retries = post_json(
+            self.session,
+            self._url(),
+            self._headers(),
+            body,
+            timeout_s=self.config.timeout_s,
+            retry=self.config.retry,
+            secrets=(self.config.api_key,),
+        )
+        reply = self._parse(response)
+        reply.usage.calls = 1
+        reply.usage.images_sent = images
+        reply.usage.retries = retries
+        reply.usage.model_seconds = time.perf_counter() - started
+        return reply
+
+    @abstractmethod
+    def _url(self) -> str: ...
+
+    @abstractmethod
+    def _headers(self) -> dict: ...
+
+    @abstractmethod
+    def _request_body(
+        self, messages: list[Message], tools: list[dict], allow_tools: bool
+    ) -> tuple[dict, int]:
+        """The JSON body and the number of images it carries."""
+
+    @abstractmethod
+    def _parse(self, response: dict) -> ModelReply: ...

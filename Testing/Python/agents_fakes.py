@@ -1,0 +1,161 @@
+"""Test doubles for the agents/runner/provider/MCP tests: a scripted model server on 127.0.0.1 that speaks the
+OpenAI Chat Completions or Anthropic Messages wire format, and a tiny registry whose actions render images."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import numpy as np
+from MedOpenClawLib.policy import SessionPolicy
+from MedOpenClawLib.registry import ActionRegistry, Toolset
+from MedOpenClawLib.result import ActionError, RenderedImage, Result
+
+
+@dataclass
+class Scripted:
+    """One scripted HTTP answer: ``status`` and JSON ``body``, after ``delay_s`` seconds."""
+
+    body: dict
+    status: int = 200
+    delay_s: float = 0.0
+    headers: dict = field(default_factory=dict)
+
+
+class FakeModelServer:
+    """Serves scripted answers in order and records every request (path, headers, JSON body)."""
+
+    def __init__(self, script: list[Scripted]):
+        self.script = list(script)
+        self.requests: list[dict] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802 - http.server API
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length))
+                server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                answer = server.script.pop(0) if server.script else Scripted({"error": "script empty"}, 500)
+                time.sleep(answer.delay_s)
+                payload = json.dumps(answer.body).encode()
+                try:
+                    self.send_response(answer.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    for key, value in answer.headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client timed out and went away
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def __enter__(self) -> FakeModelServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def openai_reply(
+    text: str = "", calls: list[tuple[str, str]] = (), usage: tuple[int, int] = (100, 10)
+) -> dict:
+    """A chat completion; ``calls`` are (name, raw JSON argument string) pairs."""
+    message: dict = {"role": "assistant", "content": text or None}
+    if calls:
+        message["tool_calls"] = [
+            {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": args}}
+            for i, (name, args) in enumerate(calls)
+        ]
+    return {
+        "id": "chatcmpl-test",
+        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+        "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1]},
+    }
+
+
+def anthropic_reply(text: str = "", calls: list[tuple[str, dict]] = (), cache_read: int = 0) -> dict:
+    content: list[dict] = [{"type": "text", "text": text}] if text else []
+    content += [
+        {"type": "tool_use", "id": f"toolu_{i}", "name": n, "input": a} for i, (n, a) in enumerate(calls)
+    ]
+    return {
+        "id": "msg_test",
+        "type": "message",
+        "role": "assistant",
+        "content": content,
+        "stop_reason": "tool_use" if calls else "end_turn",
+        "usage": {
+            "input_tokens": 120,
+            "output_tokens": 12,
+            "cache_read_input_tokens": cache_read,
+            "cache_creation_input_tokens": 0 if cache_read else 80,
+        },
+    }
+
+
+class ToyContext:
+    """A minimal ActionContext: one slice position, so rollback and state snapshots are observable."""
+
+    def __init__(self, max_rounds: int | None = None):
+        self.policy = SessionPolicy(track="A", max_rounds=max_rounds)
+        self.offset = 0.0
+
+    def state(self) -> dict:
+        return {"offset": self.offset}
+
+    def checkpoint(self) -> float:
+        return self.offset
+
+    def rollback(self, token: float) -> None:
+        self.offset = token
+
+
+toy_tools = Toolset("toy")
+
+
+@toy_tools.action(
+    "observe",
+    "viewer",
+    "Render the current view.",
+    properties={"size": {"type": "integer", "minimum": 8, "maximum": 256}},
+)
+def observe(context: ToyContext, size: int = 16) -> Result:
+    pixels = np.full((size, size), int(context.offset) % 256, dtype=np.uint8)
+    return Result(
+        ok=True,
+        data={"offset": context.offset},
+        images=[RenderedImage("axial", size, size, context.offset, pixels=pixels)],
+    )
+
+
+@toy_tools.action(
+    "set_slice_offset",
+    "viewer",
+    "Move the slice.",
+    properties={"offset": {"type": "number"}},
+    required=["offset"],
+)
+def set_slice_offset(context: ToyContext, offset: float) -> Result:
+    if abs(offset) > 100:
+        raise ActionError("out_of_range", "offset must lie within [-100, 100] mm")
+    context.offset = float(offset)
+    return Result(ok=True, data={"offset": context.offset})
+
+
+def toy_registry(trace=None, max_rounds: int | None = None) -> ActionRegistry:
+    return ActionRegistry(ToyContext(max_rounds), [toy_tools], trace)

@@ -1,0 +1,130 @@
+"""The episode loop with a model-backed agent against scripted local model servers and a real registry +
+trace: malformed arguments, unknown tools, 429s, timeouts, budget exhaustion, receipts, no key in traces."""
+
+from __future__ import annotations
+
+from agents_fakes import FakeModelServer, Scripted, anthropic_reply, openai_reply, toy_registry
+from MedOpenClawLib.audit import AuditTrace, read_trace, verify_trace
+from MedOpenClawLib.bench.agents.base import AgentContext
+from MedOpenClawLib.bench.agents.model import ModelAgent
+from MedOpenClawLib.bench.environment import LocalEnvironment
+from MedOpenClawLib.bench.episode import EpisodeConfig, EpisodePrompt, run_episode
+from MedOpenClawLib.providers import ProviderConfig, RetryPolicy, make_provider
+
+KEY = "sk-loop-SECRET-42"
+
+
+def episode(
+    tmp_path, kind: str, script: list[Scripted], max_rounds: int = 20, timeout_s: float = 30.0, **config
+):
+    trace_path = tmp_path / "trace.jsonl"
+    registry = toy_registry(AuditTrace(trace_path, header={"case": "toy"}, save_images=True), max_rounds)
+    env = LocalEnvironment(registry)
+    with FakeModelServer(script) as server:
+        provider = make_provider(
+            ProviderConfig(
+                kind=kind,
+                model="m",
+                base_url=server.url,
+                api_key=KEY,
+                timeout_s=timeout_s,
+                retry=RetryPolicy(max_retries=1, backoff_s=0.01),
+            )
+        )
+        agent = ModelAgent(provider)
+        agent.reset(AgentContext(module="toy", case=None, tools=env.tools(), max_rounds=max_rounds))
+        outcome = run_episode(
+            agent, env, EpisodePrompt("system prompt", "task"), EpisodeConfig(max_rounds=max_rounds, **config)
+        )
+    return outcome, read_trace(trace_path), server.requests, registry, trace_path
+
+
+def events(records, kind):
+    return [record["payload"] for record in records if record["kind"] == kind]
+
+
+def test_malformed_unknown_429_then_answer(tmp_path):
+    script = [
+        Scripted(openai_reply("first look", [("set_slice_offset", '{"offset": 12'), ("zoom_in", "{}")])),
+        Scripted({"error": "slow down"}, 429, headers={"Retry-After": "0"}),
+        Scripted(openai_reply(calls=[("set_slice_offset", '{"offset": 12}'), ("observe", '{"size": 32}')])),
+        Scripted(openai_reply("Done.\nANSWER: B", usage=(300, 20))),
+    ]
+    outcome, records, requests, registry, trace_path = episode(tmp_path, "openai", script)
+    assert outcome.status == "completed" and outcome.final_text.endswith("ANSWER: B")
+    assert outcome.rounds == 2 and outcome.tool_calls == 4
+    assert (
+        outcome.rejected_calls == 1 and outcome.failed_calls == 1
+    )  # bad JSON rejected, unknown tool refused
+    assert outcome.usage.calls == 3 and outcome.usage.retries == 1 and outcome.usage.output_tokens == 40
+    assert outcome.images_received == 1 and registry.context.offset == 12.0
+    receipts = events(records, "tool_receipt")
+    assert [(r["name"], r["dispatched"], r["executed"]) for r in receipts] == [
+        ("set_slice_offset", False, False),
+        ("zoom_in", True, False),
+        ("set_slice_offset", True, True),
+        ("observe", True, True),
+    ]
+    assert receipts[0]["error"]["code"] == "invalid_json" and receipts[0]["raw_arguments"] == '{"offset": 12'
+    assert receipts[1]["error"]["code"] == "unknown_action"
+    outputs = events(records, "model_output")
+    assert [o["round"] for o in outputs] == [1, 2, None] and outputs[0]["raw"]["content"] == "first look"
+    # the model was told what went wrong, in the tool message answering the call
+    second_request = requests[1]["body"]["messages"]
+    tool_messages = [m for m in second_request if m["role"] == "tool"]
+    assert "invalid_json" in tool_messages[0]["content"] and "unknown_action" in tool_messages[1]["content"]
+    actions = [r for r in records if r["kind"] == "action"]
+    assert [a["action"] for a in actions] == ["zoom_in", "set_slice_offset", "observe"]
+    assert actions[1]["extra"] == {"round": 2, "call_id": "call_0"}
+    assert verify_trace(trace_path).ok
+    assert KEY not in trace_path.read_text()
+    assert events(records, "episode_end")[0]["final_text"].endswith("ANSWER: B")
+
+
+def test_budget_exhaustion_forces_an_answer_without_tools(tmp_path):
+    call = [("observe", "{}")]
+    script = [
+        Scripted(openai_reply(calls=call)),
+        Scripted(openai_reply(calls=call)),
+        Scripted(openai_reply("out of budget\nANSWER: A", calls=call)),
+    ]
+    outcome, records, requests, _, _ = episode(tmp_path, "openai", script, max_rounds=2)
+    assert outcome.budget_exhausted and outcome.rounds == 2 and outcome.final_text.endswith("ANSWER: A")
+    assert outcome.rejected_calls == 1  # the call made after the budget was not executed
+    last = requests[-1]["body"]
+    assert last["tool_choice"] == "none" and "Tool budget exhausted" in last["messages"][-1]["content"]
+    assert len([r for r in records if r["kind"] == "action"]) == 2
+
+
+def test_one_call_per_round_for_pathology(tmp_path):
+    script = [
+        Scripted(anthropic_reply(calls=[("observe", {}), ("set_slice_offset", {"offset": 3})])),
+        Scripted(anthropic_reply("ANSWER: N")),
+    ]
+    seen = []
+
+    def observation(env):
+        seen.append(True)
+        result = env.call("observe", {"size": 8}, actor="system")
+        from MedOpenClawLib.bench.episode import result_images
+
+        return "Current viewer state.", result_images(result, "observation")
+
+    outcome, records, requests, registry, _ = episode(
+        tmp_path, "anthropic", script, one_call_per_round=True, round_observation=observation
+    )
+    assert outcome.tool_calls == 2 and outcome.rejected_calls == 1 and registry.context.offset == 0.0
+    assert events(records, "tool_receipt")[1]["error"]["code"] == "one_call_per_round"
+    assert seen == [True] and outcome.images_received == 2
+    second = requests[1]["body"]["messages"]
+    assert (
+        second[-1]["role"] == "user" and second[-1]["content"][-2]["type"] == "text"
+    )  # tool results + view merged
+    assert second[-1]["content"][-1]["type"] == "image"
+
+
+def test_provider_timeout_ends_the_episode_invalid(tmp_path):
+    script = [Scripted(openai_reply("late"), delay_s=0.6)] * 2
+    outcome, records, _, _, trace_path = episode(tmp_path, "openai", script, timeout_s=0.2)
+    assert outcome.status == "invalid" and "no response within 0.2 s" in outcome.invalid_reason
+    assert events(records, "episode_end")[0]["status"] == "invalid" and verify_trace(trace_path).ok

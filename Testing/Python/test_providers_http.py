@@ -1,0 +1,155 @@
+"""Providers against scripted local OpenAI-/Anthropic-compatible servers: wire format, tool-call parsing,
+retries with backoff, timeouts, token/image counting, and that the API key never leaks into errors."""
+
+from __future__ import annotations
+
+import base64
+
+import pytest
+from agents_fakes import FakeModelServer, Scripted, anthropic_reply, openai_reply
+from MedOpenClawLib.providers import (
+    ImageInput,
+    Message,
+    ProviderConfig,
+    ProviderError,
+    RetryPolicy,
+    ToolCall,
+    make_provider,
+)
+from MedOpenClawLib.providers.messages import parse_tool_arguments
+
+KEY = "sk-test-SECRET-0123456789"
+PNG = ImageInput(base64.b64encode(b"\x89PNG fake").decode(), "observe:axial")
+TOOLS = [{"name": "observe", "description": "Render.", "parameters": {"type": "object", "properties": {}}}]
+FAST_RETRY = RetryPolicy(max_retries=2, backoff_s=0.01, max_backoff_s=0.05)
+
+
+def provider(kind: str, url: str, **options):
+    config = ProviderConfig(kind=kind, model="m-1", base_url=url, api_key=KEY, retry=FAST_RETRY, **options)
+    return make_provider(config)
+
+
+def conversation() -> list[Message]:
+    call = ToolCall(id="call_0", name="observe", arguments={}, raw_arguments="{}")
+    return [
+        Message("system", "You are a radiology assistant."),
+        Message("user", "Case brief.", images=[PNG]),
+        Message("assistant", "", tool_calls=[call]),
+        Message("tool", '{"ok": true}', images=[PNG], tool_call_id="call_0", tool_name="observe"),
+    ]
+
+
+def test_openai_wire_format_and_tool_call_parsing():
+    with FakeModelServer([Scripted(openai_reply("looking", [("observe", '{"size": 64}')]))]) as server:
+        reply = provider("openai", server.url, temperature=0.2, seed=7).complete(conversation(), TOOLS)
+    request = server.requests[0]
+    assert request["path"] == "/chat/completions"
+    assert request["headers"]["Authorization"] == f"Bearer {KEY}"
+    body = request["body"]
+    assert body["temperature"] == 0.2 and body["seed"] == 7 and body["tool_choice"] == "auto"
+    assert body["tools"][0]["function"]["name"] == "observe"
+    roles = [message["role"] for message in body["messages"]]
+    assert roles == ["system", "user", "assistant", "tool", "user"]  # tool images follow as a user message
+    assert body["messages"][1]["content"][1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert body["messages"][2]["tool_calls"][0]["function"]["arguments"] == "{}"
+    assert reply.text == "looking"
+    assert reply.tool_calls[0].name == "observe" and reply.tool_calls[0].arguments == {"size": 64}
+    assert (
+        reply.usage.images_sent == 2 and reply.usage.input_tokens == 100 and reply.usage.output_tokens == 10
+    )
+    assert reply.usage.calls == 1 and reply.usage.retries == 0
+
+
+def test_openai_malformed_arguments_are_reported_not_guessed():
+    calls = [("observe", '{"size": 64'), ("observe", '"{\\"size\\": 32}"'), ("observe", "```json\n{}\n```")]
+    with FakeModelServer([Scripted(openai_reply(calls=calls))]) as server:
+        reply = provider("openai", server.url).complete(conversation(), TOOLS)
+    broken, doubled, fenced = reply.tool_calls
+    assert broken.arguments is None and "not valid JSON" in broken.parse_error
+    assert broken.raw_arguments == '{"size": 64'
+    assert doubled.arguments == {"size": 32} and "encoded twice" in doubled.repair
+    assert fenced.arguments == {} and "code fence" in fenced.repair
+
+
+def test_parse_tool_arguments_rejects_non_objects():
+    assert parse_tool_arguments("[1, 2]")[1] == "arguments must be a JSON object, got list"
+    assert parse_tool_arguments("") == ({}, None, "empty arguments read as {}")
+
+
+def test_429_then_success_is_retried_with_backoff():
+    script = [
+        Scripted({"error": "rate limited"}, 429, headers={"Retry-After": "0"}),
+        Scripted({"error": "overloaded"}, 503),
+        Scripted(openai_reply("ANSWER: A")),
+    ]
+    with FakeModelServer(script) as server:
+        reply = provider("openai", server.url).complete(conversation(), TOOLS)
+    assert reply.text == "ANSWER: A" and reply.usage.retries == 2 and len(server.requests) == 3
+
+
+def test_timeout_is_retried_then_fails_cleanly():
+    script = [Scripted(openai_reply("late"), delay_s=1.0)] * 3
+    with FakeModelServer(script) as server:
+        with pytest.raises(ProviderError, match="no response within 0.2 s") as caught:
+            provider("openai", server.url, timeout_s=0.2).complete(conversation(), TOOLS)
+    assert caught.value.retryable and len(server.requests) == 3  # first try + 2 retries
+
+
+def test_client_error_is_not_retried_and_key_is_scrubbed():
+    script = [Scripted({"error": {"message": f"invalid key {KEY}"}}, 401)]
+    with FakeModelServer(script) as server:
+        with pytest.raises(ProviderError) as caught:
+            provider("openai", server.url).complete(conversation(), TOOLS)
+    assert caught.value.status == 401 and len(server.requests) == 1
+    assert KEY not in str(caught.value) and "[redacted]" in str(caught.value)
+
+
+def test_openai_tools_disallowed_after_budget():
+    with FakeModelServer([Scripted(openai_reply("ANSWER: B"))]) as server:
+        provider("openai", server.url).complete(conversation(), TOOLS, allow_tools=False)
+    assert server.requests[0]["body"]["tool_choice"] == "none"
+
+
+def test_anthropic_wire_format_cache_and_tool_use():
+    script = [Scripted(anthropic_reply("scrolling", [("observe", {"size": 64})], cache_read=80))]
+    with FakeModelServer(script) as server:
+        reply = provider("anthropic", server.url, seed=3).complete(conversation(), TOOLS)
+    request = server.requests[0]
+    assert request["path"] == "/v1/messages"
+    assert request["headers"]["x-api-key"] == KEY and request["headers"]["anthropic-version"] == "2023-06-01"
+    body = request["body"]
+    assert body["system"] == [
+        {"type": "text", "text": "You are a radiology assistant.", "cache_control": {"type": "ephemeral"}}
+    ]
+    assert "seed" not in body  # the Messages API has no seed
+    assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
+    tool_result = body["messages"][2]["content"][0]
+    assert tool_result["type"] == "tool_result" and tool_result["tool_use_id"] == "call_0"
+    assert [block["type"] for block in tool_result["content"]] == ["text", "image"]
+    assert body["tools"][0]["input_schema"] == TOOLS[0]["parameters"]
+    assert reply.tool_calls[0].arguments == {"size": 64} and reply.tool_calls[0].id == "toolu_0"
+    assert (
+        reply.usage.cache_read_tokens == 80
+        and reply.usage.input_tokens == 120
+        and reply.usage.images_sent == 2
+    )
+
+
+def test_anthropic_overload_529_is_retried():
+    script = [Scripted({"type": "error"}, 529), Scripted(anthropic_reply("ANSWER: C"))]
+    with FakeModelServer(script) as server:
+        reply = provider("anthropic", server.url).complete(conversation(), TOOLS)
+    assert reply.text == "ANSWER: C" and reply.usage.retries == 1
+
+
+def test_config_from_environment_never_exposes_the_key():
+    env = {"MEDOPENCLAW_MODEL": "claude-x", "MEDOPENCLAW_API_KEY": KEY}
+    config = ProviderConfig.resolve(environ=env)
+    assert config.kind == "anthropic" and config.base_url == "https://api.anthropic.com"
+    assert KEY not in repr(config) and KEY not in str(config.public())
+    flagged = ProviderConfig.resolve(model="qwen", base_url="http://127.0.0.1:8000/v1/", environ=env)
+    assert (
+        flagged.kind == "openai" and flagged.base_url == "http://127.0.0.1:8000/v1" and flagged.api_key == KEY
+    )
+    with pytest.raises(ValueError, match="model name is required"):
+        ProviderConfig.resolve(environ={})
