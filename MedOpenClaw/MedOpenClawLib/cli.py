@@ -12,6 +12,7 @@ import sys
 
 # module path -> it defines add_commands(subparsers) registering one or more sub-commands
 COMMAND_MODULES = (
+    "MedOpenClawLib.bench.commands",
     "MedOpenClawLib.server.commands",
 )
 

@@ -1,0 +1,291 @@
+"""MedFlow-Bench case packages: the on-disk contract between loaders, the runner, agents and scorers.
+
+Layout written by ``medopenclaw bench prepare --module M --source RAW --out CASES``::
+
+    CASES/manifest.json      {"format": 1, "module", "source", "cases": [...], "skipped": [{case_id, reason}]}
+    CASES/data/<case_id>/    agent-visible files; the runner's DataRootPolicy is [CASES/data]
+    CASES/hidden/<case_id>/  ground_truth.json + masks; NEVER under a data root
+
+``case_id`` is the dataset's own id (``UCSF-PDGM-0004``, ``R01-001``, ``BRACS_1003``, ``patient_004_node_4``,
+``Patient-001__week-010__to__week-020``). Files under ``data/`` are hard links or copies, never symlinks
+(DataRootPolicy resolves symlinks, which would point outside the data root).
+
+Agent-visible data per module; ``Case.open_paths`` are passed to ``open_case(dicom_dir=...)``:
+
+- ``ucsf-pdgm``: ``data/<id>/<id>_{T1,T1c,T2,FLAIR}.nii.gz``; ``open_paths == ["data/<id>"]`` (a directory
+  of NIfTI files). Volume name = file name without ``.nii.gz`` (e.g. ``UCSF-PDGM-0004_T1c``).
+- ``lumiere``: ``data/<id>/{OLD,CURRENT}_{CT1,T1,T2,FLAIR}.nii.gz``; one directory, eight volumes named
+  by their stems (``OLD_CT1``, ``CURRENT_FLAIR``, ...).
+- ``nsclc``: ``data/<id>/<series_name>/*.dcm``, one sub-directory per DICOM series (CT and PET);
+  ``open_paths == ["data/<id>"]``. ``series_name`` is the SeriesDescription made file-name safe and is the
+  volume name the viewer must show (the runner may also open each ``Case.volumes[i].path`` separately).
+- ``bracs`` / ``camelyon17``: ``Case.slide == "data/<id>/<file>"`` (``.svs`` / ``.tif``);
+  ``open_paths == [slide]``.
+
+Manifest paths are relative to CASES; :meth:`Case.path` makes them absolute.
+
+Ground truth (``hidden/<case_id>/ground_truth.json``, read with :func:`load_ground_truth`)::
+
+    module, case_id
+    answers          {"answer": "B"}                 ucsf-pdgm and lumiere (option letters), bracs (label)
+                     {"q1": "A", ..., "q5": "B"}     nsclc (option letters)
+                     {"tumor_presence": "tumor_present", "largest_metastasis": "macro"}       camelyon17
+    labels           same keys, human-readable option text
+    evidence_fields  lumiere: {"non_measurable_lesion": true|false|null, ...}; null = not scorable
+    localization     ucsf-pdgm, nsclc; null when there is no lesion ("No tumor"), else:
+        source_volume_name    the loaded volume the mask is defined on (e.g. "R01-001_CT")
+        mask                  relative to hidden/<case_id>; NIfTI with its real RAS affine (a DICOM SEG is
+                              converted from LPS through the CT series geometry)
+        ras_ranges            {"R": [lo, hi], "A": [lo, hi], "S": [lo, hi]} (scoring.geometry half-voxel rule)
+        reference_ras         [r, a, s]: a voxel centre strictly inside the mask (for the oracle agent)
+        reference_key_slices  {"axial": S, "sagittal": R, "coronal": A} in mm, inside the ranges
+    regions          bracs, camelyon17: [{"label", "kind": "roi"|"tumor"|"exclusion",
+                     "polygon": [[x, y], ...] (level-0 px), "reference_point": [x, y]}]; the reference
+                     point is inside its polygon and outside every exclusion (for the oracle agent)
+    slide_size       pathology: [width, height] in level-0 px
+
+Key slices: axial offset = S, sagittal = R, coronal = A (canonical RAS millimetres, as in the render overlay).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+MODULES = ("lumiere", "ucsf-pdgm", "nsclc", "bracs", "camelyon17")
+RADIOLOGY_MODULES = ("lumiere", "ucsf-pdgm", "nsclc")
+PATHOLOGY_MODULES = ("bracs", "camelyon17")
+MANIFEST_FORMAT = 1
+
+
+class CaseFormatError(ValueError):
+    """A case package (or one of its files) does not follow the documented layout."""
+
+
+def check_module(module: str) -> str:
+    if module not in MODULES:
+        raise CaseFormatError(f"unknown module {module!r}; expected one of {', '.join(MODULES)}")
+    return module
+
+
+@dataclass(frozen=True)
+class VolumeRef:
+    """One agent-visible image series: ``name`` is what the viewer's scene inventory shows."""
+
+    name: str
+    path: str  # relative to the cases directory
+    modality: str  # MR, CT, PT
+    role: str = ""  # e.g. OLD / CURRENT (lumiere), diagnostic_ct / pet (nsclc), T1c (ucsf-pdgm)
+
+
+@dataclass(frozen=True)
+class Question:
+    """A multiple-choice question: ``options`` are (letter, label) pairs in display order."""
+
+    qid: str
+    text: str
+    options: tuple[tuple[str, str], ...]
+
+    def letter_for(self, label: str) -> str:
+        for letter, option_label in self.options:
+            if option_label == label:
+                return letter
+        raise CaseFormatError(f"{label!r} is not an option of question {self.qid}")
+
+    def label_for(self, letter: str) -> str:
+        return dict(self.options)[letter]
+
+
+@dataclass
+class Case:
+    """What the runner needs to start an episode; never contains ground truth."""
+
+    module: str
+    case_id: str
+    data_dir: str
+    open_paths: list[str]
+    volumes: list[VolumeRef] = field(default_factory=list)
+    slide: str | None = None
+    questions: list[Question] = field(default_factory=list)
+    brief: dict[str, Any] = field(default_factory=dict)
+    cases_dir: Path | None = None
+
+    def path(self, relative: str) -> Path:
+        """Absolute path of a manifest path (they are stored relative to the cases directory)."""
+        if self.cases_dir is None:
+            raise CaseFormatError("case was not loaded from a cases directory")
+        return (self.cases_dir / relative).resolve()
+
+    @property
+    def data_root(self) -> Path:
+        """The directory to allow in the runner's DataRootPolicy for this case."""
+        return self.path(self.data_dir)
+
+    def to_json(self) -> dict:
+        body = asdict(self)
+        body.pop("cases_dir")
+        body["questions"] = [
+            {"qid": q.qid, "text": q.text, "options": [list(option) for option in q.options]}
+            for q in self.questions
+        ]
+        return body
+
+    @classmethod
+    def from_json(cls, body: dict, cases_dir: Path | None = None) -> Case:
+        try:
+            return cls(
+                module=check_module(body["module"]),
+                case_id=str(body["case_id"]),
+                data_dir=str(body["data_dir"]),
+                open_paths=[str(path) for path in body["open_paths"]],
+                volumes=[VolumeRef(**volume) for volume in body.get("volumes", [])],
+                slide=body.get("slide"),
+                questions=[
+                    Question(q["qid"], q["text"], tuple((str(a), str(b)) for a, b in q["options"]))
+                    for q in body.get("questions", [])
+                ],
+                brief=dict(body.get("brief", {})),
+                cases_dir=cases_dir,
+            )
+        except (KeyError, TypeError) as error:
+            raise CaseFormatError(f"malformed case entry {body.get('case_id')!r}: {error}") from error
+
+
+@dataclass
+class GroundTruth:
+    """Hidden reference of one case; ``hidden_dir`` resolves the mask path."""
+
+    module: str
+    case_id: str
+    answers: dict[str, Any]
+    labels: dict[str, Any] = field(default_factory=dict)
+    evidence_fields: dict[str, bool | None] = field(default_factory=dict)
+    localization: dict | None = None
+    regions: list[dict] = field(default_factory=list)
+    slide_size: list[int] | None = None
+    hidden_dir: Path | None = None
+
+    @property
+    def mask_path(self) -> Path | None:
+        if not self.localization or self.hidden_dir is None:
+            return None
+        return self.hidden_dir / self.localization["mask"]
+
+    def to_json(self) -> dict:
+        body = asdict(self)
+        body.pop("hidden_dir")
+        return body
+
+    @classmethod
+    def from_json(cls, body: dict, hidden_dir: Path | None = None) -> GroundTruth:
+        try:
+            return cls(
+                module=check_module(body["module"]),
+                case_id=str(body["case_id"]),
+                answers=dict(body["answers"]),
+                labels=dict(body.get("labels", {})),
+                evidence_fields=dict(body.get("evidence_fields", {})),
+                localization=body.get("localization"),
+                regions=list(body.get("regions", [])),
+                slide_size=body.get("slide_size"),
+                hidden_dir=hidden_dir,
+            )
+        except (KeyError, TypeError) as error:
+            raise CaseFormatError(f"malformed ground truth {body.get('case_id')!r}: {error}") from error
+
+
+def read_manifest(cases_dir: str | os.PathLike) -> dict:
+    path = Path(cases_dir) / "manifest.json"
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise CaseFormatError(f"cannot read {path}: {error}") from error
+    if manifest.get("format") != MANIFEST_FORMAT:
+        raise CaseFormatError(f"{path}: unsupported manifest format {manifest.get('format')!r}")
+    return manifest
+
+
+def load_cases(cases_dir: str | os.PathLike) -> list[Case]:
+    """All included cases of a package, in manifest order."""
+    root = Path(cases_dir).resolve()
+    manifest = read_manifest(root)
+    return [Case.from_json(body, root) for body in manifest.get("cases", [])]
+
+
+def load_ground_truth(cases_dir: str | os.PathLike, case_id: str) -> GroundTruth:
+    """The hidden reference of ``case_id``; only scorers and the privileged oracle agent call this."""
+    hidden_dir = Path(cases_dir).resolve() / "hidden" / case_id
+    path = hidden_dir / "ground_truth.json"
+    try:
+        body = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as error:
+        raise CaseFormatError(f"cannot read ground truth of {case_id!r}: {error}") from error
+    return GroundTruth.from_json(body, hidden_dir)
+
+
+def place_file(source: str | os.PathLike, target: str | os.PathLike) -> Path:
+    """Put a dataset file into a package: hard link when possible (no copy of gigabytes), else copy."""
+    target = Path(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists():
+        target.unlink()
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
+    return target
+
+
+class PackageWriter:
+    """Accumulates cases and skips while a loader walks a dataset, then writes the manifest once."""
+
+    def __init__(self, out_dir: str | os.PathLike, module: str, source: str | os.PathLike):
+        self.root = Path(out_dir).resolve()
+        self.module = check_module(module)
+        self.source = str(source)
+        self.cases: list[Case] = []
+        self.skipped: list[dict] = []
+        (self.root / "data").mkdir(parents=True, exist_ok=True)
+        (self.root / "hidden").mkdir(parents=True, exist_ok=True)
+
+    def data_dir(self, case_id: str) -> Path:
+        return self.root / "data" / case_id
+
+    def hidden_dir(self, case_id: str) -> Path:
+        return self.root / "hidden" / case_id
+
+    def relative(self, path: str | os.PathLike) -> str:
+        return Path(path).resolve().relative_to(self.root).as_posix()
+
+    def add(self, case: Case, truth: GroundTruth) -> None:
+        if case.case_id != truth.case_id or case.module != self.module:
+            raise CaseFormatError(f"case {case.case_id!r} and its ground truth disagree on id or module")
+        hidden = self.hidden_dir(case.case_id)
+        hidden.mkdir(parents=True, exist_ok=True)
+        (hidden / "ground_truth.json").write_text(
+            json.dumps(truth.to_json(), indent=1, sort_keys=True) + "\n"
+        )
+        case.cases_dir = self.root
+        self.cases.append(case)
+
+    def skip(self, case_id: str, reason: str) -> None:
+        """Record an excluded case; partially written files of it are removed so the package stays clean."""
+        for directory in (self.data_dir(case_id), self.hidden_dir(case_id)):
+            if directory.exists():
+                shutil.rmtree(directory)
+        self.skipped.append({"case_id": case_id, "reason": reason})
+
+    def finish(self) -> dict:
+        manifest = {
+            "format": MANIFEST_FORMAT,
+            "module": self.module,
+            "source": self.source,
+            "cases": [case.to_json() for case in sorted(self.cases, key=lambda c: c.case_id)],
+            "skipped": sorted(self.skipped, key=lambda s: s["case_id"]),
+        }
+        (self.root / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        return manifest

@@ -1,0 +1,170 @@
+"""``medopenclaw bench ...`` sub-commands: cohort, prepare, parse, score, report.
+
+Extension hook (agreed with the runner/agents owner): every module named in :data:`EXTENSION_MODULES` may
+define ``add_bench_subcommand(bench_subparsers)``. It is called with the ``bench`` sub-parser collection after
+the sub-commands of this file are registered, so ``bench run`` lives in ``MedOpenClawLib/bench/runner.py`` and
+registers itself there with ``bench_subparsers.add_parser("run", ...)`` and ``set_defaults(func=...)``.
+A listed module that does not exist yet is skipped; any other import error propagates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+
+from .cases import MODULES, CaseFormatError
+
+EXTENSION_MODULES = ("MedOpenClawLib.bench.runner",)
+
+
+def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    bench = subparsers.add_parser("bench", help="MedFlow-Bench: cohort, prepare, parse, score, report")
+    bench_subparsers = bench.add_subparsers(dest="bench_command", required=True)
+    for register in (_add_cohort, _add_prepare, _add_parse, _add_score, _add_report):
+        register(bench_subparsers)
+    for module_name in EXTENSION_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name == module_name:
+                continue
+            raise
+        hook = getattr(module, "add_bench_subcommand", None)
+        if hook is not None:
+            hook(bench_subparsers)
+
+
+def _print_json(value: dict) -> None:
+    print(json.dumps(value, sort_keys=True))
+
+
+def _fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def _add_cohort(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "cohort", help="write the synthetic digital-subject cohort in dataset layouts"
+    )
+    parser.add_argument("--out", required=True, help="directory for the raw synthetic datasets")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--modules", nargs="+", choices=MODULES, default=list(MODULES))
+    parser.add_argument("--cases", type=int, default=6, help="cases per module")
+    parser.add_argument("--mri-spacing", type=float, default=2.0, help="brain MRI voxel size in mm")
+    parser.add_argument("--slide-size", type=int, nargs=2, default=[8192, 6144], metavar=("W", "H"))
+    parser.set_defaults(func=_run_cohort)
+
+
+def _run_cohort(args) -> int:
+    from .synthetic.cohort import CohortConfig, write_cohort
+
+    config = CohortConfig(
+        seed=args.seed,
+        cases=args.cases,
+        mri_spacing_mm=args.mri_spacing,
+        slide_size=tuple(args.slide_size),
+    )
+    written = write_cohort(args.out, config, modules=args.modules)
+    _print_json({"out": str(Path(args.out).resolve()), "modules": written})
+    return 0
+
+
+def _add_prepare(subparsers) -> None:
+    parser = subparsers.add_parser("prepare", help="turn a dataset as distributed into case packages")
+    parser.add_argument("--module", required=True, choices=MODULES)
+    parser.add_argument(
+        "--source", required=True, help="dataset root as downloaded (or a synthetic cohort dir)"
+    )
+    parser.add_argument("--out", required=True, help="case package directory to write")
+    parser.add_argument(
+        "--include-amc", action="store_true", help="nsclc: keep AMC cases (excluded by default)"
+    )
+    parser.set_defaults(func=_run_prepare)
+
+
+def _run_prepare(args) -> int:
+    from .loaders import prepare
+
+    options = {"include_amc": args.include_amc} if args.module == "nsclc" else {}
+    try:
+        manifest = prepare(args.module, args.source, args.out, **options)
+    except CaseFormatError as error:
+        return _fail(str(error))
+    _print_json(
+        {
+            "module": args.module,
+            "out": str(Path(args.out).resolve()),
+            "cases": len(manifest["cases"]),
+            "skipped": manifest["skipped"],
+        }
+    )
+    return 0
+
+
+def _add_parse(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "parse", help="parse one raw final response from stdin into canonical JSON"
+    )
+    parser.add_argument("--module", required=True, choices=MODULES)
+    parser.set_defaults(func=_run_parse)
+
+
+def _run_parse(args) -> int:
+    from .parsers import parse_response
+
+    _print_json(parse_response(args.module, sys.stdin.read()))
+    return 0
+
+
+def _add_score(subparsers) -> None:
+    parser = subparsers.add_parser("score", help="score a responses JSONL file against a case package")
+    parser.add_argument("--module", required=True, choices=MODULES)
+    parser.add_argument("--cases", required=True, help="case package directory (from bench prepare)")
+    parser.add_argument("--responses", required=True, help='JSONL lines {"case_id", "response"}')
+    parser.add_argument("--out", help="directory for per-case JSON (default: <responses>_scores/)")
+    parser.set_defaults(func=_run_score)
+
+
+def _run_score(args) -> int:
+    from .scoring.batch import score_file
+
+    try:
+        result = score_file(args.module, args.cases, args.responses)
+    except (CaseFormatError, OSError) as error:
+        return _fail(str(error))
+    responses = Path(args.responses)
+    out = Path(args.out) if args.out else responses.with_name(responses.stem + "_scores")
+    out.mkdir(parents=True, exist_ok=True)
+    for score in result.scores:
+        (out / f"{score.case_id}.json").write_text(
+            json.dumps(score.to_json(), indent=1, sort_keys=True) + "\n"
+        )
+    (out / "summary.json").write_text(json.dumps(result.summary, indent=1, sort_keys=True) + "\n")
+    for problem in result.problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    _print_json(result.summary)
+    return 0
+
+
+def _add_report(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "report", help="paper-style tables (Markdown, CSV, JSON) and an HTML report"
+    )
+    parser.add_argument("dir", help="run directory holding <module>/summary.json, per-case scores and traces")
+    parser.add_argument("--out", help="output directory (default: DIR/report)")
+    parser.set_defaults(func=_run_report)
+
+
+def _run_report(args) -> int:
+    from .report import write_report
+
+    try:
+        written = write_report(args.dir, args.out)
+    except (CaseFormatError, OSError, ValueError) as error:
+        return _fail(str(error))
+    _print_json(written)
+    return 0

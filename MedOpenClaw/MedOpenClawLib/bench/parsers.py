@@ -1,0 +1,348 @@
+"""Deterministic, forgiving parsers of final model responses into the canonical answer/evidence JSON shapes.
+
+Real model output wraps answers in markdown, code fences, parentheses and trailing prose; the parsers
+accept all
+of that, let the last ANSWER line win, check that an option letter and its label text agree, and turn anything
+unparseable into ``null`` plus a message in ``errors`` -- they never raise.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from .labels import (
+    BRACS_LABELS,
+    BRACS_OPTIONS,
+    LUMIERE_EVIDENCE_FIELDS,
+    METASTASIS_OPTIONS,
+    NSCLC_QUESTIONS,
+    RANO_OPTIONS,
+    TUMOR_PRESENCE_OPTIONS,
+    UCSF_OPTIONS,
+    normalize_bracs_label,
+    squash,
+)
+
+KEY_SLICE_FIELDS = (
+    ("key_slice_axial_mm", "KEY_SLICE_AXIAL_MM"),
+    ("key_slice_sagittal_mm", "KEY_SLICE_SAGITTAL_MM"),
+    ("key_slice_coronal_mm", "KEY_SLICE_CORONAL_MM"),
+)
+NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*")
+_EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
+_ANSWER_LINE = re.compile(r"^[\s>#-]*(?:final\s+)?answer\s*[:=]\s*(.*?)\s*$", re.IGNORECASE | re.MULTILINE)
+
+
+def clean_text(text: str) -> str:
+    """Drop code fences and markdown emphasis; keep line structure (field lines are line-based)."""
+    text = _FENCE.sub("", text.replace("\r\n", "\n"))
+    return _EMPHASIS.sub("", text)
+
+
+def _last_field(text: str, name: str) -> str | None:
+    """Value of the last ``NAME: value`` line (name case-insensitive, underscores or spaces)."""
+    pattern = re.compile(
+        r"^[\s>#-]*" + name.replace("_", r"[_ ]") + r"\s*[:=]\s*(.*?)\s*$", re.IGNORECASE | re.MULTILINE
+    )
+    matches = pattern.findall(text)
+    return matches[-1] if matches else None
+
+
+def parse_choice(
+    value: str | None, options: tuple[tuple[str, str], ...], what: str, errors: list[str]
+) -> str | None:
+    """One option letter from ``"(B)"``, ``"B)"``, ``"B. Oligodendroglioma"``, ``"B"`` or the label text
+    alone.
+
+    A letter followed by label text must agree with that option's label, otherwise the answer is null.
+    """
+    if value is None or not value.strip():
+        errors.append(f"{what}: missing")
+        return None
+    letters = {letter for letter, _ in options}
+    by_label = {squash(label): letter for letter, label in options}
+    text = value.strip()
+    match = re.match(r"^[\(\[]?([A-Za-z])(?![A-Za-z])[\)\]]?[\s.:,)\-]*(.*)$", text, re.DOTALL)
+    if match and match.group(1).upper() in letters:
+        letter = match.group(1).upper()
+        named = _letters_named_by(squash(match.group(2)), options)
+        if named and letter not in named:
+            errors.append(
+                f"{what}: letter {letter} disagrees with label text {match.group(2).strip()[:60]!r}"
+            )
+            return None
+        return letter
+    key = squash(text)
+    if key in by_label:
+        return by_label[key]
+    named = _letters_named_by(key, options)
+    if len(named) == 1:
+        return named.pop()
+    errors.append(f"{what}: cannot read an option from {text[:80]!r}")
+    return None
+
+
+def _letters_named_by(text: str, options: tuple[tuple[str, str], ...]) -> set[str]:
+    """Option letters whose label text starts ``text`` (label followed by prose) or that ``text``
+    abbreviates."""
+    if len(text) < 2:
+        return set()
+    named = set()
+    for letter, label in options:
+        key = squash(label)
+        if text == key or text.startswith(key + " ") or (len(text) >= 4 and key.startswith(text)):
+            named.add(letter)
+    return named
+
+
+def parse_float(value: str | None, what: str, errors: list[str]) -> float | None:
+    """A number from ``"12.5"``, ``"12.5 mm"``, ``"-3mm"``, ``"S 12.5"``; null with an error otherwise."""
+    if value is None:
+        errors.append(f"{what}: missing")
+        return None
+    match = re.search(NUMBER, value)
+    if not match:
+        errors.append(f"{what}: not a number: {value[:60]!r}")
+        return None
+    return float(match.group(0))
+
+
+def parse_ras(value: str | None, errors: list[str]) -> list[float] | None:
+    """``[r, a, s]``, ``(r, a, s)`` or ``r, a, s`` (units allowed) -> three floats."""
+    if value is None:
+        errors.append("ras: missing")
+        return None
+    numbers = re.findall(NUMBER, value)
+    if len(numbers) != 3:
+        errors.append(f"ras: expected three numbers, got {value[:80]!r}")
+        return None
+    return [float(number) for number in numbers]
+
+
+def parse_yes_no(value: str | None, what: str, errors: list[str]) -> bool | None:
+    if value is None:
+        errors.append(f"{what}: missing")
+        return None
+    word = squash(value).split(" ")[0] if squash(value) else ""
+    if word in ("yes", "y", "true"):
+        return True
+    if word in ("no", "n", "false"):
+        return False
+    errors.append(f"{what}: expected YES or NO, got {value[:40]!r}")
+    return None
+
+
+def parse_radiology_evidence(text: str, errors: list[str]) -> dict:
+    evidence: dict = {}
+    for key, name in KEY_SLICE_FIELDS:
+        evidence[key] = parse_float(_last_field(text, name), key, errors)
+    evidence["ras"] = parse_ras(_last_field(text, "RAS"), errors)
+    return evidence
+
+
+def _last_answer(text: str) -> str | None:
+    matches = _ANSWER_LINE.findall(text)
+    return matches[-1] if matches else None
+
+
+def parse_ucsf(text: str) -> dict:
+    errors: list[str] = []
+    text = clean_text(text)
+    answer = parse_choice(_last_answer(text), UCSF_OPTIONS, "answer", errors)
+    return {"answer": answer, "evidence": parse_radiology_evidence(text, errors), "errors": errors}
+
+
+def parse_lumiere(text: str) -> dict:
+    errors: list[str] = []
+    text = clean_text(text)
+    answer = parse_choice(_last_answer(text), RANO_OPTIONS, "answer", errors)
+    evidence = {name: parse_yes_no(_last_field(text, name), name, errors) for name in LUMIERE_EVIDENCE_FIELDS}
+    return {"answer": answer, "evidence": evidence, "errors": errors}
+
+
+_COMPACT = re.compile(
+    r"1\s*([A-Za-z])\s*2\s*([A-Za-z])\s*3\s*([A-Za-z])\s*4\s*([A-Za-z])\s*5\s*([A-Za-z])(?![A-Za-z])"
+)
+
+
+def parse_nsclc(text: str) -> dict:
+    """Five answers from the last compact string ``1C2D3B4A5B`` (spaces tolerated); letters outside a
+    question's
+    option range are null with an error. Without a full string, ``Q1: C`` style lines are read one by one."""
+    errors: list[str] = []
+    text = clean_text(text)
+    answers: dict[str, str | None] = {}
+    matches = _COMPACT.findall(text)
+    for index, (qid, _, options) in enumerate(NSCLC_QUESTIONS):
+        if matches:
+            letter = matches[-1][index].upper()
+            valid = {option_letter for option_letter, _ in options}
+            if letter in valid:
+                answers[qid] = letter
+            else:
+                answers[qid] = None
+                errors.append(f"{qid}: {letter} is not an option (valid {''.join(sorted(valid))})")
+        else:
+            answers[qid] = parse_choice(_last_field(text, qid), options, qid, errors)
+    if not matches:
+        errors.append("no compact answer string like 1C2D3B4A5B found")
+    return {"answers": answers, "evidence": parse_radiology_evidence(text, errors), "errors": errors}
+
+
+def find_json_object(text: str, keys: tuple[str, ...]) -> dict | None:
+    """The last JSON object in ``text`` that has at least one of ``keys`` (prose before or after is
+    ignored)."""
+    decoder = json.JSONDecoder()
+    found = None
+    for match in re.finditer(r"\{", text):
+        try:
+            value, _ = decoder.raw_decode(text, match.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and any(key in value for key in keys):
+            found = value
+    return found
+
+
+def parse_localizations(value, errors: list[str]) -> list[list[float]]:
+    """``[{"x": .., "y": ..}, ...]`` or ``[[x, y], ...]``; malformed entries are dropped with an error."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        errors.append("localizations: not a list")
+        return []
+    points = []
+    for index, item in enumerate(value):
+        if isinstance(item, dict):
+            pair = (item.get("x"), item.get("y"))
+        elif isinstance(item, (list, tuple)) and len(item) == 2:
+            pair = tuple(item)
+        else:
+            pair = (None, None)
+        try:
+            points.append([float(pair[0]), float(pair[1])])
+        except (TypeError, ValueError):
+            errors.append(f"localizations[{index}]: not an x/y pair: {json.dumps(item)[:60]}")
+    return points
+
+
+def _agreeing(option, label, options, normalize, what: str, errors: list[str]):
+    """Combine an option letter and a label value; both given and different -> null."""
+    from_option = None
+    if option is not None and str(option).strip():
+        from_option = dict(options).get(str(option).strip().strip("()").upper())
+        if from_option is None:
+            errors.append(f"{what}: {option!r} is not an option letter")
+    from_label = None
+    if label is not None and str(label).strip():
+        from_label = normalize(str(label))
+        if from_label is None:
+            errors.append(f"{what}: {label!r} is not a valid label")
+    if from_option and from_label and from_option != from_label:
+        errors.append(f"{what}: option {option!r} ({from_option}) disagrees with label {label!r}")
+        return None
+    result = from_label or from_option
+    if result is None and not errors:
+        errors.append(f"{what}: missing")
+    return result
+
+
+def _normalized(values: tuple[str, ...]):
+    lookup = {squash(value).replace(" ", "_"): value for value in values}
+
+    def normalize(text: str) -> str | None:
+        return lookup.get(squash(text).replace(" ", "_").replace("-", "_"))
+
+    return normalize
+
+
+def parse_bracs(text: str) -> dict:
+    errors: list[str] = []
+    body = find_json_object(text, ("wsi_label", "selected_option", "localizations"))
+    if body is None:
+        return {
+            "answer": None,
+            "localizations": [],
+            "errors": ["no JSON object with wsi_label/selected_option"],
+        }
+    label_errors: list[str] = []
+    answer = _agreeing(
+        body.get("selected_option"),
+        body.get("wsi_label"),
+        BRACS_OPTIONS,
+        normalize_bracs_label,
+        "wsi_label",
+        label_errors,
+    )
+    errors.extend(label_errors)
+    if answer is not None and answer not in BRACS_LABELS:
+        answer = None
+    return {
+        "answer": answer,
+        "localizations": parse_localizations(body.get("localizations"), errors),
+        "errors": errors,
+    }
+
+
+def parse_camelyon(text: str) -> dict:
+    errors: list[str] = []
+    keys = ("tumor_presence", "tumor_presence_option", "largest_metastasis", "largest_metastasis_option")
+    body = find_json_object(text, keys + ("localizations",))
+    if body is None:
+        return {
+            "tumor_presence": None,
+            "largest_metastasis": None,
+            "localizations": [],
+            "errors": ["no JSON object with tumor_presence/largest_metastasis"],
+        }
+    presence_errors: list[str] = []
+    presence = _agreeing(
+        body.get("tumor_presence_option"),
+        body.get("tumor_presence"),
+        TUMOR_PRESENCE_OPTIONS,
+        _normalized(("no_tumor", "tumor_present")),
+        "tumor_presence",
+        presence_errors,
+    )
+    metastasis_errors: list[str] = []
+    metastasis = _agreeing(
+        body.get("largest_metastasis_option"),
+        body.get("largest_metastasis"),
+        METASTASIS_OPTIONS,
+        _normalized(("negative", "itc", "micro", "macro")),
+        "largest_metastasis",
+        metastasis_errors,
+    )
+    errors.extend(presence_errors + metastasis_errors)
+    return {
+        "tumor_presence": presence,
+        "largest_metastasis": metastasis,
+        "localizations": parse_localizations(body.get("localizations"), errors),
+        "errors": errors,
+    }
+
+
+PARSERS = {
+    "ucsf-pdgm": parse_ucsf,
+    "lumiere": parse_lumiere,
+    "nsclc": parse_nsclc,
+    "bracs": parse_bracs,
+    "camelyon17": parse_camelyon,
+}
+
+
+def parse_response(module: str, text: str | None) -> dict:
+    """Parse one raw final response of ``module``; never raises (a parser bug becomes an error entry)."""
+    parser = PARSERS.get(module)
+    if parser is None:
+        raise ValueError(f"unknown module {module!r}")
+    if not isinstance(text, str):
+        text = ""
+    try:
+        return parser(text)
+    except Exception as error:  # a parser defect must not crash a whole scoring run
+        empty = parser("")
+        empty["errors"] = [f"parser failure: {type(error).__name__}: {error}"]
+        return empty

@@ -1,0 +1,52 @@
+"""Module-level aggregation: the paper's Task / Strict / Loc columns plus the Table 5 sub-columns.
+
+INVALID episodes (environment faults) are excluded from every denominator and counted separately, as in
+MedImageOSWorld; Loc averages only over cases inside the module's Loc denominator and is null for LUMIERE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ..labels import LUMIERE_EVIDENCE_FIELDS, NSCLC_QUESTIONS
+from .rules import MODULES_WITH_LOC, CaseScore
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def aggregate(scores: Iterable[CaseScore]) -> dict:
+    """Aggregate one module's case scores; raises ValueError when modules are mixed."""
+    scores = list(scores)
+    modules = {score.module for score in scores}
+    if len(modules) > 1:
+        raise ValueError(f"cannot aggregate scores of several modules: {sorted(modules)}")
+    module = modules.pop() if modules else None
+    valid = [score for score in scores if not score.invalid]
+    loc_values = [score.loc for score in valid if score.loc is not None]
+    result = {
+        "module": module,
+        "n": len(valid),
+        "task": _mean([score.task for score in valid]),
+        "strict": _mean([score.strict for score in valid]),
+        "loc": _mean(loc_values) if module in MODULES_WITH_LOC else None,
+        "loc_n": len(loc_values) if module in MODULES_WITH_LOC else 0,
+        "invalid": len(scores) - len(valid),
+        "parse_failures": sum(1 for score in valid if score.parse_errors),
+    }
+    if module == "nsclc":
+        for qid, _, _ in NSCLC_QUESTIONS:
+            result[qid] = _mean([float(score.details["questions"][qid]) for score in valid])
+    if module == "lumiere":
+        for name in LUMIERE_EVIDENCE_FIELDS:
+            values = [
+                float(score.details["fields"][name])
+                for score in valid
+                if score.details["fields"][name] is not None
+            ]
+            result[name] = _mean(values)
+    if module == "camelyon17":
+        for key in ("tumor_presence", "largest_metastasis"):
+            result[key] = _mean([float(score.details[key]) for score in valid])
+    return result

@@ -1,0 +1,118 @@
+"""Scoring a responses file against a case package: what ``bench score`` and Track C pipelines use.
+
+Responses are JSONL lines ``{"case_id", "response"}``; optional keys: ``"invalid": "<reason>"`` (an
+environment
+fault: excluded from denominators) and ``"trace": "<path>"`` (an audit trace, relative to the responses file,
+from which process metrics are computed). Cases of the package without a response are scored as unanswered.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...audit import read_trace
+from ..cases import CaseFormatError, load_cases, load_ground_truth
+from ..parsers import parse_response
+from .aggregate import aggregate
+from .process import aggregate_process, invalid_reason, process_metrics
+from .rules import CaseScore, score_case
+
+
+@dataclass
+class BatchResult:
+    scores: list[CaseScore]
+    summary: dict
+    problems: list[str] = field(default_factory=list)
+
+
+def read_responses(path: str | os.PathLike) -> tuple[list[dict], list[str]]:
+    """Records of a JSONL file; malformed lines are reported, not fatal."""
+    records, problems = [], []
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, 1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                problems.append(f"line {number}: not JSON ({error.msg})")
+                continue
+            if not isinstance(record, dict) or not isinstance(record.get("case_id"), str):
+                problems.append(f"line {number}: needs an object with a string case_id")
+                continue
+            records.append(record)
+    return records, problems
+
+
+def _answered(module: str, parsed: dict) -> bool:
+    if module == "nsclc":
+        return any(value is not None for value in (parsed.get("answers") or {}).values())
+    if module == "camelyon17":
+        return parsed.get("tumor_presence") is not None
+    return parsed.get("answer") is not None
+
+
+def score_records(
+    module: str, cases_dir: str | os.PathLike, records: list[dict], base_dir: Path | None = None
+) -> BatchResult:
+    """Score every case of the package once: the last record per case wins, missing cases count as
+    unanswered."""
+    problems: list[str] = []
+    case_ids = [case.case_id for case in load_cases(cases_dir)]
+    by_case: dict[str, dict] = {}
+    for record in records:
+        if record["case_id"] not in case_ids:
+            problems.append(f"{record['case_id']}: not a case of this package; ignored")
+            continue
+        by_case[record["case_id"]] = record
+    scores, process = [], []
+    for case_id in case_ids:
+        record = by_case.get(case_id, {"case_id": case_id, "response": None})
+        truth = load_ground_truth(cases_dir, case_id)
+        trace_records = None
+        if record.get("trace"):
+            trace_path = Path(record["trace"])
+            if not trace_path.is_absolute() and base_dir is not None:
+                trace_path = base_dir / trace_path
+            try:
+                trace_records = read_trace(trace_path)
+            except (OSError, ValueError) as error:
+                problems.append(f"{case_id}: cannot read trace {trace_path}: {error}")
+        invalid = record.get("invalid") or (invalid_reason(trace_records) if trace_records else None)
+        parsed = parse_response(module, record.get("response"))
+        if case_id not in by_case:
+            parsed["errors"] = ["no response for this case"] + parsed["errors"]
+        score = score_case(module, truth, parsed, invalid=invalid)
+        score.details["parsed"] = parsed
+        if trace_records is not None:
+            metrics = process_metrics(module, trace_records, _answered(module, parsed))
+            metrics["invalid"] = metrics["invalid"] or (str(invalid) if invalid else None)
+            score.details["process"] = metrics
+            process.append(metrics)
+        scores.append(score)
+    summary = (
+        aggregate(scores)
+        if scores
+        else {"module": module, "n": 0, "task": None, "strict": None, "loc": None, "invalid": 0}
+    )
+    summary["module"] = module
+    summary["missing"] = sum(1 for case_id in case_ids if case_id not in by_case)
+    if process:
+        summary["process"] = aggregate_process(process)
+    return BatchResult(scores, summary, problems)
+
+
+def score_file(module: str, cases_dir: str | os.PathLike, responses: str | os.PathLike) -> BatchResult:
+    try:
+        manifest_module = json.loads((Path(cases_dir) / "manifest.json").read_text())["module"]
+    except (OSError, ValueError, KeyError) as error:
+        raise CaseFormatError(f"{cases_dir}: no readable manifest.json ({error})") from error
+    if manifest_module != module:
+        raise CaseFormatError(f"{cases_dir} holds {manifest_module} cases, not {module}")
+    records, problems = read_responses(responses)
+    result = score_records(module, cases_dir, records, Path(responses).resolve().parent)
+    result.problems[:0] = problems
+    return result

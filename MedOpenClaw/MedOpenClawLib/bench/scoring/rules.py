@@ -1,0 +1,185 @@
+"""Table 4 of the paper, rule by rule: Task, Strict (evidence gate) and Loc for each module.
+
+``score_case(module, ground_truth, parsed_response)`` takes a parsed response (``parsers.parse_response``) and
+returns a :class:`CaseScore`; ``loc`` is None when the case is outside the module's Loc denominator.
+
+Protocol decisions (where Table 4 leaves a choice):
+- UCSF-PDGM / NSCLC cases without a lesion mask (``No tumor``): no evidence can be checked, Strict = Task and
+  the case is outside the Loc denominator.
+- LUMIERE: a field whose ground truth is null is not scorable and is ignored by the gate.
+- BRACS N slides: localizations must be empty (the H.2 prompt's rule); non-N slides without an ROI of their
+own
+  class are not evidence-scored (Strict = Task) and outside the Loc denominator.
+- CAMELYON17 negative slides: localizations must be empty; positive slides without polygons are not
+  evidence-scored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from ..cases import GroundTruth
+from ..labels import LUMIERE_EVIDENCE_FIELDS, NSCLC_QUESTIONS
+from .geometry import KEY_SLICE_AXIS, key_slice_in_range, mask_from_file, point_in_polygon
+
+KEY_SLICE_KEYS = {view: f"key_slice_{view}_mm" for view in KEY_SLICE_AXIS}
+
+
+@dataclass
+class CaseScore:
+    """Scores of one episode; ``gates`` holds every named check (True/False/None = not applicable)."""
+
+    module: str
+    case_id: str
+    task: float = 0.0
+    strict: float = 0.0
+    loc: float | None = None
+    invalid: bool = False
+    invalid_reason: str | None = None
+    gates: dict = field(default_factory=dict)
+    details: dict = field(default_factory=dict)
+    parse_errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _radiology_evidence(truth: GroundTruth, evidence: dict, gates: dict) -> tuple[bool | None, bool | None]:
+    """(all three key slices pass, RAS point inside mask); (None, None) when the case has no lesion mask."""
+    if not truth.localization:
+        gates.update({f"key_slice_{view}": None for view in KEY_SLICE_AXIS} | {"ras_in_mask": None})
+        return None, None
+    ranges = {axis: tuple(bounds) for axis, bounds in truth.localization["ras_ranges"].items()}
+    slices_ok = True
+    for view, key in KEY_SLICE_KEYS.items():
+        passed = key_slice_in_range(evidence.get(key), ranges, view)
+        gates[f"key_slice_{view}"] = passed
+        slices_ok = slices_ok and passed
+    ras = evidence.get("ras")
+    ras_ok = bool(ras) and len(ras) == 3 and mask_from_file(truth.mask_path).contains(ras)
+    gates["ras_in_mask"] = ras_ok
+    return slices_ok, ras_ok
+
+
+def score_ucsf(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
+    score.task = float(parsed.get("answer") is not None and parsed.get("answer") == truth.answers["answer"])
+    slices_ok, ras_ok = _radiology_evidence(truth, parsed.get("evidence") or {}, score.gates)
+    score.strict = score.task if slices_ok in (True, None) else 0.0
+    score.loc = None if ras_ok is None else float(ras_ok)
+
+
+def score_nsclc(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
+    answers = parsed.get("answers") or {}
+    correct = {
+        qid: answers.get(qid) is not None and answers.get(qid) == truth.answers[qid]
+        for qid, _, _ in NSCLC_QUESTIONS
+    }
+    score.details["questions"] = correct
+    score.task = sum(correct.values()) / len(correct)
+    slices_ok, ras_ok = _radiology_evidence(truth, parsed.get("evidence") or {}, score.gates)
+    gate = None if slices_ok is None else (slices_ok and ras_ok)
+    score.gates["evidence"] = gate
+    score.strict = score.task if gate in (True, None) else 0.0
+    score.loc = None if ras_ok is None else float(ras_ok)
+
+
+def score_lumiere(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
+    score.task = float(parsed.get("answer") is not None and parsed.get("answer") == truth.answers["answer"])
+    evidence = parsed.get("evidence") or {}
+    fields = {}
+    for name in LUMIERE_EVIDENCE_FIELDS:
+        expected = truth.evidence_fields.get(name)
+        fields[name] = (
+            None if expected is None else (evidence.get(name) is not None and evidence.get(name) == expected)
+        )
+    score.details["fields"] = fields
+    gate = all(value for value in fields.values() if value is not None)
+    score.gates["evidence_fields"] = gate
+    score.strict = score.task if gate else 0.0
+
+
+def _hits(points: list, regions: list[dict], label: str | None, exclusions: list[dict]) -> bool:
+    targets = [region for region in regions if label is None or region.get("label") == label]
+    for x, y in points:
+        if any(point_in_polygon(x, y, region["polygon"]) for region in exclusions):
+            continue
+        if any(point_in_polygon(x, y, region["polygon"]) for region in targets):
+            return True
+    return False
+
+
+def score_bracs(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
+    label = truth.answers["answer"]
+    score.task = float(parsed.get("answer") is not None and parsed.get("answer") == label)
+    points = parsed.get("localizations") or []
+    rois = [region for region in truth.regions if region.get("kind") == "roi"]
+    if label == "N":
+        gate = len(points) == 0
+        score.gates["empty_localizations"] = gate
+        score.loc = None
+    elif any(region.get("label") == label for region in rois):
+        gate = _hits(points, rois, label, [])
+        score.gates["roi_hit"] = gate
+        score.loc = float(gate)
+    else:
+        gate = None
+        score.gates["roi_hit"] = None
+        score.loc = None
+    score.strict = score.task if gate in (True, None) else 0.0
+
+
+def score_camelyon(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
+    presence_ok = (
+        parsed.get("tumor_presence") is not None
+        and parsed["tumor_presence"] == truth.answers["tumor_presence"]
+    )
+    category_ok = (
+        parsed.get("largest_metastasis") is not None
+        and parsed["largest_metastasis"] == truth.answers["largest_metastasis"]
+    )
+    score.details.update({"tumor_presence": presence_ok, "largest_metastasis": category_ok})
+    score.task = float(presence_ok and category_ok)
+    points = parsed.get("localizations") or []
+    tumours = [region for region in truth.regions if region.get("kind") == "tumor"]
+    exclusions = [region for region in truth.regions if region.get("kind") == "exclusion"]
+    if truth.answers["tumor_presence"] == "no_tumor":
+        gate = len(points) == 0
+        score.gates["empty_localizations"] = gate
+        score.loc = None
+    elif tumours:
+        gate = _hits(points, tumours, None, exclusions)
+        score.gates["tumor_hit"] = gate
+        score.loc = float(gate)
+    else:
+        gate = None
+        score.gates["tumor_hit"] = None
+        score.loc = None
+    score.strict = score.task if gate in (True, None) else 0.0
+
+
+SCORERS = {
+    "ucsf-pdgm": score_ucsf,
+    "nsclc": score_nsclc,
+    "lumiere": score_lumiere,
+    "bracs": score_bracs,
+    "camelyon17": score_camelyon,
+}
+MODULES_WITH_LOC = ("ucsf-pdgm", "nsclc", "bracs", "camelyon17")
+
+
+def score_case(
+    module: str, ground_truth: GroundTruth, parsed_response: dict | None, invalid: str | None = None
+) -> CaseScore:
+    """Score one parsed response against the hidden reference; ``invalid`` (a reason) marks an environment
+    fault
+    that excludes the episode from every denominator."""
+    if module != ground_truth.module:
+        raise ValueError(f"ground truth of {ground_truth.case_id} is {ground_truth.module}, not {module}")
+    score = CaseScore(module=module, case_id=ground_truth.case_id)
+    if invalid:
+        score.invalid, score.invalid_reason = True, str(invalid)
+        return score
+    parsed = parsed_response or {}
+    score.parse_errors = list(parsed.get("errors", []))
+    SCORERS[module](ground_truth, parsed, score)
+    return score
