@@ -85,6 +85,10 @@ class AuditTrace:
     def add_listener(self, listener: Callable[[dict], None]) -> None:
         self._listeners.append(listener)
 
+    def remove_listener(self, listener: Callable[[dict], None]) -> None:
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
     def record_event(self, kind: str, payload: dict, actor: str = "system") -> dict:
         """Non-action records: session header, raw model output receipts, episode end, human notes."""
         return self._append({"kind": kind, "actor": actor, "payload": redact(payload)})

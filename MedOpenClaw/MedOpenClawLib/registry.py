@@ -90,6 +90,8 @@ class Toolset:
 
     name: str
     actions: list[Action] = field(default_factory=list)
+    # called with the context when a registry is built, e.g. to add state sections the toolset maintains
+    attach: Callable[[ActionContext], None] | None = None
 
     def action(
         self,
@@ -112,16 +114,27 @@ class Toolset:
 class ActionRegistry:
     """Validates, gates, dispatches and audits calls to the actions of one or more toolsets."""
 
-    def __init__(self, context: ActionContext, toolsets: Iterable[Toolset], trace: AuditTrace | None = None):
+    def __init__(
+        self,
+        context: ActionContext,
+        toolsets: Iterable[Toolset],
+        trace: AuditTrace | None = None,
+        config: dict | None = None,
+    ):
+        """``config`` describes how to rebuild an identical session; it opens the trace so replay can."""
         self.context = context
         self.trace = trace if trace is not None else AuditTrace(None)
+        self.config = config or {}
         self._actions: dict[str, Action] = {}
         for toolset in toolsets:
+            if toolset.attach is not None:
+                toolset.attach(context)
             for action in toolset.actions:
                 if action.name in self._actions:
                     raise ValueError(f"action {action.name!r} is declared twice")
                 self._actions[action.name] = action
         self._lock = threading.RLock()
+        self.trace.record_event("session_config", self.config)
 
     @property
     def policy(self) -> SessionPolicy:

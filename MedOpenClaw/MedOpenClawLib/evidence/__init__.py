@@ -1,0 +1,1 @@
+"""Evidence capture: what an agent claims to have seen, stored as checkable geometry (RAS, markups)."""

@@ -1,0 +1,220 @@
+"""Evidence-capture tools: bookmarks, key slices, RAS points, ROIs and line measurements, all validated
+against the displayed volume so an agent cannot record evidence outside the image it claims to have read.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import numpy as np
+import slicer
+
+from ..audit import sha256_file
+from ..registry import Toolset
+from ..result import ActionError, Result
+from ..viewer.actions import POINT_1000, RAS, SIZE, VIEW, VOLUME_NAME, render, screen_to_ras
+from ..viewer.geometry import CANONICAL_AXIS, VIEWS, voxel_center_bounds
+
+EVIDENCE = Toolset("evidence")
+LABEL = {"type": "string", "maxLength": 200, "description": "short free-text label"}
+
+
+def require_volume(ctx, volume_name: str | None = None):
+    return ctx.engine.find_volume(volume_name=volume_name)
+
+
+def check_inside(node, ras) -> None:
+    bounds = voxel_center_bounds(node)
+    if np.any(np.asarray(ras) < bounds[:, 0] - 1e-6) or np.any(np.asarray(ras) > bounds[:, 1] + 1e-6):
+        raise ActionError("outside_volume", f"RAS {list(ras)} lies outside {node.GetName()}")
+
+
+def add_markups(ctx, class_name: str, label: str, points) -> object:
+    node = ctx.engine.scene.AddNewNodeByClass(class_name, label or class_name)
+    for point in points:
+        node.AddControlPoint(*[float(value) for value in point])
+    return node
+
+
+def capture(ctx, kind: str, label: str, data: dict, node=None, view: str | None = None) -> Result:
+    view_state = {"active_volume": ctx.engine.state()["active_volume"]}
+    if view:
+        view_state["view"] = view
+        view_state.update(ctx.engine.view_state(view))
+    item = ctx.evidence.add(kind, label, data, view_state, node.GetID() if node is not None else None)
+    return Result(ok=True, data={"evidence_id": item.id, **data})
+
+
+@EVIDENCE.action("bookmark_view", "evidence", "Bookmark the current view (volume, slice, zoom) as evidence.",
+                 {"view": VIEW, "label": LABEL}, required=["view"])
+def bookmark_view(ctx, view, label: str = "") -> Result:
+    require_volume(ctx)
+    return capture(ctx, "bookmark", label, {"view": view, "offset_mm": round(ctx.engine.offset(view), 3)},
+                   view=view)
+
+
+@EVIDENCE.action(
+    "record_key_slices", "evidence",
+    "Record key slices in canonical RAS mm (axial=S, sagittal=R, coronal=A); omitted views use their current "
+    "offsets. Values must lie inside the active (or named) volume.",
+    {"axial_mm": {"type": "number"}, "sagittal_mm": {"type": "number"}, "coronal_mm": {"type": "number"},
+     "volume_name": VOLUME_NAME, "label": LABEL},
+)
+def record_key_slices(ctx, axial_mm=None, sagittal_mm=None, coronal_mm=None, volume_name=None,
+                      label: str = "") -> Result:
+    node = require_volume(ctx, volume_name)
+    given = {"axial": axial_mm, "sagittal": sagittal_mm, "coronal": coronal_mm}
+    slices = {}
+    for view in VIEWS:
+        value = ctx.engine.offset(view) if given[view] is None else float(given[view])
+        low, high, step = ctx.engine.offset_range(view, node)
+        if not low - step / 2 <= value <= high + step / 2:
+            raise ActionError("out_of_range", f"{view} key slice {value:.2f} mm is outside {node.GetName()} "
+                                              f"({low:.2f} to {high:.2f} mm)")
+        slices[f"{view}_mm"] = round(value, 3)
+    return capture(ctx, "key_slices", label, {"volume_name": node.GetName(), **slices})
+
+
+@EVIDENCE.action("record_point", "evidence", "Record a RAS point (mm) inside the active volume as evidence.",
+                 {"ras": RAS, "label": LABEL, "volume_name": VOLUME_NAME}, required=["ras"])
+def record_point(ctx, ras, label: str = "", volume_name=None) -> Result:
+    node = require_volume(ctx, volume_name)
+    check_inside(node, ras)
+    markups = add_markups(ctx, "vtkMRMLMarkupsFiducialNode", label or "point", [ras])
+    return capture(ctx, "point", label, {"ras": [round(float(v), 3) for v in ras], "volume_name": node.GetName()},
+                   markups)
+
+
+def in_plane_polygon(ctx, view: str, points_1000) -> list[np.ndarray]:
+    return [screen_to_ras(ctx, view, point) for point in points_1000]
+
+
+@EVIDENCE.action(
+    "draw_roi", "evidence",
+    "Draw a region of interest on a displayed slice in 0..999 screen coordinates: a box (bbox_1000), a circle "
+    "(center_1000 + radius_1000) or a polygon (points_1000). Stored as a Slicer markups node in RAS.",
+    {"view": VIEW, "shape": {"type": "string", "enum": ["box", "circle", "polygon"]},
+     "bbox_1000": {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 999}, "minItems": 4,
+                   "maxItems": 4},
+     "center_1000": POINT_1000, "radius_1000": {"type": "number", "exclusiveMinimum": 0, "maximum": 999},
+     "points_1000": {"type": "array", "items": POINT_1000, "minItems": 3, "maxItems": 64},
+     "label": LABEL, "size": SIZE},
+    required=["view", "shape"],
+)
+def draw_roi(ctx, view, shape, bbox_1000=None, center_1000=None, radius_1000=None, points_1000=None,
+             label: str = "", size: int = 512) -> Result:
+    node = require_volume(ctx)
+    needed = {"box": ("bbox_1000",), "circle": ("center_1000", "radius_1000"), "polygon": ("points_1000",)}[shape]
+    given = {"bbox_1000": bbox_1000, "center_1000": center_1000, "radius_1000": radius_1000,
+             "points_1000": points_1000}
+    missing = [name for name in needed if given[name] is None]
+    extra = [name for name, value in given.items() if value is not None and name not in needed]
+    if missing or extra:
+        raise ActionError("invalid_argument", f"shape {shape!r} takes {', '.join(needed)}"
+                          + (f"; missing {', '.join(missing)}" if missing else "")
+                          + (f"; unexpected {', '.join(extra)}" if extra else ""))
+    if shape == "box":
+        x0, y0, x1, y1 = bbox_1000
+        if x1 <= x0 or y1 <= y0:
+            raise ActionError("invalid_argument", "bbox_1000 must be [x0, y0, x1, y1] with x1 > x0 and y1 > y0")
+        corners = in_plane_polygon(ctx, view, [(x0, y0), (x1, y1)])
+        axis = CANONICAL_AXIS[view]
+        thickness = ctx.engine.offset_range(view)[2]
+        center = (corners[0] + corners[1]) / 2.0
+        extent = np.abs(corners[1] - corners[0])
+        extent[axis] = thickness
+        for point in (corners[0], corners[1]):
+            check_inside(node, point)
+        markups = ctx.engine.scene.AddNewNodeByClass("vtkMRMLMarkupsROINode", label or "roi")
+        markups.SetCenterWorld(*center)
+        markups.SetSize(*extent)
+        geometry = {"center_ras": center, "size_mm": extent}
+    else:
+        if shape == "circle":
+            cx, cy = center_1000
+            points_1000 = [(cx + radius_1000 * math.cos(t), cy + radius_1000 * math.sin(t))
+                           for t in np.linspace(0, 2 * math.pi, 32, endpoint=False)]
+        polygon = in_plane_polygon(ctx, view, points_1000)
+        for point in polygon:
+            check_inside(node, point)
+        markups = add_markups(ctx, "vtkMRMLMarkupsClosedCurveNode", label or shape, polygon)
+        area = polygon_area(np.array(polygon), CANONICAL_AXIS[view])
+        geometry = {"points_ras": polygon, "area_mm2": area, "center_ras": np.mean(polygon, axis=0)}
+    data = {"shape": shape, "view": view, "volume_name": node.GetName(),
+            **{key: np.round(np.asarray(value, dtype=float), 3).tolist() for key, value in geometry.items()}}
+    result = capture(ctx, "roi", label, data, markups, view)
+    result.images = render(ctx, view, size).images
+    return result
+
+
+def polygon_area(points: np.ndarray, normal_axis: int) -> float:
+    """Shoelace area of an in-plane polygon, in mm²."""
+    u, v = [axis for axis in range(3) if axis != normal_axis]
+    x, y = points[:, u], points[:, v]
+    return float(abs(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1))) / 2.0)
+
+
+@EVIDENCE.action(
+    "measure_line", "evidence",
+    "Measure a straight line between two screen points on a displayed slice (or two RAS points); returns its "
+    "length in mm and stores it as a line markup.",
+    {"view": VIEW, "start_1000": POINT_1000, "end_1000": POINT_1000, "start_ras": RAS, "end_ras": RAS,
+     "label": LABEL, "size": SIZE},
+    oneOf=[{"required": ["view", "start_1000", "end_1000"]}, {"required": ["start_ras", "end_ras"]}],
+)
+def measure_line(ctx, view=None, start_1000=None, end_1000=None, start_ras=None, end_ras=None,
+                 label: str = "", size: int = 512) -> Result:
+    node = require_volume(ctx)
+    if start_1000 is not None and start_ras is not None:
+        raise ActionError("invalid_argument", "give screen points or RAS points, not both")
+    if start_1000 is not None:
+        start, end = in_plane_polygon(ctx, view, [start_1000, end_1000])
+    else:
+        start, end = np.asarray(start_ras, dtype=float), np.asarray(end_ras, dtype=float)
+    for point in (start, end):
+        check_inside(node, point)
+    markups = add_markups(ctx, "vtkMRMLMarkupsLineNode", label or "line", [start, end])
+    length = float(np.linalg.norm(end - start))
+    data = {"length_mm": round(length, 3), "start_ras": np.round(start, 3).tolist(),
+            "end_ras": np.round(end, 3).tolist(), "volume_name": node.GetName()}
+    result = capture(ctx, "line", label, data, markups, view)
+    if view:
+        result.images = render(ctx, view, size).images
+    return result
+
+
+@EVIDENCE.action("list_evidence", "evidence", "List the evidence captured so far in this episode.")
+def list_evidence(ctx) -> Result:
+    return Result(ok=True, data={"evidence": ctx.evidence.to_json()})
+
+
+@EVIDENCE.action(
+    "export_evidence", "evidence",
+    "Write the evidence list (JSON) and its markups (.mrk.json) to the session's artifact folder.",
+    {"name": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$", "default": "evidence"}},
+)
+def export_evidence(ctx, name: str = "evidence") -> Result:
+    if ctx.artifacts_dir is None:
+        raise ActionError("no_artifact_dir", "this session has no artifact folder configured")
+    if not ctx.evidence.items:
+        raise ActionError("no_evidence", "nothing has been captured yet")
+    folder = ctx.artifacts_dir / name
+    folder.mkdir(parents=True, exist_ok=True)
+    files = []
+    for item in ctx.evidence.items:
+        node = ctx.engine.scene.GetNodeByID(item.node_id) if item.node_id else None
+        if node is None:
+            continue
+        target = folder / f"{re.sub(r'[^A-Za-z0-9_-]', '_', item.id)}.mrk.json"
+        storage = slicer.vtkMRMLMarkupsJsonStorageNode()
+        storage.SetFileName(str(target))
+        if not storage.WriteData(node):
+            raise ActionError("write_failed", f"could not write {target.name}")
+        files.append(target)
+    summary = folder / "evidence.json"
+    summary.write_text(json.dumps({"evidence": ctx.evidence.to_json()}, indent=2, default=str))
+    files.insert(0, summary)
+    artifacts = [{"kind": "evidence", "path": str(path), "sha256": sha256_file(path)} for path in files]
+    return Result(ok=True, data={"files": [str(path) for path in files]}, artifacts=artifacts)

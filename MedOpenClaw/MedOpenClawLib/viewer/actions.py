@@ -1,0 +1,320 @@
+"""The viewer-native tools of the paper's Table 9, with its argument names.
+
+Handlers validate every argument before touching the scene; the registry rolls back anything a failing
+handler changed anyway. View-changing actions return renders of the views they changed.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import __version__
+from ..registry import Toolset
+from ..result import ActionError, Result
+from .engine import FUSION_MODES, LAYOUTS
+from .geometry import AXIS_LETTER, VIEWS, bbox_center, ijk_to_ras, screen_to_xy
+from .presets import PRESET_NAMES, preset_window_level
+from .rendering import montage, render_view
+
+VIEWER = Toolset("viewer")
+
+VIEW = {"type": "string", "enum": list(VIEWS), "description": "axial (Red), sagittal (Yellow) or coronal (Green)"}
+SIZE = {"type": "integer", "minimum": 64, "maximum": 1024, "default": 512, "description": "image side in pixels"}
+VOLUME_ID = {"type": "string", "description": "scene node id of a loaded volume"}
+VOLUME_NAME = {"type": "string", "description": "name of a loaded volume as listed in the scene inventory"}
+POINT_1000 = {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 999}, "minItems": 2,
+              "maxItems": 2, "description": "[x, y] on the displayed slice, 0..999 from the top-left"}
+BBOX_1000 = {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 999}, "minItems": 4,
+             "maxItems": 4, "description": "[x0, y0, x1, y1] box on the displayed slice, 0..999; its centre is used"}
+RAS = {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3,
+       "description": "[R, A, S] millimetres"}
+
+
+def render(ctx, views, size: int = 512, data: dict | None = None) -> Result:
+    views = [views] if isinstance(views, str) else list(views)
+    return Result(ok=True, data=data or {}, images=[render_view(ctx.engine, view, size) for view in views])
+
+
+def target_views(ctx, view: str | None) -> tuple[str, ...]:
+    return (view,) if view else ctx.engine.visible_views()
+
+
+def inventory(ctx) -> dict:
+    engine = ctx.engine
+    return {"volumes": [engine.volume_summary(node) for node in engine.volume_nodes()],
+            "active_volume": engine.state()["active_volume"]}
+
+
+def screen_point(point_1000, bbox_1000) -> tuple[float, float]:
+    if (point_1000 is None) == (bbox_1000 is None):
+        raise ActionError("invalid_argument", "send exactly one of point_1000 or bbox_1000")
+    if bbox_1000 is not None:
+        if bbox_1000[2] < bbox_1000[0] or bbox_1000[3] < bbox_1000[1]:
+            raise ActionError("invalid_argument", "bbox_1000 must be [x0, y0, x1, y1] with x1 >= x0 and y1 >= y0")
+        return bbox_center(bbox_1000)
+    return tuple(point_1000)
+
+
+def screen_to_ras(ctx, view: str, point: tuple[float, float]) -> np.ndarray:
+    width, height = ctx.engine.logic(view).GetSliceNode().GetDimensions()[:2]
+    return ctx.engine.xy_to_ras(view, *screen_to_xy(point, width, height))
+
+
+@VIEWER.action("ping", "session", "Check that the viewer is responding.")
+def ping(ctx) -> Result:
+    return Result(ok=True, data={"pong": True, "version": __version__, "track": ctx.policy.track,
+                                 "volumes": len(ctx.engine.volume_nodes())})
+
+
+@VIEWER.action(
+    "open_case", "session",
+    "Open a case path (a DICOM series directory, a NIfTI/NRRD file, or a directory of them) with the standard "
+    "viewer preset; returns baseline views and the scene inventory.",
+    {"dicom_dir": {"type": "string", "description": "absolute path under an allowed data root"},
+     "spacing": {"type": "number", "exclusiveMinimum": 0, "description": "default scroll step in mm"},
+     "slice_planes": {"type": "array", "items": VIEW, "uniqueItems": True, "minItems": 1},
+     "view_layout": {"type": "string", "enum": list(LAYOUTS)},
+     "size": SIZE},
+    required=["dicom_dir"],
+)
+def open_case(ctx, dicom_dir: str, spacing: float | None = None, slice_planes=None, view_layout=None,
+              size: int = 512) -> Result:
+    path = ctx.policy.data_roots.resolve(dicom_dir)
+    nodes = ctx.engine.open(path)
+    if view_layout:
+        ctx.engine.set_layout(view_layout)
+    ctx.engine.default_step_mm = spacing
+    data = {"loaded": [node.GetName() for node in nodes], **inventory(ctx)}
+    return render(ctx, slice_planes or VIEWS, size, data)
+
+
+@VIEWER.action(
+    "select_volume", "viewer",
+    "Select a loaded volume (e.g. another MRI sequence, CT or PET) and return the recovered standard views.",
+    {"volume_id": VOLUME_ID, "volume_name": VOLUME_NAME, "view": VIEW, "size": SIZE},
+    anyOf=[{"required": ["volume_id"]}, {"required": ["volume_name"]}],
+)
+def select_volume(ctx, volume_id=None, volume_name=None, view=None, size: int = 512) -> Result:
+    node = ctx.engine.find_volume(volume_id, volume_name)
+    ctx.engine.show_volume(node)
+    return render(ctx, view or VIEWS, size, {"active_volume": node.GetName()})
+
+
+@VIEWER.action(
+    "observe", "viewer", "Return the current axial, sagittal and coronal views, or one selected view.",
+    {"view": VIEW, "size": SIZE, "include_metadata": {"type": "boolean", "default": False}},
+)
+def observe(ctx, view=None, size: int = 512, include_metadata: bool = False) -> Result:
+    views = target_views(ctx, view)
+    data = {"views": {name: ctx.engine.view_state(name) for name in views}} if include_metadata else {}
+    ctx.engine.find_volume()
+    return render(ctx, views, size, data)
+
+
+@VIEWER.action(
+    "scroll", "viewer",
+    "Scroll a view through slices; 'up' moves toward superior (axial), right (sagittal) or anterior (coronal). "
+    "Returns sampled keyframes, or one cine contact sheet of every visited slice.",
+    {"view": VIEW, "direction": {"type": "string", "enum": ["up", "down"]},
+     "num_slices": {"type": "integer", "minimum": 1, "maximum": 200, "default": 1},
+     "step": {"type": "number", "exclusiveMinimum": 0, "description": "mm per slice; default the volume spacing"},
+     "output": {"type": "string", "enum": ["keyframes", "cine"], "default": "keyframes"},
+     "size": SIZE},
+    required=["view", "direction"],
+)
+def scroll(ctx, view, direction, num_slices: int = 1, step=None, output: str = "keyframes",
+           size: int = 512) -> Result:
+    engine = ctx.engine
+    low, high, spacing = engine.offset_range(view)
+    step = step or engine.default_step_mm or spacing
+    sign = 1.0 if direction == "up" else -1.0
+    start = engine.offset(view)
+    frames, offsets = [], []
+    for index in range(1, num_slices + 1):
+        target = min(max(start + sign * step * index, low), high)
+        engine.set_offset(view, target)
+        offsets.append(round(engine.offset(view), 3))
+        if output == "cine" or index == num_slices or index % max(1, num_slices // 4) == 0:
+            frames.append(render_view(engine, view, size if output == "keyframes" else 256))
+        if target in (low, high):
+            break
+    images = [montage(frames)] if output == "cine" else frames
+    data = {"offsets_mm": offsets, "final_offset_mm": offsets[-1], "reached_end": offsets[-1] in (
+        round(low, 3), round(high, 3))}
+    return Result(ok=True, data=data, images=images)
+
+
+@VIEWER.action(
+    "zoom", "viewer",
+    "Zoom a slice view relative to its current field of view (factor > 1 zooms in), optionally centred on a "
+    "screen point.",
+    {"view": VIEW, "factor": {"type": "number", "exclusiveMinimum": 0.05, "maximum": 20},
+     "center_1000": POINT_1000, "size": SIZE},
+    required=["view", "factor"],
+)
+def zoom(ctx, view, factor, center_1000=None, size: int = 512) -> Result:
+    ctx.engine.find_volume()
+    center = screen_to_ras(ctx, view, center_1000) if center_1000 is not None else None
+    ctx.engine.zoom(view, float(factor), center)
+    return render(ctx, view, size, {"field_of_view_mm": ctx.engine.view_state(view)["field_of_view_mm"]})
+
+
+@VIEWER.action("fit", "viewer", "Fit a slice view to the full volume, keeping its slice offset.",
+               {"view": VIEW, "size": SIZE}, required=["view"])
+def fit(ctx, view, size: int = 512) -> Result:
+    ctx.engine.find_volume()
+    ctx.engine.fit(view)
+    return render(ctx, view, size)
+
+
+@VIEWER.action(
+    "set_slice_offset", "viewer",
+    "Set a view's slice position in canonical RAS millimetres (axial=S, sagittal=R, coronal=A).",
+    {"view": VIEW, "offset": {"type": "number"}, "size": SIZE}, required=["view", "offset"],
+)
+def set_slice_offset(ctx, view, offset, size: int = 512) -> Result:
+    value = ctx.engine.set_offset(view, float(offset))
+    return render(ctx, view, size, {"offset_mm": round(value, 3)})
+
+
+@VIEWER.action("get_slice_offset_range", "viewer",
+               "Return the valid minimum and maximum slice offsets (canonical RAS mm) and the slice step.",
+               {"view": VIEW}, required=["view"])
+def get_slice_offset_range(ctx, view) -> Result:
+    low, high, step = ctx.engine.offset_range(view)
+    return Result(ok=True, data={"view": view, "axis": AXIS_LETTER[view], "min_mm": round(low, 3),
+                                 "max_mm": round(high, 3), "step_mm": round(step, 3),
+                                 "current_mm": round(ctx.engine.offset(view), 3)})
+
+
+@VIEWER.action("recover_standard_views", "viewer",
+               "Restore axial, sagittal and coronal views around the centre of a volume (default the active one).",
+               {"volume_id": VOLUME_ID, "volume_name": VOLUME_NAME, "size": SIZE})
+def recover_standard_views(ctx, volume_id=None, volume_name=None, size: int = 512) -> Result:
+    node = ctx.engine.find_volume(volume_id, volume_name)
+    if node is not ctx.engine.active_volume():
+        ctx.engine.show_volume(node)
+    else:
+        ctx.engine.recover_standard_views(node)
+    return render(ctx, VIEWS, size)
+
+
+@VIEWER.action(
+    "image_coords_to_ras", "viewer",
+    "Convert a 0..999 screen point (or a box centre) on a displayed slice to RAS millimetres; also reports the "
+    "voxel index in the active (or named) volume and whether the point lies inside it.",
+    {"view": VIEW, "point_1000": POINT_1000, "bbox_1000": BBOX_1000, "volume_id": VOLUME_ID,
+     "volume_name": VOLUME_NAME},
+    required=["view"],
+)
+def image_coords_to_ras(ctx, view, point_1000=None, bbox_1000=None, volume_id=None, volume_name=None) -> Result:
+    point = screen_point(point_1000, bbox_1000)
+    node = ctx.engine.find_volume(volume_id, volume_name)
+    ras = screen_to_ras(ctx, view, point)
+    ijk = np.linalg.inv(ijk_to_ras(node)) @ np.array([*ras, 1.0])
+    dims = np.array(node.GetImageData().GetDimensions())
+    index = np.rint(ijk[:3]).astype(int)
+    inside = bool(np.all(index >= 0) and np.all(index < dims))
+    data = {"ras": [round(float(v), 3) for v in ras], "view": view, "volume_name": node.GetName(),
+            "ijk": index.tolist(), "inside_volume": inside,
+            "displayed_volume": ctx.engine.view_state(view)["background"]}
+    if data["displayed_volume"] != node.GetName():
+        data["warning"] = f"{node.GetName()} is not the volume displayed in the {view} view"
+    return Result(ok=True, data=data)
+
+
+@VIEWER.action(
+    "get_viewer_state", "viewer", "Return the active volume, slice offsets, fusion state and loaded volumes.",
+    {"include_volumes": {"type": "boolean", "default": True}, "include_fusion": {"type": "boolean", "default": True},
+     "include_slice_positions": {"type": "boolean", "default": True}},
+)
+def get_viewer_state(ctx, include_volumes=True, include_fusion=True, include_slice_positions=True) -> Result:
+    state = ctx.state()
+    if not include_volumes:
+        state.pop("volumes", None)
+    if not include_fusion:
+        for view_state in state["views"].values():
+            for key in ("foreground", "foreground_opacity"):
+                view_state.pop(key, None)
+    if not include_slice_positions:
+        for view_state in state["views"].values():
+            view_state.pop("offset_mm", None)
+    return Result(ok=True, data=state)
+
+
+@VIEWER.action(
+    "wl", "viewer", "Set window/level (or auto) of the active or named volume and return the updated view.",
+    {"view": VIEW, "window": {"type": "number", "exclusiveMinimum": 0}, "level": {"type": "number"},
+     "auto": {"type": "boolean"}, "volume_id": VOLUME_ID, "volume_name": VOLUME_NAME, "size": SIZE},
+    anyOf=[{"required": ["window"]}, {"required": ["level"]}, {"required": ["auto"], "properties": {
+        "auto": {"const": True}}}],
+)
+def wl(ctx, view=None, window=None, level=None, auto=None, volume_id=None, volume_name=None,
+       size: int = 512) -> Result:
+    if auto and (window is not None or level is not None):
+        raise ActionError("invalid_argument", "give either auto=true or window/level, not both")
+    node = ctx.engine.find_volume(volume_id, volume_name)
+    ctx.engine.set_window_level(node, window, level, auto=bool(auto))
+    return render(ctx, target_views(ctx, view), size, ctx.engine.window_level(node))
+
+
+@VIEWER.action(
+    "window_preset", "viewer", "Apply a modality window preset (e.g. ct_lung, ct_mediastinal, pet_auto).",
+    {"preset": {"type": "string", "enum": list(PRESET_NAMES)}, "view": VIEW, "volume_id": VOLUME_ID,
+     "volume_name": VOLUME_NAME, "size": SIZE},
+    required=["preset"],
+)
+def window_preset(ctx, preset, view=None, volume_id=None, volume_name=None, size: int = 512) -> Result:
+    node = ctx.engine.find_volume(volume_id, volume_name)
+    window, level, color = preset_window_level(preset, ctx.engine.voxels(node))
+    ctx.engine.set_window_level(node, window, level)
+    ctx.engine.set_color_table(node, color)
+    return render(ctx, target_views(ctx, view), size, {"preset": preset, **ctx.engine.window_level(node)})
+
+
+@VIEWER.action("jump", "viewer", "Centre the linked views on a RAS point; returns the updated views.",
+               {"ras": RAS, "view": VIEW, "size": SIZE}, required=["ras"])
+def jump(ctx, ras, view=None, size: int = 512) -> Result:
+    ctx.engine.jump(ras)
+    offsets = {name: round(ctx.engine.offset(name), 3) for name in VIEWS}
+    return render(ctx, target_views(ctx, view), size, {"offsets_mm": offsets})
+
+
+@VIEWER.action("set_layout", "viewer", "Set a standard Slicer layout; returns the views it shows.",
+               {"layout": {"type": "string", "enum": list(LAYOUTS)}, "size": SIZE}, required=["layout"])
+def set_layout(ctx, layout, size: int = 512) -> Result:
+    ctx.engine.set_layout(layout)
+    ctx.engine.find_volume()
+    return render(ctx, ctx.engine.visible_views(), size, {"layout": layout})
+
+
+@VIEWER.action(
+    "fusion", "viewer",
+    "Show one loaded volume over another (e.g. PET over CT) with foreground opacity; omit the foreground to "
+    "switch fusion off. Volumes must already be aligned (or registered on Track B).",
+    {"background_volume_ref": {"type": "string", "description": "name or id of the background volume"},
+     "foreground_volume_ref": {"type": ["string", "null"], "description": "name or id; null switches fusion off"},
+     "foreground_opacity": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5},
+     "mode": {"type": "string", "enum": list(FUSION_MODES), "default": "blend"},
+     "view": VIEW, "size": SIZE},
+    required=["background_volume_ref"],
+)
+def fusion(ctx, background_volume_ref, foreground_volume_ref=None, foreground_opacity: float = 0.5,
+           mode: str = "blend", view=None, size: int = 512) -> Result:
+    background = resolve_ref(ctx, background_volume_ref)
+    foreground = resolve_ref(ctx, foreground_volume_ref) if foreground_volume_ref else None
+    if foreground is not None and foreground.GetID() == background.GetID():
+        raise ActionError("invalid_argument", "foreground and background must be different volumes")
+    ctx.engine.set_fusion(background, foreground, foreground_opacity, mode)
+    data = {"background": background.GetName(), "foreground": foreground.GetName() if foreground else None,
+            "foreground_opacity": foreground_opacity, "mode": mode}
+    data.update(ctx.fusion_check(background, foreground))
+    return render(ctx, target_views(ctx, view), size, data)
+
+
+def resolve_ref(ctx, ref: str):
+    try:
+        return ctx.engine.find_volume(volume_id=ref)
+    except ActionError:
+        return ctx.engine.find_volume(volume_name=ref)
+

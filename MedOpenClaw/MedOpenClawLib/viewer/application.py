@@ -1,0 +1,98 @@
+"""Wiring of the Slicer logic classes the engine needs, headless (slicer-core) or bound to the running app.
+
+Both variants expose the same attributes, so everything above this module runs unchanged in CI, in batch
+workers and inside the 3D Slicer GUI.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import slicer
+import vtk
+
+# canonical view name -> (Slicer slice-view name, orientation preset)
+VIEW_NODES = {"axial": ("Red", "Axial"), "sagittal": ("Yellow", "Sagittal"), "coronal": ("Green", "Coronal")}
+
+
+@dataclass
+class SlicerApplication:
+    scene: Any
+    app_logic: Any
+    color_logic: Any  # must outlive the scene: its destructor removes the default lookup tables
+    volumes_logic: Any
+    segmentations_logic: Any
+    slice_logics: dict  # canonical view name -> vtkMRMLSliceLogic
+    embedded: bool  # True inside the 3D Slicer app
+
+    @classmethod
+    def headless(cls) -> SlicerApplication:
+        """A fresh scene with the application, color, volumes and segmentations logics and three slice logics."""
+        scene = slicer.vtkMRMLScene()
+        app_logic = slicer.vtkSlicerApplicationLogic()
+        app_logic.SetMRMLScene(scene)
+        app_logic.SetSliceLogics(vtk.vtkCollection())
+        app_logic.SetViewLogics(vtk.vtkCollection())
+
+        # the Colors module logic adds the default lookup tables (Grey, Labels, PET-Heat, ...) to the scene;
+        # it also looks for optional colour files, which slicer-core does not ship (an error line, harmless)
+        color_logic = slicer.vtkSlicerColorLogic()
+        color_logic.SetMRMLApplicationLogic(app_logic)
+        color_logic.SetMRMLScene(scene)
+        app_logic.SetModuleLogic("Colors", color_logic)
+
+        volumes_logic = slicer.vtkSlicerVolumesLogic()
+        volumes_logic.SetMRMLScene(scene)
+        volumes_logic.SetMRMLApplicationLogic(app_logic)
+        app_logic.SetModuleLogic("Volumes", volumes_logic)
+
+        segmentations_logic = slicer.vtkSlicerSegmentationsModuleLogic()
+        segmentations_logic.SetMRMLScene(scene)
+        segmentations_logic.SetMRMLApplicationLogic(app_logic)
+        app_logic.SetModuleLogic("Segmentations", segmentations_logic)
+
+        # radiological convention (patient right on screen left), Slicer's default
+        slicer.vtkMRMLSliceNode.AddDefaultSliceOrientationPresets(scene, True)
+        slice_logics = {}
+        for view, (layout_name, orientation) in VIEW_NODES.items():
+            slice_node = scene.CreateNodeByClass("vtkMRMLSliceNode")
+            slice_node.UnRegister(None)
+            slice_node.SetName(layout_name)
+            slice_node.SetLayoutName(layout_name)
+            slice_node.SetSingletonTag(layout_name)
+            slice_node.SetDefaultOrientation(orientation)
+            scene.AddNode(slice_node)
+            slice_node.SetOrientation(orientation)
+            logic = slicer.vtkMRMLSliceLogic()
+            logic.SetMRMLApplicationLogic(app_logic)
+            logic.SetMRMLScene(scene)
+            logic.SetSliceNode(slice_node)
+            app_logic.GetSliceLogics().AddItem(logic)
+            slice_logics[view] = logic
+        return cls(scene, app_logic, color_logic, volumes_logic, segmentations_logic, slice_logics, embedded=False)
+
+    @classmethod
+    def running_app(cls) -> SlicerApplication:
+        """Bind to the 3D Slicer GUI application: its scene and its Red/Yellow/Green slice views."""
+        layout_manager = slicer.app.layoutManager()
+        slice_logics = {
+            view: layout_manager.sliceWidget(layout_name).sliceLogic()
+            for view, (layout_name, _) in VIEW_NODES.items()
+        }
+        return cls(
+            slicer.mrmlScene,
+            slicer.app.applicationLogic(),
+            slicer.modules.colors.logic(),
+            slicer.modules.volumes.logic(),
+            slicer.modules.segmentations.logic(),
+            slice_logics,
+            embedded=True,
+        )
+
+    @classmethod
+    def create(cls) -> SlicerApplication:
+        """Inside the Slicer GUI bind to it; anywhere else build a headless scene."""
+        if getattr(slicer, "app", None) is not None and hasattr(slicer.app, "layoutManager"):
+            return cls.running_app()
+        return cls.headless()
