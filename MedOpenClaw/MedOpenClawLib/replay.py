@@ -1,0 +1,89 @@
+"""Replay: re-execute a trace's actions on a fresh session and compare every recorded viewer-state snapshot.
+
+The trace's ``session_config`` record says how to rebuild the session (application, track, data roots), so a
+trace is self-describing. Model receipts and other non-action records are skipped.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from dataclasses import dataclass
+
+from .audit import read_trace
+from .registry import ActionRegistry
+
+# application name in session_config -> (module, builder function)
+SESSION_BUILDERS = {
+    "slicer": ("MedOpenClawLib.session", "build_slicer_registry"),
+    "wsi": ("MedOpenClawLib.pathology.actions", "build_pathology_registry"),
+}
+IGNORED_STATE_KEYS = ("time",)
+
+
+@dataclass
+class ReplayReport:
+    ok: bool
+    actions: int
+    first_mismatch_seq: int | None = None
+    message: str = ""
+    expected: dict | None = None
+    actual: dict | None = None
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "actions": self.actions, "first_mismatch_seq": self.first_mismatch_seq,
+                "message": self.message, "expected": self.expected, "actual": self.actual}
+
+
+def session_config(records: list[dict]) -> dict:
+    for record in records:
+        if record.get("kind") == "session_config":
+            return record.get("payload", {})
+    raise ValueError("the trace has no session_config record; it cannot be replayed")
+
+
+def build_from_config(config: dict, data_roots: list[str | os.PathLike] | None = None) -> ActionRegistry:
+    app = config.get("app", "slicer")
+    if app not in SESSION_BUILDERS:
+        raise ValueError(f"unknown application {app!r} in session_config")
+    module_name, function_name = SESSION_BUILDERS[app]
+    builder = getattr(importlib.import_module(module_name), function_name)
+    return builder(data_roots=data_roots or config.get("data_roots"), track=config.get("track", "A"))
+
+
+def first_difference(expected, actual, path: str = "") -> str | None:
+    """A readable pointer to the first differing leaf, e.g. ``views.axial.offset_mm: 12.5 != 10.0``."""
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for key in sorted(set(expected) | set(actual)):
+            if key in IGNORED_STATE_KEYS:
+                continue
+            found = first_difference(expected.get(key), actual.get(key), f"{path}.{key}" if path else key)
+            if found:
+                return found
+        return None
+    if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
+        for index, (left, right) in enumerate(zip(expected, actual)):
+            found = first_difference(left, right, f"{path}[{index}]")
+            if found:
+                return found
+        return None
+    return None if expected == actual else f"{path or 'state'}: {expected!r} != {actual!r}"
+
+
+def replay_trace(path: str | os.PathLike, data_roots: list[str | os.PathLike] | None = None) -> ReplayReport:
+    records = read_trace(path)
+    registry = build_from_config(session_config(records), data_roots)
+    actions = [record for record in records if record.get("kind") == "action"]
+    for record in actions:
+        result = registry.call(record["action"], record.get("arguments") or {}, actor=record.get("actor", "agent"))
+        actual_state = registry.context.state()
+        status = "ok" if result.ok else "error"
+        if status != record.get("status"):
+            return ReplayReport(False, len(actions), record["seq"],
+                                f"{record['action']}: recorded {record.get('status')}, replayed {status}"
+                                f" ({(result.error or {}).get('message', '')})")
+        difference = first_difference(record.get("state"), actual_state)
+        if difference:
+            return ReplayReport(False, len(actions), record["seq"], f"{record['action']}: {difference}",
+                                record.get("state"), actual_state)
+    return ReplayReport(True, len(actions), None, f"all {len(actions)} action snapshots match")

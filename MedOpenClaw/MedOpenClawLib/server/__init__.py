@@ -1,0 +1,1 @@
+"""Front-ends over the action registry: REST (headless or inside Slicer) and the command line."""

@@ -1,0 +1,92 @@
+"""CLI: ``serve`` (REST), ``tools`` (list the actions), ``replay`` and ``trace verify`` (audit checks)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import threading
+from pathlib import Path
+
+from ..audit import AuditTrace, verify_trace
+from ..replay import replay_trace
+from ..session import build_slicer_registry
+from .rest import RestService, SceneThreadExecutor, make_http_server, new_token
+
+
+def add_commands(subparsers) -> None:
+    serve = subparsers.add_parser("serve", help="serve the action registry over REST on 127.0.0.1")
+    serve.add_argument("--data-root", action="append", required=True, help="directory open_case may read (repeat)")
+    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--track", choices=["A", "B"], default="A")
+    serve.add_argument("--max-rounds", type=int, default=None)
+    serve.add_argument("--trace", type=Path, default=None, help="audit trace JSONL (default: none on disk)")
+    serve.set_defaults(func=run_serve)
+
+    tools = subparsers.add_parser("tools", help="print the registry's tools")
+    tools.add_argument("--track", choices=["A", "B"], default="A")
+    tools.add_argument("--format", choices=["markdown", "openai", "anthropic", "mcp"], default="markdown")
+    tools.set_defaults(func=run_tools)
+
+    replay = subparsers.add_parser("replay", help="re-execute a trace on a fresh scene and compare snapshots")
+    replay.add_argument("trace", type=Path)
+    replay.add_argument("--data-root", action="append", default=None, help="override the recorded data roots")
+    replay.set_defaults(func=run_replay)
+
+    trace = subparsers.add_parser("trace", help="audit trace utilities")
+    trace_commands = trace.add_subparsers(dest="trace_command", required=True)
+    verify = trace_commands.add_parser("verify", help="check the hash chain and artifact checksums")
+    verify.add_argument("trace", type=Path)
+    verify.set_defaults(func=run_verify)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    token = os.environ.get("MEDOPENCLAW_TOKEN") or new_token()
+    trace = AuditTrace(args.trace, header={"front_end": "rest"}, save_images=args.trace is not None)
+    registry = build_slicer_registry(args.data_root, track=args.track, trace=trace, max_rounds=args.max_rounds)
+    executor = SceneThreadExecutor()
+    httpd = make_http_server(RestService(registry, token), executor, args.port)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    print(f"MedOpenClaw REST on http://127.0.0.1:{httpd.server_address[1]} (track {args.track})", flush=True)
+    if "MEDOPENCLAW_TOKEN" not in os.environ:
+        print(f"bearer token: {token}", flush=True)
+    try:
+        executor.run()  # the scene's thread: requests are executed here, one at a time
+    except KeyboardInterrupt:
+        pass
+    finally:
+        httpd.shutdown()
+    return 0
+
+
+def tools_markdown(track: str) -> str:
+    registry = build_slicer_registry([], track=track)
+    lines = ["| tool | role | tracks | arguments | purpose |", "| --- | --- | --- | --- | --- |"]
+    for action in registry.actions():
+        properties = action.parameters.get("properties", {})
+        required = set(action.parameters.get("required", []))
+        arguments = "; ".join(f"`{name}`" + ("*" if name in required else "") for name in properties) or "–"
+        lines.append(f"| `{action.name}` | {action.role} | {', '.join(action.tracks)} | {arguments} | "
+                     f"{action.description} |")
+    return "\n".join(lines)
+
+
+def run_tools(args: argparse.Namespace) -> int:
+    if args.format == "markdown":
+        print(tools_markdown(args.track))
+        return 0
+    registry = build_slicer_registry([], track=args.track)
+    print(json.dumps(getattr(registry, f"{args.format}_tools")(), indent=2))
+    return 0
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    report = replay_trace(args.trace, args.data_root)
+    print(json.dumps(report.to_json(), indent=2, default=str))
+    return 0 if report.ok else 1
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    report = verify_trace(args.trace)
+    print(json.dumps(report.to_json()))
+    return 0 if report.ok else 1
