@@ -1,0 +1,99 @@
+# Standalone (no Slicer SDK) configuration of the MedOpenClaw extension tree.
+#
+# Slicer's extension macros are replaced by functions that check what can be checked without the Slicer
+# application: every file a module lists exists, every module script parses and follows the scripted-module
+# contract, and the pytest suite (one ctest per test area) runs against the venv that has slicer-core.
+# The module test classes (ScriptedLoadableModuleTest) need the Slicer application: they are registered by
+# slicer_add_python_unittest only in a real extension build.
+
+include_guard(GLOBAL)
+
+option(BUILD_TESTING "Register the MedOpenClaw tests with ctest" ON)
+enable_testing()
+
+# Prefer an activated virtual environment (the one with slicer-core, vtk and pytest).
+set(Python3_FIND_VIRTUALENV FIRST)
+find_package(Python3 3.10 COMPONENTS Interpreter REQUIRED)
+
+set(_medopenclaw_root "${CMAKE_CURRENT_LIST_DIR}/..")
+get_filename_component(_medopenclaw_root "${_medopenclaw_root}" ABSOLUTE)
+
+execute_process(
+  COMMAND "${Python3_EXECUTABLE}" -c "import pytest, slicer, vtk, jsonschema"
+  RESULT_VARIABLE _medopenclaw_missing_imports
+  OUTPUT_QUIET ERROR_QUIET
+  )
+if(NOT _medopenclaw_missing_imports EQUAL 0)
+  message(WARNING
+    "${Python3_EXECUTABLE} cannot import pytest/slicer/vtk/jsonschema: the tests will fail. "
+    "Activate the project's virtual environment (pip install -e '.[test]') or pass -DPython3_EXECUTABLE=...")
+endif()
+
+if(WIN32)
+  set(_medopenclaw_path_separator "\\;")
+else()
+  set(_medopenclaw_path_separator ":")
+endif()
+set(MEDOPENCLAW_TEST_ENVIRONMENT
+  "PYTHONPATH=${_medopenclaw_root}/MedOpenClaw${_medopenclaw_path_separator}${_medopenclaw_root}/MedCopilot"
+  "QT_QPA_PLATFORM=offscreen"
+  "PYTHONDONTWRITEBYTECODE=1"
+  )
+
+#-----------------------------------------------------------------------------
+function(slicerMacroBuildScriptedModule)
+  cmake_parse_arguments(MODULE "WITH_GENERIC_TESTS;WITH_SUBDIR" "NAME" "SCRIPTS;RESOURCES" ${ARGN})
+  if(NOT MODULE_NAME)
+    message(FATAL_ERROR "slicerMacroBuildScriptedModule: NAME is required")
+  endif()
+  set(_absolute_scripts)
+  foreach(_file IN LISTS MODULE_SCRIPTS MODULE_RESOURCES)
+    if(NOT EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/${_file}")
+      message(FATAL_ERROR "${MODULE_NAME}: ${_file} is listed in CMakeLists.txt but does not exist")
+    endif()
+  endforeach()
+  foreach(_script IN LISTS MODULE_SCRIPTS)
+    list(APPEND _absolute_scripts "${CMAKE_CURRENT_SOURCE_DIR}/${_script}")
+  endforeach()
+  if(BUILD_TESTING)
+    add_test(
+      NAME ${MODULE_NAME}_ScriptedModuleContract
+      COMMAND "${Python3_EXECUTABLE}" "${_medopenclaw_root}/CMake/check_scripted_module.py"
+              --module ${MODULE_NAME} ${_absolute_scripts}
+      )
+  endif()
+endfunction()
+
+#-----------------------------------------------------------------------------
+function(slicer_add_python_unittest)
+  cmake_parse_arguments(UNITTEST "" "SCRIPT" "SLICER_ARGS" ${ARGN})
+  message(STATUS "${UNITTEST_SCRIPT}: its ScriptedLoadableModuleTest runs only in a Slicer extension build")
+endfunction()
+
+#-----------------------------------------------------------------------------
+# One ctest per test area: Testing/Python/test_<area>_*.py files are grouped by <area>.
+function(medopenclaw_add_pytest_suite)
+  cmake_parse_arguments(SUITE "" "" "TEST_DIRECTORIES" ${ARGN})
+  if(NOT BUILD_TESTING)
+    return()
+  endif()
+  set(_areas)
+  foreach(_directory IN LISTS SUITE_TEST_DIRECTORIES)
+    file(GLOB _test_files CONFIGURE_DEPENDS "${_directory}/test_*.py")
+    foreach(_test_file IN LISTS _test_files)
+      get_filename_component(_stem "${_test_file}" NAME_WE)
+      string(REGEX REPLACE "^test_([A-Za-z0-9]+).*$" "\\1" _area "${_stem}")
+      list(APPEND _areas ${_area})
+      list(APPEND _files_${_area} "${_test_file}")
+    endforeach()
+  endforeach()
+  list(REMOVE_DUPLICATES _areas)
+  foreach(_area IN LISTS _areas)
+    add_test(
+      NAME pytest_${_area}
+      COMMAND "${Python3_EXECUTABLE}" -m pytest -q -p no:cacheprovider ${_files_${_area}}
+      WORKING_DIRECTORY "${_medopenclaw_root}"
+      )
+    set_tests_properties(pytest_${_area} PROPERTIES ENVIRONMENT "${MEDOPENCLAW_TEST_ENVIRONMENT}" TIMEOUT 900)
+  endforeach()
+endfunction()

@@ -1,0 +1,87 @@
+"""Evidence the copilot captured, and the links from each claim of its final answer to those items.
+
+Every successful evidence action (bookmark, key slice, point, ROI, measurement) returns the registry's evidence
+id (``ev<n>``), which is shown to the model with the tool result. The system prompt asks the model to cite those
+ids in brackets after each claim, ``... enhancing lesion in the left frontal lobe [ev2].``; the final answer is
+then split into claims and each claim is linked to the items it cites. Claims that cite nothing, or cite an id
+that was never captured, are flagged for the clinician.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+REFERENCE = re.compile(r"\bev\d+\b", re.IGNORECASE)
+CITATION = re.compile(r"\[([^\[\]]*\bev\d+\b[^\[\]]*)\]", re.IGNORECASE)
+CLAIM_SPLIT = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\[(])|\n+")
+
+
+@dataclass
+class EvidenceItem:
+    ref: str
+    action: str
+    summary: str
+    record_seq: int | None
+    arguments: dict = field(default_factory=dict)
+    data: dict = field(default_factory=dict)
+
+
+@dataclass
+class Claim:
+    text: str
+    refs: list[str]
+    unknown_refs: list[str]
+
+    @property
+    def supported(self) -> bool:
+        return bool(self.refs) and not self.unknown_refs
+
+
+class EvidenceBoard:
+    """The items captured in one copilot session, in capture order."""
+
+    def __init__(self):
+        self.items: list[EvidenceItem] = []
+
+    def capture(self, action: str, arguments: dict, data: dict, record_seq: int | None) -> EvidenceItem:
+        """Keep the item an evidence action created (its result carries ``evidence_id``)."""
+        item = EvidenceItem(data["evidence_id"], action, summarize(action, arguments, data), record_seq,
+                            dict(arguments), dict(data))
+        self.items.append(item)
+        return item
+
+    def get(self, ref: str) -> EvidenceItem | None:
+        return next((item for item in self.items if item.ref == ref), None)
+
+    def link_answer(self, answer: str) -> list[Claim]:
+        known = {item.ref for item in self.items}
+        claims = []
+        for sentence in split_claims(answer):
+            cited = []
+            for citation in CITATION.findall(sentence):
+                cited.extend(ref.lower() for ref in REFERENCE.findall(citation))
+            cited = list(dict.fromkeys(cited))
+            text = CITATION.sub("", sentence).strip()
+            claims.append(Claim(text, [ref for ref in cited if ref in known],
+                                [ref for ref in cited if ref not in known]))
+        return claims
+
+
+def split_claims(answer: str) -> list[str]:
+    return [part.strip() for part in CLAIM_SPLIT.split(answer) if part and part.strip()]
+
+
+def summarize(action: str, arguments: dict, data: dict) -> str:
+    """A one-line label for the evidence list: the action and the numbers a reader checks first."""
+    details = []
+    for key in ("label", "view", "offset_mm", "volume_name", "ras", "length_mm", "shape"):
+        value = data.get(key, arguments.get(key))
+        if value is None:
+            continue
+        if isinstance(value, float):
+            value = round(value, 1)
+        elif isinstance(value, list | tuple):
+            value = [round(item, 1) if isinstance(item, float) else item for item in value]
+        details.append(f"{key}={value}")
+    return f"{action} " + ", ".join(details) if details else action
