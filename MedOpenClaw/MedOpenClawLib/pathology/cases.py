@@ -1,0 +1,72 @@
+"""Resolve what ``load_case`` names (a slide file, a case folder, or a QuPath project) to one slide file.
+
+Every candidate goes through the caller's path guard (the session's data-root policy), so a QuPath project
+cannot point the viewer at a file outside the allowed roots.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from ..result import ActionError
+
+SLIDE_SUFFIXES = (".svs", ".tif", ".tiff", ".ndpi", ".mrxs", ".scn", ".svslide", ".bif", ".vms", ".vmu")
+PROJECT_FILE = "project.qpproj"
+
+PathGuard = Callable[[str], Path]
+
+
+def _project_images(project: Path) -> list[tuple[str, Path]]:
+    """(imageName, file) of each entry of a QuPath project; relative URIs resolve against the project folder."""
+    try:
+        document = json.loads(project.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise ActionError("invalid_case", f"{project.name} is not a readable QuPath project: {error}") from error
+    entries = []
+    for entry in document.get("images", []) if isinstance(document, dict) else []:
+        builder = entry.get("serverBuilder", {}) if isinstance(entry, dict) else {}
+        uri = builder.get("uri") if isinstance(builder, dict) else None
+        if not isinstance(uri, str):
+            continue
+        parsed = urlparse(uri)
+        if parsed.scheme not in ("", "file"):
+            continue
+        location = Path(unquote(parsed.path))
+        if not location.is_absolute() or not location.exists():
+            location = project.parent / location.name  # a moved project: QuPath looks beside the project too
+        entries.append((str(entry.get("imageName") or location.name), location))
+    return entries
+
+
+def _choose(candidates: list[tuple[str, Path]], image_name: str | None, where: str) -> Path:
+    if not candidates:
+        raise ActionError("invalid_case", f"{where} contains no whole-slide image")
+    if image_name is not None:
+        for name, location in candidates:
+            if image_name in (name, location.name):
+                return location
+        names = ", ".join(sorted(name for name, _ in candidates))
+        raise ActionError("not_found", f"{where} has no image named {image_name!r}; images: {names}")
+    if len(candidates) > 1:
+        names = ", ".join(sorted(name for name, _ in candidates))
+        raise ActionError("ambiguous_case", f"{where} holds several images ({names}); pass image_name")
+    return candidates[0][1]
+
+
+def resolve_case_image(case_path: str, image_name: str | None, guard: PathGuard) -> Path:
+    """The slide file of a case: the file itself, the project's (named) image, or the folder's only slide."""
+    case = guard(case_path)
+    if case.is_file():
+        if case.suffix == ".qpproj":
+            return guard(str(_choose(_project_images(case), image_name, case.name)))
+        if image_name is not None and image_name != case.name:
+            raise ActionError("invalid_argument", "image_name only applies to a case folder or a QuPath project")
+        return case
+    project = case / PROJECT_FILE
+    if project.is_file():
+        return guard(str(_choose(_project_images(project), image_name, case.name)))
+    slides = [(path.name, path) for path in sorted(case.iterdir()) if path.suffix.lower() in SLIDE_SUFFIXES]
+    return guard(str(_choose(slides, image_name, case.name)))
