@@ -1,0 +1,276 @@
+"""The batch runner behind ``medopenclaw bench run``: episodes over worker processes, with retry, resume and
+live progress, ending with the aggregate scores as the last line of stdout.
+
+Layout of ``--out``::
+
+    run.json                          the run's identity (module, agent, model, track, cases, ...)
+    episodes/<case>__r<k>/result.json one finished episode, written atomically (its presence = done)
+    episodes/<case>__r<k>/trace-<attempt>.jsonl  the audit trace of each attempt (+ _images/)
+    workers/<slot>/worker.log         worker output
+    summary.json                      the aggregate, rewritten at the end of every invocation
+
+Resume: an episode is done exactly when its result.json exists, so re-running the same command skips it
+and an interrupted episode (no result.json) is simply run again -- nothing is lost or duplicated. A worker
+that crashes or hangs is replaced and the episode retried once; a second fault records it INVALID.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..providers import ProviderConfig
+from .agents.base import Agent, AgentContext
+from .cases import Case, GroundTruth, load_cases, load_ground_truth
+from .episode import EpisodeConfig, EpisodePrompt, run_episode
+from .parsers import parse_response
+from .preload import Attachments, PreloadError, preload_radiology, viewer_kind
+from .progress import Progress
+from .scoring import aggregate, score_case
+from .scoring.batch import _answered as answered
+from .scoring.process import aggregate_process, process_metrics
+from .worker import WorkerEnvironment, WorkerError, WorkerFault, WorkerProcess
+
+IDENTITY_KEYS = ("module", "agent", "track", "cases_dir", "max_rounds", "seed", "provider")
+MAX_ATTEMPTS = 2
+
+
+def write_json_atomic(path: Path, value: dict) -> None:
+    """Write-then-rename: a reader (or a resumed run) sees the whole file or none of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(value, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+
+
+@dataclass
+class RunConfig:
+    module: str
+    agent: str
+    out: Path
+    cases_dir: Path
+    track: str = "A"
+    limit: int | None = None
+    repeats: int = 1
+    workers: int = 1
+    slicer: str | None = None
+    max_rounds: int = 20
+    seed: int = 0
+    provider: ProviderConfig | None = None
+    call_timeout_s: float = 300.0
+    startup_timeout_s: float = 120.0
+    save_images: bool = True
+
+    def identity(self) -> dict:
+        return {
+            "module": self.module,
+            "agent": self.agent,
+            "track": self.track,
+            "cases_dir": str(Path(self.cases_dir).resolve()),
+            "max_rounds": self.max_rounds,
+            "seed": self.seed,
+            "provider": self.provider.public() if self.provider else None,
+        }
+
+
+@dataclass(frozen=True)
+class EpisodeTask:
+    case: Case
+    repeat: int
+
+    @property
+    def episode_id(self) -> str:
+        return f"{self.case.case_id}__r{self.repeat}"
+
+
+@dataclass
+class WorkerSlot:
+    """One worker position of the pool: it starts a worker lazily and replaces it after a fault."""
+
+    directory: Path
+    config: RunConfig
+    worker: WorkerProcess | None = None
+    started: list[int] = field(default_factory=list)  # pids of every worker this slot launched
+
+    def ensure(self) -> WorkerProcess:
+        if self.worker is not None and not self.worker.alive():
+            self.discard()
+        if self.worker is None:
+            self.worker = WorkerProcess(self.directory, self.config.slicer, self.config.startup_timeout_s,
+                                        self.config.call_timeout_s).start()
+            self.started.append(self.worker.pid)
+        return self.worker
+
+    def discard(self) -> None:
+        if self.worker is not None:
+            self.worker.kill()
+            self.worker = None
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+
+
+class BenchmarkRunner:
+    """Runs every pending episode of a configuration; ``make_agent(task)`` builds a fresh agent per episode."""
+
+    def __init__(self, config: RunConfig, make_agent: Callable[[EpisodeTask], Agent],
+                 build_prompt: Callable[[Case, Attachments, int], EpisodePrompt], progress_stream=None):
+        self.config = config
+        self.make_agent = make_agent
+        self.build_prompt = build_prompt
+        self.out = Path(config.out)
+        self.progress_stream = progress_stream
+        self.slots: list[WorkerSlot] = []
+        self.executed: list[str] = []  # episode ids run by this invocation
+
+    # ------------------------------------------------------------------ plan
+    def tasks(self) -> list[EpisodeTask]:
+        cases = load_cases(self.config.cases_dir)
+        cases = [case for case in cases if case.module == self.config.module]
+        if self.config.limit is not None:
+            cases = cases[: self.config.limit]
+        return [EpisodeTask(case, repeat) for case in cases for repeat in range(1, self.config.repeats + 1)]
+
+    def result_path(self, task: EpisodeTask) -> Path:
+        return self.out / "episodes" / task.episode_id / "result.json"
+
+    def _check_identity(self) -> None:
+        manifest = self.out / "run.json"
+        identity = self.config.identity()
+        if manifest.exists():
+            previous = json.loads(manifest.read_text())
+            if previous != identity:
+                changed = sorted(key for key in identity if previous.get(key) != identity[key])
+                raise ValueError(f"{self.out} holds a different run (differs in {', '.join(changed)}); "
+                                 "use another --out")
+        else:
+            write_json_atomic(manifest, identity)
+
+    # ------------------------------------------------------------------ run
+    def run(self) -> dict:
+        self.out.mkdir(parents=True, exist_ok=True)
+        self._check_identity()
+        tasks = self.tasks()
+        pending = [task for task in tasks if not self.result_path(task).exists()]
+        progress = Progress(len(tasks), len(tasks) - len(pending), self.progress_stream)
+        progress.start()
+        work: queue.Queue[EpisodeTask] = queue.Queue()
+        for task in pending:
+            work.put(task)
+        self.slots = [WorkerSlot(self.out / "workers" / f"w{index}", self.config)
+                      for index in range(min(self.config.workers, max(len(pending), 1)))]
+        errors: list[BaseException] = []
+
+        def drain(slot: WorkerSlot) -> None:
+            try:
+                while True:
+                    try:
+                        task = work.get_nowait()
+                    except queue.Empty:
+                        return
+                    record = self.run_task(slot, task)
+                    write_json_atomic(self.result_path(task), record)
+                    self.executed.append(task.episode_id)
+                    progress.update(task.episode_id, record.get("score"), bool(record.get("invalid")))
+            except BaseException as error:  # a harness bug: stop this thread, report after joining
+                errors.append(error)
+            finally:
+                slot.close()
+
+        threads = [threading.Thread(target=drain, args=(slot,), daemon=True) for slot in self.slots]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        progress.finish()
+        if errors:
+            raise errors[0]
+        summary = self.summarize(tasks)
+        write_json_atomic(self.out / "summary.json", summary)
+        return summary
+
+    def run_task(self, slot: WorkerSlot, task: EpisodeTask) -> dict:
+        faults = []
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                return self.attempt(slot.ensure(), task, attempt)
+            except (WorkerFault, WorkerError, PreloadError) as fault:
+                slot.discard()
+                faults.append(f"attempt {attempt}: {type(fault).__name__}: {fault}")
+        return self._record(task, MAX_ATTEMPTS, response=None, invalid="environment fault: " + "; ".join(faults),
+                            faults=faults)
+
+    def attempt(self, worker: WorkerProcess, task: EpisodeTask, attempt: int) -> dict:
+        config = self.config
+        case = task.case
+        episode_dir = self.out / "episodes" / task.episode_id
+        trace_path = episode_dir / f"trace-{attempt}.jsonl"
+        env = WorkerEnvironment(worker)
+        header = {"episode_id": task.episode_id, "case_id": case.case_id, "module": config.module,
+                  "repeat": task.repeat, "attempt": attempt, "agent": config.agent, "track": config.track,
+                  "provider": config.provider.public() if config.provider else None, "worker_pid": worker.pid}
+        env.start(viewer_kind(config.module), [str(case.data_root)], "B" if config.track == "B" else "A",
+                  config.max_rounds, str(trace_path), header, config.save_images)
+        attachments = preload_radiology(env, case)
+        agent = self.make_agent(task)
+        truth = load_ground_truth(config.cases_dir, case.case_id) if agent.privileged else None
+        agent.reset(AgentContext(module=config.module, case=case, tools=env.tools(), max_rounds=config.max_rounds,
+                                 one_call_per_round=False, ground_truth=truth, seed=config.seed + task.repeat))
+        prompt = self.build_prompt(case, attachments, config.max_rounds)
+        outcome = run_episode(agent, env, prompt, EpisodeConfig(max_rounds=config.max_rounds))
+        env.end()
+        record = self._record(task, attempt, response=outcome.final_text,
+                              invalid=outcome.invalid_reason if outcome.status == "invalid" else None,
+                              trace=trace_path.relative_to(self.out).as_posix(), outcome=outcome.to_json(),
+                              worker_pid=worker.pid)
+        return record
+
+    def _record(self, task: EpisodeTask, attempts: int, response: str | None, invalid: str | None,
+                **extra) -> dict:
+        record = {"episode_id": task.episode_id, "case_id": task.case.case_id, "repeat": task.repeat,
+                  "attempts": attempts, "response": response, "invalid": invalid, **extra}
+        record["score"] = self.score(task.case.case_id, response, invalid).to_json()
+        return record
+
+    # ------------------------------------------------------------------ score
+    def ground_truth(self, case_id: str) -> GroundTruth:
+        return load_ground_truth(self.config.cases_dir, case_id)
+
+    def score(self, case_id: str, response: str | None, invalid: str | None):
+        parsed = parse_response(self.config.module, response)
+        score = score_case(self.config.module, self.ground_truth(case_id), parsed, invalid=invalid)
+        score.details["parsed"] = parsed
+        return score
+
+    def summarize(self, tasks: list[EpisodeTask]) -> dict:
+        """Aggregate every finished episode of the run (this invocation's and earlier ones) the same way."""
+        from ..audit import read_trace
+
+        scores, process = [], []
+        for task in tasks:
+            path = self.result_path(task)
+            if not path.exists():
+                continue
+            record = json.loads(path.read_text())
+            score = self.score(record["case_id"], record.get("response"), record.get("invalid"))
+            scores.append(score)
+            if record.get("trace") and not record.get("invalid"):
+                metrics = process_metrics(self.config.module, read_trace(self.out / record["trace"]),
+                                          answered(self.config.module, score.details["parsed"]))
+                process.append(metrics)
+        summary = aggregate(scores) if scores else {"module": self.config.module, "n": 0, "task": None,
+                                                     "strict": None, "loc": None, "invalid": 0}
+        summary["module"] = self.config.module
+        summary["episodes"] = len(scores)
+        summary["missing"] = len(tasks) - len(scores)
+        summary["executed_now"] = len(self.executed)
+        if process:
+            summary["process"] = aggregate_process(process)
+        return summary

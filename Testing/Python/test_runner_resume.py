@@ -1,0 +1,113 @@
+"""The batch runner over real headless slicer-core workers: oracle Strict = 1.0, random near chance, a worker
+killed mid-episode is replaced and the episode retried, nothing is lost or duplicated, and a second invocation
+does no new work."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+
+import pytest
+from agents_cases import write_ucsf_package
+from MedOpenClawLib.audit import read_trace, verify_trace
+from MedOpenClawLib.bench.agents.oracle import OracleAgent
+from MedOpenClawLib.bench.agents.random_agent import RandomAgent
+from MedOpenClawLib.bench.episode import EpisodePrompt
+from MedOpenClawLib.bench.runner import BenchmarkRunner, RunConfig
+
+
+def plain_prompt(case, attachments, max_rounds):
+    """Test double of the module prompt: the runner's job is to attach the inventory and views."""
+    return EpisodePrompt("You operate a viewer.", f"Case {case.case_id}.\n{attachments.inventory_text}",
+                         attachments.images)
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    return write_ucsf_package(tmp_path_factory.mktemp("cases"), cases=3)
+
+
+def runner(cases, out, agent_class=OracleAgent, **options) -> BenchmarkRunner:
+    config = RunConfig(module="ucsf-pdgm", agent=agent_class.name, out=out, cases_dir=cases, **options)
+    return BenchmarkRunner(config, lambda task: agent_class(), plain_prompt, progress_stream=io.StringIO())
+
+
+def results(out):
+    return {path.parent.name: json.loads(path.read_text()) for path in (out / "episodes").glob("*/result.json")}
+
+
+class KillingOracle(OracleAgent):
+    """Kills its worker process in the middle of its first episode on the marked case (a crash in VTK)."""
+
+    victims: dict = {}
+
+    def step(self, conversation, allow_tools=True):
+        victim = self.victims.get(self.context.case.case_id)
+        if victim and not victim["killed"] and len(conversation) > 3:
+            victim["killed"] = True
+            os.kill(victim["runner"].slots[0].worker.pid, signal.SIGKILL)
+        return super().step(conversation, allow_tools)
+
+
+def test_oracle_run_is_perfect_and_traces_verify(cases, tmp_path):
+    out = tmp_path / "run"
+    summary = runner(cases, out).run()
+    assert summary["n"] == 3 and summary["task"] == 1.0 and summary["strict"] == 1.0 and summary["loc"] == 1.0
+    assert summary["invalid"] == 0 and summary["executed_now"] == 3
+    for record in results(out).values():
+        trace = out / record["trace"]
+        assert verify_trace(trace).ok
+        kinds = [r.get("action") or r["kind"] for r in read_trace(trace)]
+        assert {"open_case", "episode_prompt", "select_volume", "jump", "image_coords_to_ras",
+                "record_key_slices", "record_point", "tool_receipt", "episode_end"} <= set(kinds)
+
+
+def test_worker_killed_mid_episode_is_retried_and_resume_does_no_new_work(cases, tmp_path):
+    out = tmp_path / "run"
+    first = runner(cases, out, KillingOracle, limit=2, repeats=2)
+    KillingOracle.victims = {"UCSF-PDGM-0002": {"killed": False, "runner": first}}
+    summary = first.run()
+    assert KillingOracle.victims["UCSF-PDGM-0002"]["killed"]
+    records = results(out)
+    assert sorted(records) == ["UCSF-PDGM-0001__r1", "UCSF-PDGM-0001__r2", "UCSF-PDGM-0002__r1",
+                               "UCSF-PDGM-0002__r2"]
+    retried = [r for r in records.values() if r["attempts"] == 2]
+    assert len(retried) == 1 and retried[0]["case_id"] == "UCSF-PDGM-0002" and not retried[0]["invalid"]
+    assert len(first.slots[0].started) == 2  # a fresh worker replaced the killed one
+    assert summary["strict"] == 1.0 and summary["n"] == 4 and summary["invalid"] == 0
+    before = {name: (out / "episodes" / name / "result.json").stat().st_mtime_ns for name in records}
+    again = runner(cases, out, KillingOracle, limit=2, repeats=2)
+    second = again.run()
+    assert again.executed == [] and again.slots[0].started == [] and second["executed_now"] == 0
+    assert {k: v for k, v in second.items() if k != "executed_now"} == {
+        k: v for k, v in summary.items() if k != "executed_now"}
+    assert before == {name: (out / "episodes" / name / "result.json").stat().st_mtime_ns for name in records}
+
+
+def test_hung_worker_twice_is_invalid_and_excluded(cases, tmp_path):
+    class HangingOracle(OracleAgent):
+        def step(self, conversation, allow_tools=True):
+            if len(conversation) > 3:
+                os.kill(hanging.slots[0].worker.pid, signal.SIGSTOP)
+            return super().step(conversation, allow_tools)
+
+    hanging = runner(cases, tmp_path / "run", HangingOracle, limit=1, call_timeout_s=1.0)
+    summary = hanging.run()
+    (record,) = results(tmp_path / "run").values()
+    assert record["attempts"] == 2 and record["invalid"].startswith("environment fault")
+    assert "did not answer" in record["invalid"]
+    assert summary["invalid"] == 1 and summary["n"] == 0
+
+
+def test_random_agent_scores_near_chance(cases, tmp_path):
+    summary = runner(cases, tmp_path / "run", RandomAgent, repeats=4).run()
+    assert summary["n"] == 12 and summary["invalid"] == 0
+    assert summary["task"] <= 0.5  # six options: chance is 1/6
+
+
+def test_changed_configuration_is_refused(cases, tmp_path):
+    runner(cases, tmp_path / "run", limit=1).run()
+    with pytest.raises(ValueError, match="differs in agent"):
+        runner(cases, tmp_path / "run", RandomAgent, limit=1).run()
