@@ -13,13 +13,16 @@ from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlparse
 
+from MedOpenClawLib.providers import ProviderConfig
+from MedOpenClawLib.providers.config import DEFAULT_BASE_URLS
+
 ENV_BASE_URL = "MEDOPENCLAW_BASE_URL"
 ENV_MODEL = "MEDOPENCLAW_MODEL"
 ENV_API_KEY = "MEDOPENCLAW_API_KEY"
 ENV_PROVIDER = "MEDOPENCLAW_PROVIDER"
 SETTINGS_PREFIX = "MedCopilot/"
-PROVIDERS = ("openai", "anthropic")
-DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+PROVIDERS = tuple(DEFAULT_BASE_URLS)
+DEFAULT_BASE_URL = DEFAULT_BASE_URLS["openai"]
 
 
 class SettingsStore(Protocol):
@@ -69,6 +72,11 @@ class CopilotSettings:
             problems.append("timeout must be positive")
         return problems
 
+    def provider_config(self) -> ProviderConfig:
+        """The providers' configuration (their ``ProviderConfig`` keeps the key out of its repr as well)."""
+        return ProviderConfig(kind=self.provider, model=self.model, base_url=self.base_url, api_key=self.api_key,
+                              timeout_s=self.timeout_s)
+
     def describe(self) -> dict:
         """What may be shown or logged."""
         return {
@@ -88,10 +96,11 @@ def load_settings(store: SettingsStore, environ: Mapping[str, str] | None = None
     def pick(env_name: str, key: str, default: str) -> str:
         return environ.get(env_name) or store.value(SETTINGS_PREFIX + key) or default
 
+    provider = pick(ENV_PROVIDER, "provider", "openai")
     settings = CopilotSettings(
-        base_url=pick(ENV_BASE_URL, "base_url", DEFAULT_BASE_URL),
+        base_url=pick(ENV_BASE_URL, "base_url", DEFAULT_BASE_URLS.get(provider, DEFAULT_BASE_URL)),
         model=pick(ENV_MODEL, "model", ""),
-        provider=pick(ENV_PROVIDER, "provider", "openai"),
+        provider=provider,
     )
     timeout = store.value(SETTINGS_PREFIX + "timeout_s")
     if timeout:

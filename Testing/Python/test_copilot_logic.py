@@ -1,0 +1,116 @@
+"""MedCopilot's pure logic: approval queue rules, claim/evidence linking, settings and key handling, worker."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from MedCopilotLib.approvals import ApprovalError, ApprovalQueue, Decision
+from MedCopilotLib.evidence_links import EvidenceBoard, split_claims
+from MedCopilotLib.settings import CopilotSettings, DictSettingsStore, load_settings, save_settings
+from MedCopilotLib.worker import BackgroundWorker, WorkerBusy
+from MedOpenClawLib.providers.messages import ToolCall
+
+
+def call(name="observe", arguments=None, index=0):
+    return ToolCall(f"c{index}", name, {} if arguments is None else arguments, "{}")
+
+
+def queue(auto=False):
+    return ApprovalQueue(lambda name: name in {"observe", "jump"}, auto_mode=auto)
+
+
+def test_cards_are_handled_in_order_and_decided_once():
+    q = queue()
+    first, second = q.propose([call(index=0), call("jump", index=1)], "why", 1)
+    assert q.next_to_handle() is None
+    q.approve(second.id)
+    assert q.next_to_handle() is None  # the first card is still pending
+    q.reject(first.id, "  ")
+    assert first.reason == "rejected by the clinician"
+    assert q.next_to_handle() is first
+    q.mark_handled(first, False)
+    assert q.next_to_handle() is second
+    with pytest.raises(ApprovalError, match="already rejected"):
+        q.approve(first.id)
+    with pytest.raises(ApprovalError, match="still open"):
+        q.propose([call()], "", 2)
+    q.mark_handled(second, True)
+    assert q.turn_settled()
+    with pytest.raises(ApprovalError, match="no proposal"):
+        q.reject("P99")
+
+
+def test_auto_mode_and_unrunnable_proposals():
+    q = queue(auto=True)
+    malformed = ToolCall("c1", "observe", None, '{"view": ', parse_error="arguments are not valid JSON")
+    cards = q.propose([call(), ToolCall("c2", "exec_python", {"code": "1"}), malformed], "", 1)
+    assert [c.decision for c in cards] == [Decision.AUTO_APPROVED, Decision.REJECTED, Decision.REJECTED]
+    assert "no action named 'exec_python'" in cards[1].reason and "not valid JSON" in cards[2].reason
+    manual = queue()
+    waiting = manual.propose([call(), call("jump", index=1)], "", 1)
+    assert manual.set_auto_mode(True) == waiting and all(c.decision is Decision.AUTO_APPROVED for c in waiting)
+    assert manual.set_auto_mode(False) == []
+    stopped = queue()
+    open_cards = stopped.propose([call()], "", 1)
+    assert stopped.cancel_open("stopped") == open_cards and open_cards[0].reason == "stopped"
+
+
+def test_claims_link_to_captured_evidence_only():
+    board = EvidenceBoard()
+    item = board.capture("record_point", {"ras": [1.04, 2.0, 3.0], "label": "centre"},
+                         {"evidence_id": "ev3", "ras": [1.04, 2.0, 3.0]}, 12)
+    assert item.summary == "record_point label=centre, ras=[1.0, 2.0, 3.0]"
+    claims = board.link_answer("Lesion centre at R 1 mm [EV3]. Size 2 cm [ev3, ev7].\nNo other findings.")
+    assert [c.text for c in claims] == ["Lesion centre at R 1 mm .", "Size 2 cm .", "No other findings."]
+    assert [(c.refs, c.unknown_refs, c.supported) for c in claims] == [
+        (["ev3"], [], True), (["ev3"], ["ev7"], False), ([], [], False)]
+    assert board.get("ev3") is item and board.get("ev4") is None
+    assert split_claims("") == []
+
+
+def test_settings_come_from_env_then_store_and_never_show_the_key():
+    store = DictSettingsStore({"MedCopilot/model": "stored-model", "MedCopilot/api_key": "sk-stored",
+                               "MedCopilot/timeout_s": "not a number"})
+    settings = load_settings(store, environ={"MEDOPENCLAW_MODEL": "env-model"})
+    assert (settings.model, settings.api_key, settings.key_source, settings.timeout_s) == (
+        "env-model", "sk-stored", "settings", 120.0)
+    env = load_settings(store, environ={"MEDOPENCLAW_API_KEY": "sk-env"})
+    assert env.api_key == "sk-env" and env.key_source == "environment"
+    assert "sk-" not in repr(env) and "sk-" not in str(env.describe())
+    config = env.provider_config()
+    assert config.api_key == "sk-env" and config.model == "stored-model" and "sk-env" not in repr(config)
+
+    save_settings(env, store, remember_key=True)  # a key from the environment is never written to disk
+    assert store.value("MedCopilot/api_key") == "sk-stored"
+    save_settings(settings, store, remember_key=False)
+    assert store.value("MedCopilot/api_key") is None and store.value("MedCopilot/model") == "env-model"
+    typed = CopilotSettings(base_url="http://127.0.0.1:9/v1", model="m", api_key="sk-typed", key_source="entered")
+    save_settings(typed, store, remember_key=True)
+    assert store.value("MedCopilot/api_key") == "sk-typed"
+
+
+def test_settings_validation_messages():
+    assert CopilotSettings(model="m").validate() == []
+    problems = CopilotSettings(base_url="file:///etc/passwd", model=" ", provider="x", timeout_s=0).validate()
+    assert len(problems) == 4 and "http(s)" in problems[0]
+
+
+def test_worker_delivers_on_the_polling_thread_and_drops_cancelled_jobs():
+    worker = BackgroundWorker()
+    seen = []
+    release = threading.Event()
+    worker.submit(lambda: release.wait(5) and threading.current_thread().name, seen.append, seen.append)
+    with pytest.raises(WorkerBusy):
+        worker.submit(lambda: 1, seen.append, seen.append)
+    worker.cancel()
+    release.set()
+    worker.wait(5)
+    assert worker.poll() is False and seen == []
+    worker.submit(lambda: 1 / 0, seen.append, seen.append)
+    worker.wait(5)
+    deadline = time.monotonic() + 5
+    while not worker.poll() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert isinstance(seen[0], ZeroDivisionError) and not worker.busy
