@@ -90,6 +90,26 @@ class SlicerApplication:
             embedded=True,
         )
 
+    def close(self) -> None:
+        """Detach the logics from the scene, slice logics first.
+
+        Left to garbage collection, the color logic's destructor removes the lookup tables while a half-destroyed
+        slice logic still observes their display nodes, which crashes the process.
+        """
+        if self.embedded or self.scene is None:
+            return
+        for logic in self.slice_logics.values():
+            logic.SetMRMLScene(None)
+        self.app_logic.GetSliceLogics().RemoveAllItems()
+        for logic in (self.volumes_logic, self.color_logic):
+            logic.SetMRMLScene(None)
+        self.app_logic.SetMRMLScene(None)
+        self.slice_logics = {}
+        self.scene = None
+
+    def __del__(self):
+        self.close()
+
     @classmethod
     def create(cls) -> SlicerApplication:
         """Inside the Slicer GUI bind to it; anywhere else build a headless scene."""

@@ -233,7 +233,8 @@ class ViewerEngine:
         image = producer.GetOutputDataObject(0)
         width, height, _ = image.GetDimensions()
         pixels = numpy_support.vtk_to_numpy(image.GetPointData().GetScalars())
-        return pixels.reshape(height, width, -1)[::-1]
+        # copy: the buffer belongs to the VTK pipeline and is reused or freed on its next update
+        return np.ascontiguousarray(pixels.reshape(height, width, -1)[::-1])
 
     # ------------------------------------------------------------ display
     def window_level(self, node) -> dict:
