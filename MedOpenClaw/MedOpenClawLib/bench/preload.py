@@ -52,6 +52,35 @@ def inventory_text(state: dict) -> str:
     return "\n".join(lines)
 
 
+ROUND_OBSERVATION = (
+    "Current QuPath direct state summary (software/viewer state from QuPath itself):\n{direct}\n\n"
+    "Current QuPath GUI state summary (rule-based GUI/control state, not pathology evidence):\n{gui}\n\n"
+    "Current viewer evidence:\n- The current QuPath viewer screenshot is attached in this message.\n"
+    "- Use the attached screenshot itself for pathology or image-content reasoning.\n\n"
+    "Decide the next best action:\n- either call exactly one tool\n- or provide the final answer"
+)
+
+
+def pathology_observation(env) -> tuple[str, list[ImageInput]]:
+    """The App. H.2 per-round observation: both state summaries and the current screenshot."""
+    observation = env.observation()
+    text = ROUND_OBSERVATION.format(direct=observation["direct_state_summary"], gui=observation["gui_state_summary"])
+    return text, result_images(observation, "viewer")
+
+
+def preload_pathology(env, case: Case) -> Attachments:
+    _system_call(env, "load_case", {"case_path": str(case.path(case.slide or case.open_paths[0]))})
+    _system_call(env, "set_image_type", {"image_type": "BRIGHTFIELD_H_E"})
+    text, images = pathology_observation(env)
+    return Attachments({}, text, images)
+
+
+def preload(env, case: Case) -> Attachments:
+    if case.module in PATHOLOGY_MODULES:
+        return preload_pathology(env, case)
+    return preload_radiology(env, case)
+
+
 def preload_radiology(env: Environment, case: Case) -> Attachments:
     for relative in case.open_paths:
         _system_call(env, "open_case", {"dicom_dir": str(case.path(relative)), "size": 64})

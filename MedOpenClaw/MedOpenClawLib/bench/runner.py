@@ -19,17 +19,19 @@ from __future__ import annotations
 import json
 import os
 import queue
+import shutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..pathology.actions import MODEL_VISIBLE_ACTIONS
 from ..providers import ProviderConfig
 from .agents.base import Agent, AgentContext
-from .cases import Case, GroundTruth, load_cases, load_ground_truth
+from .cases import PATHOLOGY_MODULES, Case, GroundTruth, load_cases, load_ground_truth
 from .episode import EpisodeConfig, EpisodePrompt, run_episode
 from .parsers import parse_response
-from .preload import Attachments, PreloadError, preload_radiology, viewer_kind
+from .preload import Attachments, PreloadError, pathology_observation, preload, viewer_kind
 from .progress import Progress
 from .scoring import aggregate, score_case
 from .scoring.batch import _answered as answered
@@ -218,13 +220,19 @@ class BenchmarkRunner:
                   "provider": config.provider.public() if config.provider else None, "worker_pid": worker.pid}
         env.start(viewer_kind(config.module), [str(case.data_root)], "B" if config.track == "B" else "A",
                   config.max_rounds, str(trace_path), header, config.save_images)
-        attachments = preload_radiology(env, case)
+        attachments = preload(env, case)
+        pathology = config.module in PATHOLOGY_MODULES
+        tools = env.tools()
+        if pathology:  # Table 10: the tools the paper's pathology agents see
+            tools = [tool for tool in tools if tool["name"] in MODEL_VISIBLE_ACTIONS]
         agent = self.make_agent(task)
         truth = load_ground_truth(config.cases_dir, case.case_id) if agent.privileged else None
-        agent.reset(AgentContext(module=config.module, case=case, tools=env.tools(), max_rounds=config.max_rounds,
-                                 one_call_per_round=False, ground_truth=truth, seed=config.seed + task.repeat))
+        agent.reset(AgentContext(module=config.module, case=case, tools=tools, max_rounds=config.max_rounds,
+                                 one_call_per_round=pathology, ground_truth=truth, seed=config.seed + task.repeat))
         prompt = self.build_prompt(case, attachments, config.max_rounds)
-        outcome = run_episode(agent, env, prompt, EpisodeConfig(max_rounds=config.max_rounds))
+        episode_config = EpisodeConfig(max_rounds=config.max_rounds, one_call_per_round=pathology,
+                                       round_observation=pathology_observation if pathology else None)
+        outcome = run_episode(agent, env, prompt, episode_config)
         env.end()
         record = self._record(task, attempt, response=outcome.final_text,
                               invalid=outcome.invalid_reason if outcome.status == "invalid" else None,
@@ -274,3 +282,98 @@ class BenchmarkRunner:
         if process:
             summary["process"] = aggregate_process(process)
         return summary
+
+
+# ---------------------------------------------------------------------------------------------------- CLI
+def cache_root() -> Path:
+    return Path(os.environ.get("MEDOPENCLAW_CACHE") or Path.home() / ".cache" / "medopenclaw")
+
+
+def synthetic_cases(module: str, seed: int = 0, cases: int = 6) -> Path:
+    """The embedded synthetic cohort as a case package, generated once and cached (atomically renamed into
+    place, so an interrupted generation is simply redone)."""
+    from .loaders import prepare
+    from .synthetic.cohort import CohortConfig, write_cohort
+
+    root = cache_root() / f"synthetic-seed{seed}-n{cases}"
+    package = root / "cases" / module
+    if (package / "manifest.json").exists():
+        return package
+    staging = root / f"staging-{module}-{os.getpid()}"
+    write_cohort(staging / "raw", CohortConfig(seed=seed, cases=cases), modules=[module])
+    prepare(module, staging / "raw", staging / "cases")
+    package.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(staging / "cases", package)
+    shutil.rmtree(staging)  # packages hard-link (or copy) their files, so the raw layout can go
+    return package
+
+
+def module_prompt(case: Case, attachments: Attachments, max_rounds: int) -> EpisodePrompt:
+    """The paper's module template (App. H) with the scene inventory and baseline views attached."""
+    from .prompts import build_prompt
+
+    prompt = build_prompt(case, inventory=attachments.inventory_text, max_rounds=max_rounds)
+    return EpisodePrompt(prompt.system, prompt.user, attachments.images)
+
+
+def agent_factory(args) -> Callable[[EpisodeTask], Agent]:
+    from .agents import OFFLINE_AGENTS
+    from .agents.model import ModelAgent
+
+    if args.agent in OFFLINE_AGENTS:
+        return lambda task: OFFLINE_AGENTS[args.agent]()
+    if args.agent == "model":
+        from ..providers import make_provider
+
+        config = provider_config(args)
+        return lambda task: ModelAgent(make_provider(config))
+    raise ValueError(f"unknown agent {args.agent!r}")
+
+
+def provider_config(args) -> ProviderConfig | None:
+    if args.agent != "model":
+        return None
+    return ProviderConfig.resolve(model=args.model, provider=args.provider, base_url=args.base_url,
+                                  temperature=args.temperature, seed=args.seed, timeout_s=args.model_timeout)
+
+
+def _run(args) -> int:
+    import sys
+
+    cases_dir = Path(args.cases) if args.cases else synthetic_cases(args.module, args.seed)
+    config = RunConfig(module=args.module, agent=args.agent, out=Path(args.out), cases_dir=cases_dir,
+                       track=args.track, limit=args.limit, repeats=args.repeats, workers=args.workers,
+                       slicer=args.slicer, max_rounds=args.max_rounds, seed=args.seed,
+                       provider=provider_config(args), call_timeout_s=args.call_timeout)
+    try:
+        summary = BenchmarkRunner(config, agent_factory(args), module_prompt).run()
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps(summary, sort_keys=True))
+    return 0
+
+
+def add_bench_subcommand(bench_subparsers) -> None:
+    from .agents import OFFLINE_AGENTS
+    from .cases import MODULES
+
+    parser = bench_subparsers.add_parser("run", help="run agents on MedFlow-Bench episodes (resumable)")
+    parser.add_argument("--module", required=True, choices=MODULES)
+    parser.add_argument("--agent", required=True, choices=[*OFFLINE_AGENTS, "model"])
+    parser.add_argument("--model", help="model name for --agent model (or MEDOPENCLAW_MODEL)")
+    parser.add_argument("--provider", choices=("openai", "anthropic"), help="wire protocol (or MEDOPENCLAW_PROVIDER)")
+    parser.add_argument("--base-url", help="API base URL (or MEDOPENCLAW_BASE_URL); the key: MEDOPENCLAW_API_KEY")
+    parser.add_argument("--temperature", type=float, default=0.0)
+    parser.add_argument("--model-timeout", type=float, default=120.0, help="seconds per model call")
+    parser.add_argument("--track", choices=("A", "B"), default="A")
+    parser.add_argument("--cases", help="case packages from `bench prepare`; default: the synthetic cohort")
+    parser.add_argument("--limit", type=int, help="first N cases only")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=1, help="viewer worker processes")
+    parser.add_argument("--slicer", help="path of a 3D Slicer executable to use as the worker")
+    parser.add_argument("--max-rounds", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--call-timeout", type=float, default=300.0, help="seconds before a worker call is a hang")
+    parser.add_argument("--out", required=True)
+    parser.set_defaults(func=_run)

@@ -113,6 +113,8 @@ class WorkerService:
                 round_id=request.get("round_id"),
                 audit_extra=request.get("audit_extra"),
             )
+        if op == "observation":
+            return self._observation()
         if op == "event":
             self.env.record_event(str(request.get("kind")), request.get("payload") or {})
             return {}
@@ -120,6 +122,16 @@ class WorkerService:
             self.env = None
             return {}
         raise WorkerError("unknown_op", f"unknown op {op!r}")
+
+    def _observation(self) -> dict:
+        """The per-round attachments of a pathology episode (App. H.2): state summaries and the screenshot."""
+        observe = getattr(self.env.registry.context, "observation", None)
+        if observe is None:
+            raise WorkerError("no_observation", "this viewer has no per-round observation")
+        observation = observe()
+        images = [observation.image.to_json(inline=True)] if observation.image is not None else []
+        return {"direct_state_summary": observation.direct_state_summary,
+                "gui_state_summary": observation.gui_state_summary, "images": images}
 
     def _start(self, request: dict) -> dict:
         builder = self.builders.get(request.get("viewer"))
@@ -395,6 +407,9 @@ class WorkerEnvironment:
 
     def record_event(self, kind: str, payload: dict) -> None:
         self.worker.request("event", kind=kind, payload=payload)
+
+    def observation(self) -> dict:
+        return self.worker.request("observation")
 
     def end(self) -> None:
         self.worker.request("end")

@@ -6,8 +6,9 @@ viewer_point_to_wsi_coordinate), so a Strict score of 1.0 certifies the whole pa
 from __future__ import annotations
 
 from ..cases import PATHOLOGY_MODULES
-from .answers import lumiere_answer, nsclc_answer, ucsf_answer
+from .answers import bracs_answer, camelyon_answer, lumiere_answer, nsclc_answer, ucsf_answer
 from .base import AgentContext, Plan, ScriptedAgent
+from .pathology_nav import locate_wsi_point
 
 VIEW_CENTER_1000 = [499.5, 499.5]  # the centre of a displayed slice in 0..999 screen coordinates
 SMALL = 128  # the oracle does not look at pixels: small renders keep it fast
@@ -32,7 +33,7 @@ class OracleAgent(ScriptedAgent):
         if context.ground_truth is None:
             raise ValueError("the oracle agent needs the case's ground truth")
         if context.module in PATHOLOGY_MODULES:
-            raise ValueError("the pathology oracle needs the WSI registry")
+            return self._pathology(context)
         if context.module == "lumiere":
             return self._lumiere(context)
         return self._localizing_radiology(context)
@@ -80,3 +81,22 @@ class OracleAgent(ScriptedAgent):
             yield [("observe", {"size": SMALL})]
         fields = {name: bool(value) for name, value in truth.evidence_fields.items()}
         return lumiere_answer(truth.answers["answer"], fields, "Reference solution.")
+
+    def _pathology(self, context: AgentContext) -> Plan:
+        truth = context.ground_truth
+        answers = truth.answers
+        positive = answers.get("answer", "N") != "N" and answers.get("tumor_presence") != "no_tumor"
+        if context.module == "bracs":
+            regions = [region for region in truth.regions if region.get("label") == answers["answer"]]
+        else:
+            regions = [region for region in truth.regions if region.get("kind") == "tumor"]
+        points = []
+        if positive and regions:
+            point = yield from locate_wsi_point(regions[0]["reference_point"])
+            points = [point] if point is not None else []
+        else:
+            yield [("focus_qupath", {})]
+        if context.module == "bracs":
+            return bracs_answer(answers["answer"], points, "Reference solution.", confidence=1.0)
+        return camelyon_answer(answers["tumor_presence"], answers["largest_metastasis"], points,
+                               "Reference solution.", confidence=1.0)
