@@ -14,6 +14,7 @@ import sys
 COMMAND_MODULES = (
     "MedOpenClawLib.bench.commands",
     "MedOpenClawLib.server.commands",
+    "MedOpenClawLib.server.mcp",
 )
 
 

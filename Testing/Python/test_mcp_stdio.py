@@ -89,3 +89,40 @@ def test_batch_requests_are_answered_together():
     batch = json.dumps([json.loads(rpc("initialize", {}, 1)), json.loads(rpc("ping", {}, 2))])
     (responses,) = exchange(server, batch)
     assert [r["id"] for r in responses] == [1, 2]
+
+
+def test_medopenclaw_mcp_command_serves_a_real_slicer_scene(tmp_path):
+    """`medopenclaw mcp --data-root DIR` over real stdio pipes: open a NIfTI case and get rendered views."""
+    import subprocess
+    import sys
+
+    import nibabel as nib
+    import numpy as np
+
+    volume = np.random.default_rng(0).normal(100, 10, (32, 32, 20)).astype(np.float32)
+    nib.save(nib.Nifti1Image(volume, np.diag([1.5, 1.5, 2.0, 1.0])), tmp_path / "case_T1.nii.gz")
+    trace = tmp_path / "mcp.jsonl"
+    lines = [
+        rpc("initialize", {"protocolVersion": "2025-06-18"}, 1),
+        rpc("notifications/initialized", request_id=None),
+        rpc("tools/list", {}, 2),
+        rpc("tools/call", {"name": "open_case", "arguments": {"dicom_dir": str(tmp_path), "size": 64}}, 3),
+        rpc("tools/call", {"name": "observe", "arguments": {"view": "axial", "size": 128}}, 4),
+        rpc("tools/call", {"name": "open_case", "arguments": {"dicom_dir": "/etc"}}, 5),
+    ]
+    completed = subprocess.run(
+        [sys.executable, "-m", "MedOpenClawLib.cli", "mcp", "--data-root", str(tmp_path), "--trace", str(trace)],
+        input="\n".join(lines) + "\n", capture_output=True, text=True, timeout=120,
+    )
+    responses = [json.loads(line) for line in completed.stdout.splitlines()]  # nothing but JSON-RPC on stdout
+    assert [r["id"] for r in responses] == [1, 2, 3, 4, 5]
+    names = {tool["name"] for tool in responses[1]["result"]["tools"]}
+    assert {"open_case", "observe", "image_coords_to_ras", "record_key_slices"} <= names
+    opened = responses[2]["result"]
+    assert not opened["isError"] and [c["type"] for c in opened["content"]] == ["text", "image", "image", "image"]
+    axial = responses[3]["result"]["content"][1]
+    assert axial["mimeType"] == "image/png" and base64.b64decode(axial["data"]).startswith(b"\x89PNG")
+    refused = json.loads(responses[4]["result"]["content"][0]["text"])
+    assert responses[4]["result"]["isError"] and refused["error"]["code"] == "path_not_allowed"
+    records = [json.loads(line) for line in trace.read_text().splitlines()]
+    assert [r["action"] for r in records if r["kind"] == "action"] == ["open_case", "observe", "open_case"]
