@@ -7,6 +7,7 @@ workers and inside the 3D Slicer GUI.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import slicer
@@ -35,8 +36,10 @@ class SlicerApplication:
         app_logic.SetSliceLogics(vtk.vtkCollection())
         app_logic.SetViewLogics(vtk.vtkCollection())
 
-        # the Colors module logic adds the default lookup tables (Grey, Labels, PET-Heat, ...) to the scene;
-        # it also looks for optional colour files, which slicer-core does not ship (an error line, harmless)
+        # the Colors module logic adds the default lookup tables (Grey, Labels, PET-Heat, ...) to the scene and
+        # looks for optional colour files under <home>/<share>/ColorFiles, which slicer-core does not ship
+        app_logic.SetHomeDirectory(str(Path(slicer.__file__).parent))
+        app_logic.SetShareDirectory("share")
         color_logic = slicer.vtkSlicerColorLogic()
         color_logic.SetMRMLApplicationLogic(app_logic)
         color_logic.SetMRMLScene(scene)
