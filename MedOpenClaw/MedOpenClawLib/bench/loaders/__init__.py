@@ -1,0 +1,37 @@
+"""Dataset loaders: each reads one dataset as distributed (or the synthetic cohort) into a case package."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..cases import CaseFormatError, PackageWriter, check_module
+
+
+def prepare(module: str, source: str | os.PathLike, out: str | os.PathLike, **options) -> dict:
+    """Write the case package of ``module`` from ``source`` into ``out``; returns the manifest.
+
+    Per-case problems (missing or malformed files, labels without an option) skip that case with a reason in
+    the manifest; only an unusable dataset root (no label table) raises CaseFormatError.
+    """
+    from .lumiere import prepare_lumiere
+    from .nsclc import prepare_nsclc
+    from .pathology import prepare_bracs, prepare_camelyon
+    from .ucsf_pdgm import prepare_ucsf
+
+    loaders = {
+        "lumiere": prepare_lumiere,
+        "ucsf-pdgm": prepare_ucsf,
+        "nsclc": prepare_nsclc,
+        "bracs": prepare_bracs,
+        "camelyon17": prepare_camelyon,
+    }
+    source = Path(source).resolve()
+    if not source.is_dir():
+        raise CaseFormatError(f"source {source} is not a directory")
+    writer = PackageWriter(out, check_module(module), source)
+    try:
+        loaders[module](source, writer, **options)
+    except ValueError as error:
+        raise CaseFormatError(str(error)) from error
+    return writer.finish()

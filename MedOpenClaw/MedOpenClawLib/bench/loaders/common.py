@@ -1,0 +1,112 @@
+"""Helpers shared by the dataset loaders: questions per module, CSV reading, masks -> localization records."""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+from ..cases import CaseFormatError, Question
+from ..labels import (
+    BRACS_OPTIONS,
+    METASTASIS_OPTIONS,
+    NSCLC_QUESTIONS,
+    RANO_OPTIONS,
+    TUMOR_PRESENCE_OPTIONS,
+    UCSF_OPTIONS,
+)
+from ..scoring.geometry import VoxelMask, mask_from_file, point_in_polygon, polygon_interior_point
+
+
+class SkipCase(Exception):
+    """Raised inside a loader for one case: it is skipped with this message as the manifest reason."""
+
+
+def questions_for(module: str) -> list[Question]:
+    if module == "ucsf-pdgm":
+        return [Question("answer", "Classify the case into one option", UCSF_OPTIONS)]
+    if module == "lumiere":
+        return [Question("answer", "CURRENT study's RANO response label", RANO_OPTIONS)]
+    if module == "nsclc":
+        return [Question(qid, text, options) for qid, text, options in NSCLC_QUESTIONS]
+    if module == "bracs":
+        return [Question("answer", "Single best slide-level BRACS label", BRACS_OPTIONS)]
+    if module == "camelyon17":
+        return [
+            Question("tumor_presence", "Tumor presence?", TUMOR_PRESENCE_OPTIONS),
+            Question("largest_metastasis", "Largest metastasis category for this slide?", METASTASIS_OPTIONS),
+        ]
+    raise CaseFormatError(f"unknown module {module!r}")
+
+
+def find_one(root: Path, pattern: str, what: str) -> Path:
+    """The single file matching ``pattern`` under ``root`` (first in sorted order if several)."""
+    matches = sorted(path for path in root.rglob(pattern) if path.is_file())
+    if not matches:
+        raise CaseFormatError(f"{root}: no {what} ({pattern}) found")
+    return matches[0]
+
+
+def read_csv_rows(path: Path) -> list[dict[str, str]]:
+    """CSV rows with header names and values stripped (``"Histology "`` -> ``"Histology"``); BOM tolerated."""
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        reader = csv.reader(handle)
+        try:
+            header = [name.strip() for name in next(reader)]
+        except StopIteration as error:
+            raise CaseFormatError(f"{path}: empty CSV") from error
+        return [
+            {name: (value or "").strip() for name, value in zip(header, row, strict=False)}
+            for row in reader
+            if any(cell.strip() for cell in row)
+        ]
+
+
+def column(row: dict[str, str], *fragments: str) -> str | None:
+    """Value of the first column whose lower-cased name contains all ``fragments`` (long CSV headers)."""
+    for name, value in row.items():
+        lowered = name.lower()
+        if all(fragment.lower() in lowered for fragment in fragments):
+            return value
+    return None
+
+
+def safe_name(text: str) -> str:
+    """A file-name-safe volume name: letters, digits, ``-`` and ``_`` only."""
+    name = re.sub(r"[^A-Za-z0-9_-]+", "_", text.strip()).strip("_")
+    return name or "series"
+
+
+def localization_record(mask_path: Path, source_volume_name: str) -> dict | None:
+    """The hidden localization block for a lesion mask (None when the mask is empty: nothing to localize)."""
+    mask: VoxelMask = mask_from_file(mask_path)
+    if not mask.data.any():
+        return None
+    ranges = mask.ras_ranges()
+    point, slices = mask.interior_reference()
+    return {
+        "source_volume_name": source_volume_name,
+        "mask": mask_path.name,
+        "ras_ranges": {axis: [round(low, 4), round(high, 4)] for axis, (low, high) in ranges.items()},
+        "reference_ras": point,
+        "reference_key_slices": slices,
+    }
+
+
+def region_records(regions: list[tuple[str, str, list]]) -> list[dict]:
+    """(label, kind, polygon) -> ground-truth region dicts with an interior reference point per
+    non-exclusion."""
+    exclusions = [polygon for _, kind, polygon in regions if kind == "exclusion"]
+    records = []
+    for label, kind, polygon in regions:
+        if len(polygon) < 3:
+            raise SkipCase(f"{kind} polygon {label!r} has fewer than three vertices")
+        record = {"label": label, "kind": kind, "polygon": polygon}
+        if kind != "exclusion":
+            try:
+                record["reference_point"] = polygon_interior_point(polygon, avoid=exclusions)
+            except ValueError as error:
+                raise SkipCase(f"{kind} region {label!r}: {error}") from error
+            assert point_in_polygon(*record["reference_point"], polygon)
+        records.append(record)
+    return records

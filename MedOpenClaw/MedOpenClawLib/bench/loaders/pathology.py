@@ -1,0 +1,177 @@
+"""BRACS and CAMELYON17 slides -> case packages with ROI / tumour / exclusion polygons in level-0 pixels.
+
+BRACS: slides ``BRACS_WSI/{split}/Group_*/Type_*/BRACS_<id>.svs``; labels from ``BRACS.xlsx`` sheet
+``WSI_Information`` (normalised to N, PB, UDH, FEA, ADH, DCIS, IC; a disagreeing ``Type_*`` folder skips the
+case); ROIs from one QuPath GeoJSON export per slide (``<id>.geojson`` anywhere under the source). BRACS ships
+QuPath ``.qpdata`` projects: export each once with QuPath ("File > Export objects as GeoJSON", or
+``exportAllObjectsToGeoJson`` in a script) before preparing. Slides without an export are kept but are not
+evidence-scored.
+CAMELYON17: ``training/center_*/patient_NNN_node_K.tif``; node labels from ``stage_labels.csv``; ASAP XML
+annotations (``<name>.xml`` anywhere under the source): groups ``_0``/``_1``/``Tumor``/``metastases`` are
+tumour, ``_2``/``Exclusion`` are exclusion regions; an unknown group skips the case.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+from ..cases import Case, GroundTruth, PackageWriter, place_file
+from ..labels import normalize_bracs_label
+from .common import SkipCase, find_one, questions_for, read_csv_rows, region_records
+
+TUMOUR_GROUPS = {"_0", "_1", "tumor", "tumour", "metastases", "metastasis"}
+EXCLUSION_GROUPS = {"_2", "exclusion", "exclusions"}
+METASTASIS_CATEGORIES = ("negative", "itc", "micro", "macro")
+
+
+def slide_size(path: Path) -> list[int]:
+    import tifffile
+
+    try:
+        with tifffile.TiffFile(path) as tiff:
+            page = tiff.pages[0]
+            if not page.is_tiled:
+                raise SkipCase(f"{path.name} is not a tiled (pyramidal) TIFF")
+            return [int(page.imagewidth), int(page.imagelength)]
+    except SkipCase:
+        raise
+    except Exception as error:
+        raise SkipCase(f"unreadable slide {path.name}: {error}") from error
+
+
+def _place_slide(slide: Path, case_id: str, writer: PackageWriter) -> tuple[str, list[int]]:
+    size = slide_size(slide)
+    target = place_file(slide, writer.data_dir(case_id) / slide.name)
+    return writer.relative(target), size
+
+
+def _case(module: str, case_id: str, slide: str, writer: PackageWriter) -> Case:
+    return Case(
+        module=module,
+        case_id=case_id,
+        data_dir=writer.relative(writer.data_dir(case_id)),
+        open_paths=[slide],
+        slide=slide,
+        questions=questions_for(module),
+        brief={"case_alias": case_id},
+    )
+
+
+def bracs_labels(xlsx: Path) -> dict[str, str | None]:
+    from openpyxl import load_workbook
+
+    workbook = load_workbook(xlsx, read_only=True, data_only=True)
+    if "WSI_Information" not in workbook.sheetnames:
+        raise SkipCase(f"{xlsx.name} has no WSI_Information sheet")
+    rows = workbook["WSI_Information"].iter_rows(values_only=True)
+    header = [str(cell or "").strip().lower() for cell in next(rows)]
+    name_column = next((i for i, name in enumerate(header) if "filename" in name or "file name" in name), None)
+    label_column = next((i for i, name in enumerate(header) if "label" in name), None)
+    if name_column is None or label_column is None:
+        raise SkipCase(f"{xlsx.name}: WSI_Information needs a filename and a label column, has {header}")
+    labels = {}
+    for row in rows:
+        if row and row[name_column]:
+            labels[Path(str(row[name_column]).strip()).stem] = normalize_bracs_label(str(row[label_column] or ""))
+    workbook.close()
+    return labels
+
+
+def geojson_regions(path: Path) -> list[tuple[str, str, list]]:
+    body = json.loads(path.read_text(encoding="utf-8"))
+    features = body.get("features", []) if isinstance(body, dict) else body
+    regions = []
+    for feature in features:
+        properties = feature.get("properties") or {}
+        classification = properties.get("classification") or {}
+        name = classification.get("name", "") if isinstance(classification, dict) else ""
+        label = normalize_bracs_label(name)
+        geometry = feature.get("geometry") or {}
+        if label is None:
+            continue  # unclassified or non-BRACS annotations (tissue outlines, notes) carry no evidence
+        polygons = {"Polygon": [geometry.get("coordinates")], "MultiPolygon": geometry.get("coordinates")}.get(
+            geometry.get("type"), []
+        )
+        for rings in polygons:
+            outer = [[float(x), float(y)] for x, y, *_ in rings[0]]
+            if len(outer) > 1 and outer[0] == outer[-1]:
+                outer = outer[:-1]
+            regions.append((label, "roi", outer))
+    return regions
+
+
+def prepare_bracs(source: Path, writer: PackageWriter) -> None:
+    try:
+        labels = bracs_labels(find_one(source, "BRACS.xlsx", "BRACS.xlsx"))
+    except SkipCase as error:
+        raise ValueError(str(error)) from error
+    for slide in sorted(source.rglob("BRACS_*.svs")):
+        case_id = slide.stem
+        try:
+            label = labels.get(case_id)
+            if label is None:
+                raise SkipCase("no valid label in BRACS.xlsx")
+            folder = slide.parent.name
+            if folder.startswith("Type_") and normalize_bracs_label(folder) != label:
+                raise SkipCase(f"folder {folder} disagrees with the BRACS.xlsx label {label}")
+            exports = sorted(source.rglob(f"{case_id}.geojson"))
+            regions = region_records(geojson_regions(exports[0])) if exports else []
+            relative, size = _place_slide(slide, case_id, writer)
+            case = _case("bracs", case_id, relative, writer)
+            case.brief["annotations"] = "hidden" if exports else "none"
+            writer.add(
+                case,
+                GroundTruth("bracs", case_id, {"answer": label}, {"answer": label}, regions=regions, slide_size=size),
+            )
+        except (SkipCase, ValueError, KeyError, TypeError, IndexError) as reason:
+            writer.skip(case_id, str(reason))
+
+
+def asap_regions(path: Path) -> list[tuple[str, str, list]]:
+    try:
+        root = ElementTree.parse(path).getroot()
+    except ElementTree.ParseError as error:
+        raise SkipCase(f"unreadable annotation XML: {error}") from error
+    regions = []
+    for annotation in root.iter("Annotation"):
+        group = (annotation.get("PartOfGroup") or "").strip()
+        key = group.lower()
+        if key in TUMOUR_GROUPS:
+            kind = "tumor"
+        elif key in EXCLUSION_GROUPS:
+            kind = "exclusion"
+        else:
+            raise SkipCase(f"annotation group {group!r} is neither tumour nor exclusion")
+        points = sorted(annotation.iter("Coordinate"), key=lambda c: int(float(c.get("Order", 0))))
+        polygon = [[float(c.get("X")), float(c.get("Y"))] for c in points]
+        regions.append((kind, kind, polygon))
+    return regions
+
+
+def prepare_camelyon(source: Path, writer: PackageWriter) -> None:
+    labels = {}
+    for row in read_csv_rows(find_one(source, "stage_labels.csv", "stage_labels.csv")):
+        name = row.get("patient", "")
+        if name.endswith(".tif"):
+            labels[name[:-4]] = row.get("stage", "").strip().lower()
+    for slide in sorted(source.rglob("patient_*_node_*.tif")):
+        case_id = slide.stem
+        try:
+            category = labels.get(case_id)
+            if category not in METASTASIS_CATEGORIES:
+                raise SkipCase(f"stage label {category!r} is not one of {', '.join(METASTASIS_CATEGORIES)}")
+            annotations = sorted(source.rglob(f"{case_id}.xml"))
+            regions = region_records(asap_regions(annotations[0])) if annotations else []
+            if category == "negative" and any(region["kind"] == "tumor" for region in regions):
+                raise SkipCase("negative slide has tumour annotations")
+            relative, size = _place_slide(slide, case_id, writer)
+            presence = "no_tumor" if category == "negative" else "tumor_present"
+            answers = {"tumor_presence": presence, "largest_metastasis": category}
+            writer.add(
+                _case("camelyon17", case_id, relative, writer),
+                GroundTruth("camelyon17", case_id, answers, dict(answers), regions=regions, slide_size=size),
+            )
+        except (SkipCase, ValueError, TypeError) as reason:
+            writer.skip(case_id, str(reason))

@@ -1,0 +1,1 @@
+"""Synthetic digital-subject cohort written in the five datasets' own distribution layouts (deterministic)."""

@@ -1,0 +1,343 @@
+"""Synthetic brain MRI on the MNI152 2009c template shipped with nilearn (T1 image and GM/WM probability
+maps).
+
+Tissue intensities per sequence are mixed from the template's tissue maps; tumours are built from soft-edged
+ellipsoid compartments (enhancing rim, necrosis, oedema, solid non-enhancing tumour, cyst, "bubbly" cortex)
+whose signal differs across T1/T1c/T2/FLAIR, so each UCSF-PDGM diagnosis class and each RANO state looks
+different on the sequences that matter for it.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+SEQUENCES = ("T1", "T1c", "T2", "FLAIR")
+TISSUE_SIGNAL = {  # (white matter, grey matter, CSF) per sequence, arbitrary units 0..1
+    "T1": (0.85, 0.55, 0.20),
+    "T1c": (0.85, 0.55, 0.20),
+    "T2": (0.35, 0.55, 0.95),
+    "FLAIR": (0.45, 0.60, 0.10),
+}
+COMPARTMENT_SIGNAL = {  # T1, T1c, T2, FLAIR
+    "edema": (0.45, 0.45, 0.80, 0.92),
+    "solid": (0.40, 0.42, 0.85, 0.85),
+    "bubbly": (0.30, 0.30, 1.00, 0.40),
+    "cyst": (0.15, 0.15, 1.00, 0.15),
+    "necrosis": (0.25, 0.25, 0.90, 0.50),
+    "enhancing": (0.50, 1.00, 0.60, 0.70),
+    "enhancing_mild": (0.45, 0.78, 0.70, 0.75),
+}
+PAINT_ORDER = ("edema", "solid", "bubbly", "cyst", "necrosis", "enhancing_mild", "enhancing")
+
+
+def nilearn_data_dir() -> Path:
+    """nilearn's packaged template directory, located without importing nilearn.datasets (slow, ~5 s)."""
+    spec = importlib.util.find_spec("nilearn")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("the synthetic brain cohort needs nilearn (pip install nilearn)")
+    return Path(list(spec.submodule_search_locations)[0]) / "datasets" / "data"
+
+
+@dataclass(frozen=True)
+class Template:
+    t1: np.ndarray  # 0..1
+    gm: np.ndarray
+    wm: np.ndarray
+    csf: np.ndarray
+    head: np.ndarray  # bool
+    affine: np.ndarray
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return self.t1.shape
+
+    def ras_grid(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        i, j, k = np.indices(self.shape, dtype=np.float32)
+        a = self.affine
+        return (
+            a[0, 0] * i + a[0, 3],
+            a[1, 1] * j + a[1, 3],
+            a[2, 2] * k + a[2, 3],
+        )
+
+
+def _block_mean(data: np.ndarray, factor: int) -> np.ndarray:
+    shape = [size // factor for size in data.shape]
+    cropped = data[: shape[0] * factor, : shape[1] * factor, : shape[2] * factor]
+    return cropped.reshape(shape[0], factor, shape[1], factor, shape[2], factor).mean(axis=(1, 3, 5))
+
+
+@functools.lru_cache(maxsize=4)
+def load_template(spacing_mm: int) -> Template:
+    """The MNI152 template at an integer voxel size (block-averaged from 1 mm), with tissue maps."""
+    import nibabel as nib
+
+    if int(spacing_mm) != spacing_mm or spacing_mm < 1:
+        raise ValueError("the brain voxel size must be a whole number of millimetres (1, 2, 3...)")
+    factor = int(spacing_mm)
+    directory = nilearn_data_dir()
+    images = {
+        name: nib.load(directory / f"mni_icbm152_{name}_tal_nlin_sym_09a_converted.nii.gz")
+        for name in ("t1", "gm", "wm")
+    }
+    arrays = {
+        name: _block_mean(np.asarray(image.dataobj, dtype=np.float32) / 255.0, factor) for name, image in images.items()
+    }
+    scale = np.diag([factor, factor, factor, 1.0])
+    scale[:3, 3] = (factor - 1) / 2.0
+    affine = images["t1"].affine @ scale
+    head = arrays["t1"] > 0.05
+    csf = np.clip(head.astype(np.float32) - arrays["gm"] - arrays["wm"], 0, 1)
+    return Template(arrays["t1"], arrays["gm"], arrays["wm"], csf, head, affine)
+
+
+@dataclass
+class Compartment:
+    """A soft ellipsoid (or shell) of one tissue kind, in MNI millimetres."""
+
+    kind: str
+    center: tuple[float, float, float]
+    radii: tuple[float, float, float]
+    label: int  # segmentation label written for this compartment (0 = not part of the mask)
+    shell: float = 0.0  # > 0: only a rim of this thickness (mm) is painted
+
+
+@dataclass
+class Lesion:
+    """One lesion at one timepoint; the RANO model reads the enhancing diameters and oedema volume from it."""
+
+    lesion_id: str
+    center: tuple[float, float, float]
+    enhancing_radii: tuple[float, float, float]  # (R, A, S) semi-axes, mm; zeros = no enhancing tissue
+    edema_factor: float = 1.5
+    necrotic: bool = True
+
+    @property
+    def enhancing(self) -> bool:
+        return min(self.enhancing_radii) > 0
+
+    @property
+    def diameters(self) -> tuple[float, float]:
+        """Axial-plane diameters (R and A extents), the RANO bidimensional measurement."""
+        return 2 * self.enhancing_radii[0], 2 * self.enhancing_radii[1]
+
+    @property
+    def edema_volume(self) -> float:
+        r = [radius * self.edema_factor for radius in self.enhancing_radii]
+        return 4.0 / 3.0 * np.pi * r[0] * r[1] * r[2] if self.enhancing else 0.0
+
+    def compartments(self, labels: dict[str, int]) -> list[Compartment]:
+        if not self.enhancing:
+            return []
+        radii = self.enhancing_radii
+        parts = [
+            Compartment("edema", self.center, tuple(r * self.edema_factor for r in radii), labels["edema"]),
+            Compartment("enhancing", self.center, radii, labels["enhancing"], shell=3.0 if self.necrotic else 0.0),
+        ]
+        if self.necrotic and min(radii) > 4:
+            parts.append(Compartment("necrosis", self.center, tuple(r - 3.0 for r in radii), labels["necrosis"]))
+        return parts
+
+
+def _soft_ellipsoid(grid, center, radii) -> np.ndarray:
+    r, a, s = grid
+    distance = np.sqrt(
+        ((r - center[0]) / radii[0]) ** 2 + ((a - center[1]) / radii[1]) ** 2 + ((s - center[2]) / radii[2]) ** 2
+    )
+    # soft edge about 1.5 mm wide relative to the smallest radius
+    width = 1.5 / max(min(radii), 1.0)
+    return np.clip((1.0 + width / 2 - distance) / width, 0.0, 1.0)
+
+
+def render(
+    template: Template, compartments: list[Compartment], rng: np.random.Generator
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Four int16 sequences and the uint8 label map of one study."""
+    grid = template.ras_grid()
+    weights = {}
+    for compartment in compartments:
+        weight = _soft_ellipsoid(grid, compartment.center, compartment.radii)
+        if compartment.shell > 0:
+            inner = tuple(max(radius - compartment.shell, 0.5) for radius in compartment.radii)
+            weight = np.clip(weight - _soft_ellipsoid(grid, compartment.center, inner), 0.0, 1.0)
+        weight *= template.head
+        weights.setdefault(compartment.kind, []).append((weight, compartment.label))
+    labels = np.zeros(template.shape, dtype=np.uint8)
+    for kind in PAINT_ORDER:
+        for weight, label in weights.get(kind, []):
+            if label:
+                labels[weight > 0.5] = label
+    images = {}
+    texture = rng.normal(0.0, 1.0, template.shape).astype(np.float32)
+    for index, sequence in enumerate(SEQUENCES):
+        wm, gm, csf = TISSUE_SIGNAL[sequence]
+        image = template.wm * wm + template.gm * gm + template.csf * csf
+        if sequence.startswith("T1"):
+            image = 0.5 * image + 0.5 * template.t1 * 0.9  # keep the real template's T1 contrast and detail
+        for kind in PAINT_ORDER:
+            for weight, _ in weights.get(kind, []):
+                value = COMPARTMENT_SIGNAL[kind][index]
+                image = image * (1 - weight) + weight * value * (1.0 + 0.05 * texture)
+        image = image + rng.normal(0.0, 0.015, template.shape)
+        images[sequence] = (np.clip(image, 0, 1.2) * 1000 * template.head).astype(np.int16)
+    return images, labels
+
+
+# --- UCSF-PDGM diagnosis classes ---
+
+BRATS_LABELS = {"necrosis": 1, "edema": 2, "enhancing": 4, "solid": 1, "cyst": 1, "bubbly": 1, "enhancing_mild": 4}
+
+
+def _pick(rng, low, high):
+    return float(rng.uniform(low, high))
+
+
+def diagnosis_compartments(option: str, rng: np.random.Generator) -> list[Compartment]:
+    """Tumour compartments typical of UCSF-PDGM option ``option`` (A..F); C = no tumour."""
+    side = rng.choice([-1.0, 1.0])
+    L = BRATS_LABELS
+    if option == "A":  # glioblastoma: ring enhancement, necrotic core, large oedema
+        center = (side * _pick(rng, 22, 32), _pick(rng, -25, 15), _pick(rng, 12, 30))
+        radii = tuple(_pick(rng, 12, 17) for _ in range(3))
+        return Lesion("A", center, radii, edema_factor=_pick(rng, 1.5, 1.8)).compartments(
+            {"edema": L["edema"], "enhancing": L["enhancing"], "necrosis": L["necrosis"]}
+        )
+    if option == "B":  # diffuse lower-grade glioma: T2/FLAIR bright, non-enhancing, frontal
+        center = (side * _pick(rng, 18, 30), _pick(rng, 20, 38), _pick(rng, 12, 28))
+        return [Compartment("solid", center, tuple(_pick(rng, 13, 18) for _ in range(3)), L["solid"])]
+    if option == "C":
+        return []
+    if option == "D":  # DNET / ganglioglioma: small cortical temporal, bubbly, FLAIR partly suppressed
+        center = (side * _pick(rng, 45, 52), _pick(rng, -12, 6), _pick(rng, -14, -4))
+        return [Compartment("bubbly", center, tuple(_pick(rng, 8, 11) for _ in range(3)), L["bubbly"])]
+    if option == "E":  # pilocytic astrocytoma: cerebellar cyst with an enhancing mural nodule
+        center = (side * _pick(rng, 15, 22), _pick(rng, -62, -52), _pick(rng, -34, -26))
+        cyst = tuple(_pick(rng, 11, 14) for _ in range(3))
+        nodule = (center[0] + side * cyst[0] * 0.7, center[1], center[2])
+        return [
+            Compartment("cyst", center, cyst, L["cyst"]),
+            Compartment("enhancing", nodule, (6.0, 6.0, 6.0), L["enhancing"]),
+        ]
+    if option == "F":  # central neurocytoma / ependymoma: intraventricular, heterogeneous mild enhancement
+        center = (side * _pick(rng, 4, 9), _pick(rng, -6, 8), _pick(rng, 12, 20))
+        radii = tuple(_pick(rng, 10, 13) for _ in range(3))
+        return [
+            Compartment("enhancing_mild", center, radii, L["enhancing_mild"]),
+            Compartment("cyst", (center[0], center[1] + 2, center[2] + 2), (4.0, 4.0, 4.0), L["cyst"]),
+        ]
+    raise ValueError(f"unknown UCSF-PDGM option {option!r}")
+
+
+# --- LUMIERE: RANO states from lesion lists ---
+
+DEEPBRATUMIA_LABELS = {"necrosis": 1, "enhancing": 2, "edema": 3}
+MEASURABLE_MM = 10.0
+
+
+@dataclass
+class Timepoint:
+    week: str
+    lesions: list[Lesion] = field(default_factory=list)
+
+    def measurable(self) -> list[Lesion]:
+        return [lesion for lesion in self.lesions if lesion.enhancing and min(lesion.diameters) >= MEASURABLE_MM]
+
+    def non_measurable(self) -> list[Lesion]:
+        return [lesion for lesion in self.lesions if lesion.enhancing and min(lesion.diameters) < MEASURABLE_MM]
+
+    def spd(self) -> float:
+        largest = sorted(self.measurable(), key=lambda lesion: -np.prod(lesion.diameters))[:5]
+        return float(sum(np.prod(lesion.diameters) for lesion in largest))
+
+    def edema_volume(self) -> float:
+        return float(sum(lesion.edema_volume for lesion in self.lesions))
+
+
+def rano_assessment(old: Timepoint, current: Timepoint) -> tuple[str, dict[str, bool]]:
+    """RANO 2010 (Wen et al.) from the lesion model: returns the label and the six CURRENT evidence fields.
+
+    PD: SPD +25 % or more over OLD, a new lesion, or T2/FLAIR (oedema) volume +25 % or more. CR: no enhancing
+    disease left and no T2/FLAIR progression. PR: SPD -50 % or more, no new lesion, no T2 progression. Else
+    SD.
+    """
+    old_ids = {lesion.lesion_id for lesion in old.lesions if lesion.enhancing}
+    new = [lesion for lesion in current.lesions if lesion.enhancing and lesion.lesion_id not in old_ids]
+    t2_progression = current.edema_volume() >= 1.25 * old.edema_volume() > 0
+    old_spd, current_spd = old.spd(), current.spd()
+    if new or t2_progression or (old_spd > 0 and current_spd >= 1.25 * old_spd):
+        label = "PD"
+    elif not any(lesion.enhancing for lesion in current.lesions):
+        label = "CR"
+    elif old_spd > 0 and current_spd <= 0.5 * old_spd:
+        label = "PR"
+    else:
+        label = "SD"
+    new_ids = {lesion.lesion_id for lesion in new}
+    fields = {
+        "non_measurable_lesion": bool(current.non_measurable()),
+        "t2_progression": bool(t2_progression),
+        "current_target_lesion": bool(current.measurable()),
+        "new_target_lesion": any(lesion.lesion_id in new_ids for lesion in current.measurable()),
+        "current_non_target_lesion": bool(current.non_measurable()),
+        "new_non_target_lesion": any(lesion.lesion_id in new_ids for lesion in current.non_measurable()),
+    }
+    return label, fields
+
+
+def evolve(previous: Timepoint, target: str, week: str, rng: np.random.Generator) -> Timepoint:
+    """The next timepoint whose RANO label against ``previous`` is ``target``."""
+
+    def scaled(lesion: Lesion, factor: float, edema: float | None = None) -> Lesion:
+        return Lesion(
+            lesion.lesion_id,
+            lesion.center,
+            tuple(r * factor for r in lesion.enhancing_radii),
+            lesion.edema_factor if edema is None else edema,
+            lesion.necrotic,
+        )
+
+    lesions = [lesion for lesion in previous.lesions if lesion.enhancing]
+    if target == "SD":
+        current = [scaled(lesion, _pick(rng, 0.97, 1.03)) for lesion in lesions]
+    elif target == "PR":
+        current = [scaled(lesion, 0.65) for lesion in lesions if min(lesion.diameters) >= MEASURABLE_MM]
+    elif target == "CR":
+        current = []
+    elif target == "PD":
+        mode = int(rng.integers(0, 3)) if lesions else 1
+        if mode == 0:
+            current = [scaled(lesion, 1.3) for lesion in lesions]
+        elif mode == 1:
+            first = lesions[0].center if lesions else (20.0, 0.0, 20.0)
+            far = (-first[0], first[1] - 10.0, first[2])
+            radius = _pick(rng, 7.5, 9.0)
+            current = lesions + [Lesion(f"new-{week}", far, (radius, radius, radius), 1.3)]
+        else:
+            current = [scaled(lesion, 1.0, edema=lesion.edema_factor * 1.3) for lesion in lesions]
+    else:
+        raise ValueError(f"unknown RANO label {target!r}")
+    timepoint = Timepoint(week, current)
+    label, _ = rano_assessment(previous, timepoint)
+    if label != target:
+        raise AssertionError(f"lesion model produced {label} while building {target}")
+    return timepoint
+
+
+def baseline_timepoint(week: str, rng: np.random.Generator) -> Timepoint:
+    """A post-operative baseline: one measurable enhancing lesion and one small non-measurable satellite."""
+    side = float(rng.choice([-1.0, 1.0]))
+    center = (side * _pick(rng, 22, 30), _pick(rng, -20, 10), _pick(rng, 14, 26))
+    radius = _pick(rng, 11.5, 13.0)
+    satellite = (center[0], center[1] + radius + 14.0, center[2] - 4.0)
+    return Timepoint(
+        week,
+        [
+            Lesion("L1", center, (radius, radius * 0.9, radius * 0.9), 1.5),
+            Lesion("L2", satellite, (3.0, 3.0, 3.0), 1.2, necrotic=False),
+        ],
+    )
