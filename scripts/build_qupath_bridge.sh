@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Build the MedOpenClaw QuPath bridge with javac (Java 17+) and the py4j jar shipped in the `py4j` pip wheel.
+#
+#   scripts/build_qupath_bridge.sh                 core + file-backed viewer + bounded gateway (runs in CI)
+#   QUPATH_JARS=/path/to/QuPath/lib/app scripts/build_qupath_bridge.sh
+#                                                  also the QuPath adapter and extension jar
+#
+# Outputs (MedOpenClaw/QuPathBridge/build/, git-ignored):
+#   medopenclaw-qupath-bridge.jar      core, file-backed ViewerPort, FileBridgeMain, bounded gateway
+#   medopenclaw-qupath-extension.jar   the above + QuPathViewerPort + QuPath extension (only with QUPATH_JARS)
+# Environment: PYTHON (interpreter with py4j installed, default python3), JAVAC, JAR, MEDOPENCLAW_BRIDGE_BUILD.
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bridge="$repo/MedOpenClaw/QuPathBridge"
+out="${MEDOPENCLAW_BRIDGE_BUILD:-$bridge/build}"
+python="${PYTHON:-python3}"
+javac="${JAVAC:-javac}"
+jar="${JAR:-jar}"
+
+py4j_jar="$("$python" -c 'from py4j.java_gateway import find_jar_path; print(find_jar_path())')"
+if [[ -z "$py4j_jar" || ! -f "$py4j_jar" ]]; then
+  echo "build_qupath_bridge: the py4j jar was not found; pip install py4j==0.10.9.9" >&2
+  exit 1
+fi
+
+rm -rf "$out/classes" "$out/qupath-classes"
+mkdir -p "$out/classes"
+mapfile -t core_sources < <(find "$bridge/src/main/java" -name '*.java' | sort)
+"$javac" --release 17 -Xlint:all,-serial -Werror -encoding UTF-8 -cp "$py4j_jar" -d "$out/classes" "${core_sources[@]}"
+"$jar" --create --file "$out/medopenclaw-qupath-bridge.jar" -C "$out/classes" .
+echo "built $out/medopenclaw-qupath-bridge.jar (py4j: $py4j_jar)"
+
+if [[ -n "${QUPATH_JARS:-}" ]]; then
+  mkdir -p "$out/qupath-classes"
+  mapfile -t qupath_sources < <(find "$bridge/src/qupath/java" -name '*.java' | sort)
+  "$javac" --release 17 -encoding UTF-8 -cp "$py4j_jar:$out/classes:$QUPATH_JARS/*" -d "$out/qupath-classes" \
+    "${qupath_sources[@]}"
+  cp -r "$bridge/src/qupath/resources/." "$out/qupath-classes/"
+  cp -r "$out/classes/." "$out/qupath-classes/"
+  "$jar" --create --file "$out/medopenclaw-qupath-extension.jar" -C "$out/qupath-classes" .
+  echo "built $out/medopenclaw-qupath-extension.jar (copy it and $py4j_jar into QuPath's extensions folder)"
+fi
