@@ -75,7 +75,7 @@ def split_claims(answer: str) -> list[str]:
 def summarize(action: str, arguments: dict, data: dict) -> str:
     """A one-line label for the evidence list: the action and the numbers a reader checks first."""
     details = []
-    for key in ("label", "view", "offset_mm", "volume_name", "ras", "length_mm", "shape"):
+    for key in ("label", "view", "offset_mm", "axial_mm", "sagittal_mm", "coronal_mm", "ras", "length_mm", "shape"):
         value = data.get(key, arguments.get(key))
         if value is None:
             continue

@@ -71,6 +71,11 @@ class CopilotSession:
         for listener in self._listeners:
             listener()
 
+    def set_model(self, model: Provider, secrets: Iterable[str] = ()) -> None:
+        """Switch provider or model between turns (the conversation so far is kept)."""
+        self.model = model
+        self._secrets = [secret for secret in secrets if secret]
+
     # ------------------------------------------------------------------------------------------ user input
     def send(self, text: str) -> None:
         text = text.strip()

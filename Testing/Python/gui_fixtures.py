@@ -8,6 +8,7 @@ from pathlib import Path
 
 import nibabel as nib
 import numpy as np
+
 from MedOpenClawLib.audit import AuditTrace
 from MedOpenClawLib.session import build_slicer_registry
 
@@ -51,3 +52,18 @@ def qt_application():
     from MedOpenClawLib.gui.qt_compat import application
 
     return application()
+
+
+def pump(until, timeout_s: float = 10.0) -> None:
+    """Run the Qt event loop (timers, socket notifiers) on this thread until ``until()`` holds."""
+    import time
+
+    from MedOpenClawLib.gui.qt_compat import process_events
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        process_events()
+        if until():
+            return
+        time.sleep(0.005)
+    raise AssertionError("condition not reached while pumping Qt events")

@@ -6,6 +6,7 @@ import threading
 import time
 
 import pytest
+
 from MedCopilotLib.approvals import ApprovalError, ApprovalQueue, Decision
 from MedCopilotLib.evidence_links import EvidenceBoard, split_claims
 from MedCopilotLib.settings import CopilotSettings, DictSettingsStore, load_settings, save_settings

@@ -9,6 +9,7 @@ import time
 import pytest
 from agents_fakes import FakeModelServer, Scripted, openai_reply
 from gui_fixtures import close_session, slicer_session
+
 from MedCopilotLib.approvals import ApprovalError, Decision
 from MedCopilotLib.session import AWAITING_APPROVAL, IDLE, THINKING, CopilotBusy, CopilotSession
 from MedOpenClawLib.gui.view_restore import restore_view

@@ -7,6 +7,7 @@ import threading
 
 import pytest
 from gui_fixtures import close_session, slicer_session
+
 from MedOpenClawLib.audit import AuditTrace
 from MedOpenClawLib.gui.audit_table import AuditFilter, AuditTableModel, LiveAuditFeed
 from MedOpenClawLib.gui.view_restore import plan_restore, restore_view
