@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from MedOpenClawLib.pathology.pyramid_tiff import write_pyramidal_tiff
 
 SLIDE_SIZE = (6000, 4000)  # non-square, not a multiple of the tile size at coarser levels

@@ -7,6 +7,7 @@ import json
 import conftest_pathology
 import pytest
 from conftest_pathology import REGIONS, SLIDE_SIZE
+
 from MedOpenClawLib.audit import AuditTrace, verify_trace
 from MedOpenClawLib.pathology.actions import MODEL_VISIBLE_ACTIONS, PathologyContext, build_pathology_registry
 from MedOpenClawLib.pathology.summaries import direct_state_summary, gui_state_summary

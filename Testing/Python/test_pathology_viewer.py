@@ -10,6 +10,7 @@ import conftest_pathology
 import numpy as np
 import pytest
 from conftest_pathology import BACKGROUND, MPP, REGIONS, SLIDE_SIZE
+
 from MedOpenClawLib.pathology import geometry
 from MedOpenClawLib.pathology.geometry import MIN_DOWNSAMPLE, ViewState
 from MedOpenClawLib.pathology.render import overlay_layout, render_field
