@@ -1,0 +1,84 @@
+"""Prompts of App. H.1 (3D Slicer radiology) and H.2 (QuPath pathology), instantiated per case.
+
+Templates live in ``MedOpenClawLib/resources/prompts/`` (``<module>.system.txt``, ``<module>.task.txt``,
+``pathology.system.txt``, ``pathology.round.txt``) and use ``string.Template`` ``$names``. The scene inventory
+(radiology) or the current viewer state (pathology) is known only once the episode has opened the case: pass it
+as ``scene_inventory``, or leave it None and the task text keeps :data:`SCENE_INVENTORY_PLACEHOLDER`, which
+:func:`fill_scene_inventory` replaces later. Baseline views are images; the episode loop attaches them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from string import Template
+
+from .cases import PATHOLOGY_MODULES, Case
+
+PROMPT_DIR = Path(__file__).resolve().parent.parent / "resources" / "prompts"
+SCENE_INVENTORY_PLACEHOLDER = "<<SCENE_INVENTORY>>"
+
+
+def _template(name: str) -> Template:
+    return Template((PROMPT_DIR / name).read_text(encoding="utf-8").rstrip("\n"))
+
+
+def format_options(case: Case) -> str:
+    """Option lists in the paper's layouts: ``  A) PD`` (radiology), ``1A Right upper lobe; ...`` (NSCLC),
+    ``A. N`` (BRACS) and numbered sub-questions (CAMELYON17)."""
+    if case.module == "nsclc":
+        blocks = []
+        for number, question in enumerate(case.questions, 1):
+            choices = "; ".join(f"{number}{letter} {label}" for letter, label in question.options)
+            blocks.append(f"Q{number}. {question.text}\n{choices}")
+        return "\n\n".join(blocks)
+    if case.module == "camelyon17":
+        return "\n".join(
+            f"{number}) {question.text}\n" + "\n".join(f"{letter}. {label}" for letter, label in question.options)
+            for number, question in enumerate(case.questions, 1)
+        )
+    separator = ". " if case.module == "bracs" else ") "
+    indent = "" if case.module == "bracs" else "  "
+    return "\n".join(f"{indent}{letter}{separator}{label}" for letter, label in case.questions[0].options)
+
+
+def build_prompt(module: str, case: Case, budget: int = 20, scene_inventory: str | None = None) -> tuple[str, str]:
+    """(system_text, task_text) of one episode; ``budget`` is the tool-round budget (the paper uses 20)."""
+    if module != case.module:
+        raise ValueError(f"case {case.case_id} belongs to {case.module}, not {module}")
+    if budget < 1:
+        raise ValueError("the tool budget must be at least one round")
+    fields = {
+        key: (", ".join(map(str, value)) if isinstance(value, list) else value) for key, value in case.brief.items()
+    }
+    if isinstance(case.brief.get("series"), dict):
+        fields["series"] = ", ".join(f"{name} ({modality})" for name, modality in case.brief["series"].items())
+    open_paths = [str(case.path(path)) if case.cases_dir else path for path in case.open_paths]
+    fields.update(
+        case_id=case.case_id,
+        budget=budget,
+        options=format_options(case),
+        open_paths=", ".join(open_paths),
+        scene_inventory=SCENE_INVENTORY_PLACEHOLDER if scene_inventory is None else scene_inventory,
+    )
+    fields.setdefault("case_alias", case.case_id)
+    if module in PATHOLOGY_MODULES:
+        system = _template("pathology.system.txt").substitute(fields)
+    else:
+        fields["budget_block"] = _template("radiology_common.txt").substitute(fields)
+        system = _template(f"{module}.system.txt").substitute(fields)
+    task = _template(f"{module}.task.txt").substitute(fields)
+    return system, task
+
+
+def fill_scene_inventory(task_text: str, scene_inventory: str) -> str:
+    """Insert the scene inventory the episode obtained after opening the case."""
+    if SCENE_INVENTORY_PLACEHOLDER not in task_text:
+        raise ValueError("task text has no scene-inventory placeholder (already filled?)")
+    return task_text.replace(SCENE_INVENTORY_PLACEHOLDER, scene_inventory)
+
+
+def pathology_round_text(task_text: str, case_summary: str, direct_state: str, gui_state: str) -> str:
+    """The per-round QuPath observation message of App. H.2 (the screenshot is attached by the caller)."""
+    return _template("pathology.round.txt").substitute(
+        task=task_text, case_summary=case_summary, direct_state=direct_state, gui_state=gui_state
+    )
