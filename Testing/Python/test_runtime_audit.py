@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+from runtime_fixtures import lesion_center_ras, oblique_lps_affine, phantom, write_nifti
+
 from MedOpenClawLib.audit import AuditTrace, read_trace, record_hash, verify_trace
 from MedOpenClawLib.cli import main
 from MedOpenClawLib.session import build_slicer_registry
-from runtime_fixtures import lesion_center_ras, oblique_lps_affine, phantom, write_nifti
 
 THIRTY_ACTIONS = [
     ("ping", {}), ("select_volume", {"volume_name": "T1c"}), ("observe", {"size": 128}),

@@ -6,9 +6,10 @@ import json
 
 import numpy as np
 import pytest
+from runtime_fixtures import lesion_center_ras, oblique_lps_affine, phantom, write_nifti
+
 from MedOpenClawLib.audit import AuditTrace, sha256_file, verify_trace
 from MedOpenClawLib.session import build_slicer_registry
-from runtime_fixtures import lesion_center_ras, oblique_lps_affine, phantom, write_nifti
 
 
 @pytest.fixture()

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from runtime_fixtures import oblique_lps_affine, phantom, write_nifti
+
 from MedOpenClawLib.audit import AuditTrace
 from MedOpenClawLib.policy import SessionPolicy
 from MedOpenClawLib.registry import ActionRegistry, Toolset
 from MedOpenClawLib.result import ActionError, Result
 from MedOpenClawLib.session import build_slicer_registry
-from runtime_fixtures import oblique_lps_affine, phantom, write_nifti
 
 TABLE_9 = ["ping", "open_case", "select_volume", "observe", "scroll", "zoom", "fit", "set_slice_offset",
            "get_slice_offset_range", "recover_standard_views", "image_coords_to_ras", "get_viewer_state", "wl",

@@ -6,12 +6,13 @@ import base64
 import re
 from pathlib import Path
 
-import MedOpenClawLib
 import pytest
 import requests
+from runtime_fixtures import oblique_lps_affine, phantom, write_nifti
+
+import MedOpenClawLib
 from MedOpenClawLib.server.rest import BackgroundRestServer, RestService
 from MedOpenClawLib.session import build_slicer_registry
-from runtime_fixtures import oblique_lps_affine, phantom, write_nifti
 
 TOKEN = "test-token-123"
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from MedOpenClawLib.session import build_slicer_registry
-from MedOpenClawLib.viewer.geometry import VIEWS, vtk_to_numpy_matrix
 from runtime_fixtures import (
     lesion_center_ras,
     oblique_lps_affine,
@@ -13,6 +11,9 @@ from runtime_fixtures import (
     write_dicom_series,
     write_nifti,
 )
+
+from MedOpenClawLib.session import build_slicer_registry
+from MedOpenClawLib.viewer.geometry import VIEWS, vtk_to_numpy_matrix
 
 
 @pytest.fixture()
