@@ -1,0 +1,64 @@
+"""Registration inside the 3D Slicer application: the BRAINSFit and BRAINSResample CLI modules.
+
+Used only when the session drives the running Slicer GUI, where the CLIs exist (slicer-core has none).
+Parameter names are the CLIs' own; the settings match the headless SimpleITK path in ``registration``.
+"""
+
+from __future__ import annotations
+
+from ..result import ActionError
+from .registration import RegistrationSettings
+
+TRANSFORM_TYPES = {"rigid": "Rigid", "affine": "Rigid,Affine"}
+INITIALIZE_MODES = {"moments": "useMomentsAlign", "geometry": "useGeometryAlign", "none": "Off"}
+INTERPOLATION_MODES = {"linear": "Linear", "nearest": "NearestNeighbor", "bspline": "BSpline"}
+
+
+def available(app) -> bool:
+    """True inside the Slicer GUI when the BRAINS CLI modules are loaded."""
+    if not getattr(app, "embedded", False):
+        return False
+    import slicer
+
+    modules = getattr(slicer, "modules", None)
+    return hasattr(modules, "brainsfit") and hasattr(modules, "brainsresample")
+
+
+def run_brainsfit(fixed, moving, transform_node, transform_type: str, initialization: str,
+                  settings: RegistrationSettings) -> None:
+    """Fill ``transform_node`` (a linear transform node) with BRAINSFit's moving-to-fixed transform."""
+    parameters = {
+        "fixedVolume": fixed.GetID(),
+        "movingVolume": moving.GetID(),
+        "linearTransform": transform_node.GetID(),
+        "transformType": TRANSFORM_TYPES[transform_type],
+        "initializeTransformMode": INITIALIZE_MODES[initialization],
+        "costMetric": "MMI",
+        "numberOfHistogramBins": settings.histogram_bins,
+        "samplingPercentage": settings.sampling_percentage,
+    }
+    _run("brainsfit", parameters)
+
+
+def run_brainsresample(moving, reference, transform_node, output, interpolation: str, default_value: float) -> None:
+    parameters = {
+        "inputVolume": moving.GetID(),
+        "referenceVolume": reference.GetID(),
+        "outputVolume": output.GetID(),
+        "warpTransform": transform_node.GetID(),
+        "interpolationMode": INTERPOLATION_MODES[interpolation],
+        "pixelType": "float",
+        "defaultValue": float(default_value),
+    }
+    _run("brainsresample", parameters)
+
+
+def _run(module_name: str, parameters: dict) -> None:
+    import slicer
+
+    module = getattr(slicer.modules, module_name)
+    try:
+        cli_node = slicer.cli.runSync(module, None, parameters)
+    except (RuntimeError, ValueError) as error:  # runSync raises when the CLI ends with errors
+        raise ActionError("registration_failed", f"{module.name} failed: {error}") from error
+    slicer.mrmlScene.RemoveNode(cli_node)
