@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Set up .venv, then run the reference (oracle) agent on the embedded synthetic demo cohort of every module
+# and write the paper-style report. Any extra arguments go to each `bench run` (e.g. --agent random).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$root/scripts/setup_env.sh"
+venv="${MEDOPENCLAW_VENV:-$root/.venv}"
+out="${MEDOPENCLAW_DEMO_OUT:-$root/out/demo}"
+for module in ucsf-pdgm nsclc lumiere bracs camelyon17; do
+  "$venv/bin/medopenclaw" bench run --module "$module" --agent oracle --out "$out/$module" "$@"
+done
+"$venv/bin/medopenclaw" bench report "$out"

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Create (or refresh) the project's virtual environment in .venv from the repository's own files.
+# Idempotent: reinstalls only when pyproject.toml changed since the last successful install.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${MEDOPENCLAW_VENV:-$root/.venv}"
+stamp="$venv/.medopenclaw-installed"
+want="$(sha256sum "$root/pyproject.toml" | cut -d' ' -f1)"
+
+if [ ! -x "$venv/bin/python" ]; then
+  python3 -m venv "$venv"
+fi
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  "$venv/bin/python" -m pip install --quiet --upgrade pip
+  # torch first and pinned: the CPU build on local disk; an unpinned torch would pull a multi-GB CUDA build
+  "$venv/bin/python" -m pip install --quiet "torch==2.13.0"
+  "$venv/bin/python" -m pip install --quiet -e "$root[test]"
+  echo "$want" > "$stamp"
+fi

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Set up .venv, configure the extension tree without a Slicer SDK and run every test through ctest.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+bash "$root/scripts/setup_env.sh"
+venv="${MEDOPENCLAW_VENV:-$root/.venv}"
+build="${MEDOPENCLAW_BUILD_DIR:-$root/build}"
+export PATH="$venv/bin:$PATH"
+cmake -S "$root" -B "$build" -DPython3_EXECUTABLE="$venv/bin/python" > "$build.configure.log" 2>&1 \
+  || { cat "$build.configure.log"; exit 1; }
+ctest --test-dir "$build" --output-on-failure -j "${MEDOPENCLAW_TEST_JOBS:-2}" "$@"
