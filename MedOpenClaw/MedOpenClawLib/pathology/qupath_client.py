@@ -94,6 +94,13 @@ class QuPathBridgeClient:
         self._info: SlideInfo | None = None
         self._call("focusQupath")  # first contact: authenticates and reads the current state
 
+    @classmethod
+    def from_connection_file(cls, path: str | os.PathLike | None = None) -> QuPathBridgeClient:
+        """Connect to the gateway the QuPath extension started (it writes ~/.medopenclaw/qupath-bridge.json)."""
+        target = Path(path) if path else Path.home() / ".medopenclaw" / "qupath-bridge.json"
+        connection = json.loads(target.read_text(encoding="utf-8"))
+        return cls(int(connection["port"]), connection["token"], connection.get("host", "127.0.0.1"))
+
     # -- transport -------------------------------------------------------------------------------------------
     def _call(self, operation: str, *arguments) -> dict:
         from py4j.protocol import Py4JError
