@@ -27,7 +27,8 @@ STYLES = {
     "notice": "color:#475569; font-style:italic;",
     "error": "color:#b3261e;",
     "ok": "color:#166534;",
-    "card": "QFrame { border:1px solid #94a3b8; border-radius:6px; background:#fffbeb; }",
+    "card": "QFrame#card { border:1px solid #94a3b8; border-radius:6px; background:#fffbeb; }",
+    "answer": "QFrame#answer { border:1px solid #166534; border-radius:6px; background:#f0fdf4; }",
 }
 STATUS_TEXT = {THINKING: "Thinking…", AWAITING_APPROVAL: "Waiting for your decision", "idle": "Ready"}
 
@@ -195,8 +196,10 @@ class CopilotPanel:
             self.session.set_auto_mode(enabled)
 
     def poll(self) -> None:
-        if self.session is not None:
-            self.session.poll()
+        if self.session is None:
+            return
+        if not self.session.poll() and self.session.evidence.refresh():
+            self.render()  # evidence captured by the clinician or a REST client
 
     def jump_to_item(self, item) -> None:
         ref = item.data(qt.Qt.UserRole)
@@ -255,11 +258,11 @@ class CopilotPanel:
 
     def _card_widget(self, card: ProposalCard):
         frame = qt.QFrame()
+        frame.setObjectName("card")  # the style must not reach the labels (QLabel is a QFrame too)
         frame.setStyleSheet(STYLES["card"])
         layout = qt.QVBoxLayout(frame)
         layout.addWidget(self._label(f"<b>{card.id} · {card.call.name}</b>", ""))
-        arguments = json.dumps(card.call.arguments, indent=1) if card.call.arguments is not None \
-            else card.call.raw_arguments
+        arguments = json.dumps(card.call.arguments) if card.call.arguments is not None else card.call.raw_arguments
         layout.addWidget(self._label(arguments, "font-family:monospace;"))
         if card.rationale:
             frame.setToolTip(card.rationale)
@@ -319,7 +322,8 @@ class CopilotPanel:
 
     def _answer_widget(self, entry: Entry):
         frame = qt.QFrame()
-        frame.setStyleSheet("QFrame { border:1px solid #166534; border-radius:6px; background:#f0fdf4; }")
+        frame.setObjectName("answer")
+        frame.setStyleSheet(STYLES["answer"])
         layout = qt.QVBoxLayout(frame)
         layout.addWidget(self._label("<b>Answer</b>", ""))
         for claim in entry.data.get("claims", []):

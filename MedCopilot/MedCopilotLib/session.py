@@ -54,7 +54,7 @@ class CopilotSession:
         self.restore_view = restore_view
         self.conversation = Conversation(system_prompt)
         self.queue = ApprovalQueue(lambda name: any(action.name == name for action in registry.actions()), auto_mode)
-        self.evidence = EvidenceBoard()
+        self.evidence = EvidenceBoard(registry.trace.records)
         self.max_turns = max_turns
         self.state = IDLE
         self._secrets = [secret for secret in secrets if secret]
@@ -123,7 +123,7 @@ class CopilotSession:
     def jump_to_evidence(self, ref: str) -> Result:
         """Show the viewer exactly as it was when the evidence item was captured."""
         item = self.evidence.get(ref)
-        if item is None or item.record_seq is None:
+        if item is None:
             return Result.failure("not_found", f"no evidence item {ref!r}")
         if self.restore_view is None:
             return Result.failure("unavailable", "restoring views is not available in this session")
@@ -217,13 +217,11 @@ class CopilotSession:
             round_id=("copilot", card.round),
             audit_extra={"proposal": card.id, "approval": card.decision.value},
         )
-        record_seq = self.registry.trace.records[-1]["seq"]
         payload = result.to_json(inline_images=False)
-        action = self.registry.get(card.call.name)
         shown = f"{card.call.name}: " + ("ok" if result.ok else f"{result.error['code']}: {result.error['message']}")
-        if result.ok and action is not None and action.role == "evidence" and "evidence_id" in result.data:
-            item = self.evidence.capture(card.call.name, card.call.arguments, result.data, record_seq)
-            shown += f" — evidence {item.ref}"
+        if result.ok and "evidence_id" in result.data:
+            shown += f" — evidence {result.data['evidence_id']}"
+        self.evidence.refresh()
         self.conversation.add_tool_result(card.call, payload, [image.png_bytes() for image in result.images],
                                           shown, result.ok)
         self.queue.mark_handled(card, result.ok)

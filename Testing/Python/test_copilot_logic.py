@@ -59,12 +59,18 @@ def test_auto_mode_and_unrunnable_proposals():
 
 
 def test_claims_link_to_captured_evidence_only():
-    board = EvidenceBoard()
-    item = board.capture("record_point", {"ras": [1.04, 2.0, 3.0], "label": "centre"},
-                         {"evidence_id": "ev3", "ras": [1.04, 2.0, 3.0]}, 12)
-    assert item.summary == "record_point label=centre, ras=[1.0, 2.0, 3.0]"
+    records = [{"seq": 0, "kind": "session_start"},
+               {"seq": 1, "kind": "action", "action": "record_point", "status": "error", "arguments": {},
+                "result": {"data": {"evidence_id": "ev1"}}},
+               {"seq": 2, "kind": "action", "action": "record_point", "status": "ok",
+                "arguments": {"ras": [1.04, 2.0, 3.0], "label": "centre"},
+                "result": {"data": {"evidence_id": "ev3", "ras": [1.04, 2.0, 3.0]}}}]
+    board = EvidenceBoard(records)
+    (item,) = board.refresh()
+    assert item.summary == "record_point label=centre, ras=[1.0, 2.0, 3.0]" and item.record_seq == 2
+    assert board.refresh() == []
     claims = board.link_answer("Lesion centre at R 1 mm [EV3]. Size 2 cm [ev3, ev7].\nNo other findings.")
-    assert [c.text for c in claims] == ["Lesion centre at R 1 mm .", "Size 2 cm .", "No other findings."]
+    assert [c.text for c in claims] == ["Lesion centre at R 1 mm.", "Size 2 cm.", "No other findings."]
     assert [(c.refs, c.unknown_refs, c.supported) for c in claims] == [
         (["ev3"], [], True), (["ev3"], ["ev7"], False), ([], [], False)]
     assert board.get("ev3") is item and board.get("ev4") is None

@@ -1,0 +1,226 @@
+"""MedOpenClaw scripted module: server controls and the live audit log of the session's action registry.
+
+The panel logic lives in ``MedOpenClawLib.gui`` (tested headless with PySide6); this file is Slicer glue.
+"""
+
+import os
+
+import qt
+import slicer
+from slicer.ScriptedLoadableModule import (
+    ScriptedLoadableModule,
+    ScriptedLoadableModuleLogic,
+    ScriptedLoadableModuleTest,
+    ScriptedLoadableModuleWidget,
+)
+
+SETTINGS_PREFIX = "MedOpenClaw/"
+
+
+class MedOpenClaw(ScriptedLoadableModule):
+    def __init__(self, parent):
+        ScriptedLoadableModule.__init__(self, parent)
+        self.parent.title = "MedOpenClaw"
+        self.parent.categories = ["Informatics"]
+        self.parent.dependencies = []
+        self.parent.contributors = ["MedOpenClaw team"]
+        self.parent.helpText = """
+Serves a bounded, audited set of named viewer actions to agents (REST on 127.0.0.1 with a bearer token) and
+shows every action of the session - by agents, the copilot or you - in a live, hash-chained audit log.
+No route or action executes code."""
+        self.parent.acknowledgementText = "MedOpenClaw and MedFlow-Bench."
+
+
+class MedOpenClawWidget(ScriptedLoadableModuleWidget):
+    def __init__(self, parent=None):
+        ScriptedLoadableModuleWidget.__init__(self, parent)
+        self.logic = None
+        self.serverPanel = None
+        self.auditPanel = None
+
+    def setup(self):
+        ScriptedLoadableModuleWidget.setup(self)
+        self.logic = MedOpenClawLogic()
+        if not self.logic.ensureDependencies(askUser=True):
+            label = qt.QLabel("MedOpenClaw needs Python packages that are not installed. Reload the module to "
+                              "install them.")
+            label.wordWrap = True
+            self.layout.addWidget(label)
+            return
+        import ctk
+
+        from MedOpenClawLib.gui.app_session import on_session_changed
+        from MedOpenClawLib.gui.audit_panel import AuditLogPanel
+        from MedOpenClawLib.gui.server_panel import ServerControlsPanel
+
+        serverBox = ctk.ctkCollapsibleButton()
+        serverBox.text = "Server and session"
+        serverLayout = qt.QVBoxLayout(serverBox)
+        self.serverPanel = ServerControlsPanel(new_session=self.logic.newSession)
+        serverLayout.addWidget(self.serverPanel.widget)
+        self.layout.addWidget(serverBox)
+
+        auditBox = ctk.ctkCollapsibleButton()
+        auditBox.text = "Audit log"
+        auditLayout = qt.QVBoxLayout(auditBox)
+        self.auditPanel = AuditLogPanel()
+        auditLayout.addWidget(self.auditPanel.widget)
+        self.layout.addWidget(auditBox, 1)
+
+        on_session_changed(self.onSessionChanged)
+        self.onSessionChanged(self.logic.sharedSession())
+
+    def onSessionChanged(self, session):
+        self.serverPanel.attach(session)
+        self.auditPanel.attach(session)
+
+    def cleanup(self):
+        from MedOpenClawLib.gui.app_session import remove_session_listener
+
+        remove_session_listener(self.onSessionChanged)
+        if self.auditPanel is not None:
+            self.auditPanel.detach()
+
+
+class MedOpenClawLogic(ScriptedLoadableModuleLogic):
+    """Owns the application-wide session; usable from scripts without the widget."""
+
+    def requirementsPath(self):
+        return os.path.join(os.path.dirname(__file__), "Resources", "requirements.txt")
+
+    def missingDependencies(self):
+        from MedOpenClawLib.gui.dependencies import missing_requirements, read_requirements
+
+        return missing_requirements(read_requirements(self.requirementsPath()))
+
+    def ensureDependencies(self, askUser=True):
+        """Install missing packages on first use, only after the user agrees (never silently)."""
+        missing = self.missingDependencies()
+        if not missing:
+            return True
+        if askUser and not slicer.util.confirmOkCancelDisplay(
+            "MedOpenClaw needs these Python packages:\n\n" + "\n".join(missing) + "\n\nInstall them now?",
+            "MedOpenClaw dependencies",
+        ):
+            return False
+        with _waitCursor():
+            slicer.util.pip_install(missing)
+        return not self.missingDependencies()
+
+    def sessionsDirectory(self):
+        default = os.path.join(slicer.app.defaultScenePath, "MedOpenClaw", "sessions")
+        return qt.QSettings().value(SETTINGS_PREFIX + "SessionsDirectory", default)
+
+    def sharedSession(self):
+        """The session all panels and REST clients share; created over the application's scene on first use."""
+        from MedOpenClawLib.gui.app_session import shared_session
+
+        session = shared_session()
+        if session is None:
+            session = self.newSession("A", self.savedDataRoots(), None)
+        return session
+
+    def savedDataRoots(self):
+        roots = qt.QSettings().value(SETTINGS_PREFIX + "DataRoots") or ""
+        return [root for root in roots.split(os.pathsep) if root and os.path.isdir(root)]
+
+    def newSession(self, track, dataRoots, maxRounds):
+        from MedOpenClawLib.gui.app_session import AppSession, set_shared_session
+        from MedOpenClawLib.viewer.application import SlicerApplication
+
+        session = AppSession.create(self.sessionsDirectory(), dataRoots, track, maxRounds,
+                                    app=SlicerApplication.running_app())
+        qt.QSettings().setValue(SETTINGS_PREFIX + "DataRoots", os.pathsep.join(dataRoots))
+        set_shared_session(session)
+        return session
+
+
+class _waitCursor:
+    def __enter__(self):
+        slicer.app.setOverrideCursor(qt.Qt.WaitCursor)
+
+    def __exit__(self, *exc):
+        slicer.app.restoreOverrideCursor()
+
+
+class MedOpenClawTest(ScriptedLoadableModuleTest):
+    """Runs inside the Slicer application (``slicer.testing.runUnitTest``) on the application's own scene."""
+
+    def setUp(self):
+        slicer.mrmlScene.Clear()
+
+    def runTest(self):
+        self.setUp()
+        self.test_ActionsOnTheAppSceneAreAudited()
+        self.setUp()
+        self.test_RestServerNeedsTokenAndServesLoopbackOnly()
+
+    def _sessionWithVolume(self):
+        import tempfile
+
+        import numpy as np
+
+        directory = tempfile.mkdtemp(prefix="MedOpenClawTest")
+        array = np.random.default_rng(0).normal(100, 5, (16, 32, 32)).astype(np.int16)
+        array[6:10, 10:16, 12:18] = 800
+        node = slicer.util.addVolumeFromArray(array, name="Phantom")
+        path = os.path.join(directory, "Phantom.nrrd")
+        slicer.util.saveNode(node, path)
+        slicer.mrmlScene.RemoveNode(node)
+        session = MedOpenClawLogic().newSession("A", [directory], None)
+        return session, path
+
+    def test_ActionsOnTheAppSceneAreAudited(self):
+        self.delayDisplay("Opening a case through the registry")
+        session, path = self._sessionWithVolume()
+        registry = session.registry
+        self.assertTrue(registry.call("open_case", {"dicom_dir": path, "size": 128}, actor="human").ok)
+        self.assertIsNotNone(slicer.mrmlScene.GetFirstNodeByName("Phantom"))
+        red = slicer.app.layoutManager().sliceWidget("Red").sliceLogic()
+        moved = registry.call("set_slice_offset", {"view": "axial", "offset": 2.0, "size": 64}, actor="agent")
+        self.assertTrue(moved.ok)
+        self.assertAlmostEqual(abs(red.GetSliceOffset()), 2.0, places=3)
+        refused = registry.call("open_case", {"dicom_dir": "/etc"}, actor="agent")
+        self.assertEqual(refused.error["code"], "path_not_allowed")
+        record = registry.trace.records[-2]
+        registry.call("set_slice_offset", {"view": "axial", "offset": -4.0, "size": 64}, actor="agent")
+
+        from MedOpenClawLib.audit import verify_trace
+        from MedOpenClawLib.gui.view_restore import restore_view
+
+        self.assertTrue(restore_view(registry, record).ok)
+        self.assertAlmostEqual(abs(red.GetSliceOffset()), 2.0, places=3)
+        self.assertEqual([r["actor"] for r in registry.trace.actions()][:3], ["human", "agent", "agent"])
+        self.assertTrue(verify_trace(registry.trace.path).ok)
+        self.delayDisplay("Test passed")
+
+    def test_RestServerNeedsTokenAndServesLoopbackOnly(self):
+        import json
+        import threading
+        import urllib.error
+        import urllib.request
+
+        session, _ = self._sessionWithVolume()
+        url = session.start_server(0)
+        answers = {}
+
+        def request(name, path, token):
+            call = urllib.request.Request(url + path, headers={"Authorization": "Bearer " + token})
+            try:
+                with urllib.request.urlopen(call, timeout=5) as response:
+                    answers[name] = (response.status, json.loads(response.read()))
+            except urllib.error.HTTPError as error:
+                answers[name] = (error.code, None)
+
+        clients = [threading.Thread(target=request, args=("tools", "/v1/tools", session.token)),
+                   threading.Thread(target=request, args=("denied", "/v1/state", "wrong"))]
+        for client in clients:
+            client.start()
+        while any(client.is_alive() for client in clients):
+            slicer.app.processEvents()  # requests are answered on this (the GUI) thread
+        session.stop_server()
+        self.assertEqual(answers["tools"][0], 200)
+        self.assertIn("observe", [tool["name"] for tool in answers["tools"][1]])
+        self.assertEqual(answers["denied"][0], 401)
+        self.assertTrue(url.startswith("http://127.0.0.1:"))
+        self.delayDisplay("Test passed")
