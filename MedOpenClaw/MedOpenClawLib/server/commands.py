@@ -59,10 +59,13 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def tools_markdown(track: str) -> str:
+def tools_markdown(track: str, exclusive: bool = False) -> str:
+    """A Markdown table of the tools on ``track``; ``exclusive`` keeps only those not offered on other tracks."""
     registry = build_slicer_registry([], track=track)
     lines = ["| tool | role | tracks | arguments | purpose |", "| --- | --- | --- | --- | --- |"]
     for action in registry.actions():
+        if exclusive and action.tracks != (track,):
+            continue
         properties = action.parameters.get("properties", {})
         required = set(action.parameters.get("required", []))
         arguments = "; ".join(f"`{name}`" + ("*" if name in required else "") for name in properties) or "–"

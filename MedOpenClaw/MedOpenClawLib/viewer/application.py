@@ -6,6 +6,7 @@ workers and inside the 3D Slicer GUI.
 
 from __future__ import annotations
 
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,8 @@ from typing import Any
 import slicer
 import vtk
 
+# slicer-core ships no colour files; an empty <home>/<share>/ColorFiles keeps the Colors logic from warning
+EMPTY_SLICER_HOME = Path(tempfile.gettempdir()) / "medopenclaw-slicer-home"
 # canonical view name -> (Slicer slice-view name, orientation preset)
 VIEW_NODES = {"axial": ("Red", "Axial"), "sagittal": ("Yellow", "Sagittal"), "coronal": ("Green", "Coronal")}
 
@@ -37,8 +40,9 @@ class SlicerApplication:
         app_logic.SetViewLogics(vtk.vtkCollection())
 
         # the Colors module logic adds the default lookup tables (Grey, Labels, PET-Heat, ...) to the scene and
-        # looks for optional colour files under <home>/<share>/ColorFiles, which slicer-core does not ship
-        app_logic.SetHomeDirectory(str(Path(slicer.__file__).parent))
+        # reads optional colour files from <home>/<share>/ColorFiles
+        (EMPTY_SLICER_HOME / "share" / "ColorFiles").mkdir(parents=True, exist_ok=True)
+        app_logic.SetHomeDirectory(str(EMPTY_SLICER_HOME))
         app_logic.SetShareDirectory("share")
         color_logic = slicer.vtkSlicerColorLogic()
         color_logic.SetMRMLApplicationLogic(app_logic)
