@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import zipfile
 from pathlib import Path
 
@@ -149,9 +150,12 @@ def deterministic_xlsx(rows: list[list], sheet: str) -> bytes:
     output = io.BytesIO()
     with zipfile.ZipFile(buffer) as source, zipfile.ZipFile(output, "w", zipfile.ZIP_DEFLATED) as target:
         for name in sorted(source.namelist()):
+            data = source.read(name)
+            if name == "docProps/core.xml":  # openpyxl stamps the save time into "modified"
+                data = re.sub(rb"(<dcterms:modified[^>]*>)[^<]*", rb"\g<1>2022-01-01T00:00:00Z", data)
             target.writestr(
                 zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0)),
-                source.read(name),
+                data,
                 compress_type=zipfile.ZIP_DEFLATED,
             )
     return output.getvalue()

@@ -1,0 +1,293 @@
+"""Synthetic cohort determinism, loaders on the cohort, and loaders on small hand-made fixtures in each real
+dataset layout (with the CSV quirks of the distributed files)."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from MedOpenClawLib.bench.cases import load_cases, load_ground_truth
+from MedOpenClawLib.bench.loaders import prepare
+from MedOpenClawLib.bench.scoring.geometry import key_slice_in_range, mask_from_file, point_in_polygon
+from MedOpenClawLib.bench.synthetic.cohort import DATASET_DIRS, CohortConfig, write_cohort
+from MedOpenClawLib.bench.synthetic.common import write_nifti
+from MedOpenClawLib.bench.synthetic.slides import asap_xml, deterministic_xlsx, geojson_export, write_pyramid
+
+SMALL = CohortConfig(seed=7, cases=2, mri_spacing_mm=4, slide_size=(1024, 768))
+
+
+def _digest(root: Path) -> dict[str, str]:
+    return {
+        path.relative_to(root).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def cohort(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cohort")
+    write_cohort(root, SMALL)
+    return root
+
+
+def test_cohort_is_byte_identical_from_the_same_seed(cohort, tmp_path):
+    write_cohort(tmp_path / "again", SMALL)
+    first, second = _digest(cohort), _digest(tmp_path / "again")
+    assert first == second and len(first) > 50
+    write_cohort(
+        tmp_path / "other",
+        CohortConfig(seed=8, cases=2, mri_spacing_mm=4, slide_size=(1024, 768)),
+        modules=["ucsf-pdgm"],
+    )
+    other = _digest(tmp_path / "other")
+    changed = [name for name in other if name.endswith("_T1c.nii.gz") and other[name] != first[name]]
+    assert changed
+
+
+@pytest.mark.parametrize("module", list(DATASET_DIRS))
+def test_loaders_read_the_cohort_and_reference_evidence_passes(cohort, tmp_path, module):
+    manifest = prepare(module, cohort / DATASET_DIRS[module], tmp_path / module)
+    cases = load_cases(tmp_path / module)
+    assert len(cases) == 2 and len(manifest["cases"]) == 2
+    for case in cases:
+        assert case.data_root.is_dir() and not (case.data_root / "ground_truth.json").exists()
+        for path in case.open_paths:
+            assert case.path(path).exists()
+        truth = load_ground_truth(tmp_path / module, case.case_id)
+        if truth.localization:
+            mask = mask_from_file(truth.mask_path)
+            assert mask.contains(truth.localization["reference_ras"])
+            ranges = {axis: tuple(bounds) for axis, bounds in truth.localization["ras_ranges"].items()}
+            for view, offset in truth.localization["reference_key_slices"].items():
+                assert key_slice_in_range(offset, ranges, view)
+            assert truth.localization["source_volume_name"] in {volume.name for volume in case.volumes}
+        exclusions = [region["polygon"] for region in truth.regions if region["kind"] == "exclusion"]
+        for region in truth.regions:
+            if region["kind"] != "exclusion":
+                assert point_in_polygon(*region["reference_point"], region["polygon"])
+                assert not any(point_in_polygon(*region["reference_point"], other) for other in exclusions)
+    if module == "nsclc":
+        assert manifest["skipped"] == [
+            {"case_id": "AMC-001", "reason": "AMC case excluded by default (use --include-amc)"}
+        ]
+
+
+def test_lumiere_mask_fields_agree_with_the_generated_rating(tmp_path):
+    root = tmp_path / "raw"
+    write_cohort(root, CohortConfig(seed=3, cases=6, mri_spacing_mm=2), modules=["lumiere"])
+    prepare("lumiere", root / "LUMIERE", tmp_path / "cases")
+    labels = []
+    for case in load_cases(tmp_path / "cases"):
+        truth = load_ground_truth(tmp_path / "cases", case.case_id)
+        fields = truth.evidence_fields
+        labels.append(truth.labels["answer"])
+        # the CSV's NonMeasurableLesions comes from the lesion model, the non-target field from the masks
+        assert fields["non_measurable_lesion"] == fields["current_non_target_lesion"]
+        assert fields["current_target_lesion"] == (truth.labels["answer"] != "CR")
+        if truth.labels["answer"] in ("SD", "PR", "CR"):
+            assert not fields["new_target_lesion"] and not fields["t2_progression"]
+        if "new L" in truth.labels["rationale"]:
+            assert fields["new_target_lesion"]
+    assert set(labels) == {"PD", "SD", "PR", "CR"}
+
+
+def test_nsclc_mask_is_placed_through_lps_geometry(cohort, tmp_path):
+    from MedOpenClawLib.bench.synthetic.thorax import make_subject
+
+    prepare("nsclc", cohort / DATASET_DIRS["nsclc"], tmp_path / "n")
+    truth = load_ground_truth(tmp_path / "n", "R01-001")
+    subject = make_subject("R01-001", 0, SMALL.seed)
+    assert np.allclose(truth.localization["reference_ras"], subject.center, atol=4.0)
+    assert truth.answers == {"q1": "A", "q2": "A", "q3": "A", "q4": "A", "q5": "A"}
+
+
+# --- hand-made fixtures in the real layouts ---
+
+
+def _write_csv(path: Path, rows: list[list[str]], bom: bool = False) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w", newline="", encoding="utf-8-sig" if bom else "utf-8") as handle:
+        csv.writer(handle).writerows(rows)
+
+
+def _tiny_volume(value: int, lesion: bool) -> np.ndarray:
+    data = np.full((10, 10, 10), value, dtype=np.int16)
+    if lesion:
+        data[3:7, 3:7, 3:7] = 4
+    return data
+
+
+def test_ucsf_fixture_quirks(tmp_path):
+    affine = np.diag([-1.0, -1.0, 1.0, 1.0])  # LPS-stored voxel axes
+    for folder_id, complete in (
+        ("UCSF-PDGM-0004", True),
+        ("UCSF-PDGM-0005", False),
+        ("UCSF-PDGM-0006", True),
+        ("UCSF-PDGM-0007", True),
+    ):
+        folder = tmp_path / "raw" / f"{folder_id}_nifti"
+        for sequence in ("T1", "T1c", "T2", "FLAIR") if complete else ("T1", "T1c"):
+            write_nifti(folder / f"{folder_id}_{sequence}.nii.gz", _tiny_volume(100, False), affine)
+        write_nifti(folder / f"{folder_id}_tumor_segmentation.nii.gz", _tiny_volume(0, True).astype(np.uint8), affine)
+    _write_csv(
+        tmp_path / "raw" / "UCSF-PDGM-metadata_v5.csv",
+        [
+            ["ID", "Sex", "Final pathologic diagnosis (WHO 2021)", "IDH"],
+            ["UCSF-PDGM-004", "M", "Astrocytoma, IDH-mutant", "mutated"],
+            ["UCSF-PDGM-005", "F", "Glioblastoma, IDH-wildtype", "wildtype"],
+            ["UCSF-PDGM-006", "F", "unknown", "unknown"],
+        ],
+        bom=True,
+    )
+    manifest = prepare("ucsf-pdgm", tmp_path / "raw", tmp_path / "cases")
+    assert [case["case_id"] for case in manifest["cases"]] == ["UCSF-PDGM-0004"]
+    reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
+    assert "missing UCSF-PDGM-0005_T2.nii.gz" in reasons["UCSF-PDGM-0005"]
+    assert "maps to none" in reasons["UCSF-PDGM-0006"]
+    assert reasons["UCSF-PDGM-0007"] == "no row in the metadata CSV"
+    truth = load_ground_truth(tmp_path / "cases", "UCSF-PDGM-0004")
+    assert truth.answers == {"answer": "B"}
+    # voxels 3..6 on LPS-stored axes: R and A run from -6 to -3, S from 3 to 6 (+- half a voxel)
+    assert truth.localization["ras_ranges"] == {"R": [-6.5, -2.5], "A": [-6.5, -2.5], "S": [2.5, 6.5]}
+    assert not (tmp_path / "cases" / "data" / "UCSF-PDGM-0005").exists()
+
+
+def test_lumiere_fixture_quirks(tmp_path):
+    raw = tmp_path / "raw"
+    affine = np.eye(4) * 2
+    affine[3, 3] = 1
+    for week, lesion in (("week-000-1", True), ("week-010", True), ("week-020", False), ("week-030", True)):
+        study = raw / "Imaging" / "Patient-001" / week
+        for name in ("CT1", "T1", "T2", "FLAIR"):
+            write_nifti(study / f"{name}.nii.gz", _tiny_volume(50, False), affine)
+        seg = np.zeros((10, 10, 10), dtype=np.uint8)
+        if lesion:
+            seg[2:8, 2:8, 4:6] = 2  # 12 mm x 12 mm: measurable
+        write_nifti(study / "DeepBraTumIA-segmentation" / "atlas" / "segmentation" / "seg_mask.nii.gz", seg, affine)
+    (raw / "Imaging" / "Patient-001" / "week-030" / "FLAIR.nii.gz").unlink()
+    rating = "Rating (according to RANO, PD: Progressive disease, SD: Stable disease, PR: Partial response)"
+    _write_csv(
+        raw / "LUMIERE-ExpertRating-v202211.csv",
+        [
+            ["Patient", "Date", "LessThan3Months", "NonMeasurableLesions", rating, "Rating rationale (T2-Progr.)"],
+            ["Patient-001", "week-000-1", "", "", "Post-Op ", ""],
+            ["Patient-001", "week-010", "x", "", "Post-Op/PD", "new L"],
+            ["Patient-001", "week-020", "", "x", " CR", "T2-Progr. none"],
+            ["Patient-001", "week-030", "", "", "PD", ""],
+        ],
+    )
+    manifest = prepare("lumiere", raw, tmp_path / "cases")
+    assert [case["case_id"] for case in manifest["cases"]] == ["Patient-001__week-010__to__week-020"]
+    reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
+    assert reasons["Patient-001__week-000-1__to__week-010"] == "rating 'Post-Op/PD' is not a RANO response label"
+    assert "CURRENT study week-030 lacks" in reasons["Patient-001__week-020__to__week-030"]
+    truth = load_ground_truth(tmp_path / "cases", "Patient-001__week-010__to__week-020")
+    assert truth.answers == {"answer": "D"}
+    assert truth.evidence_fields == {
+        "non_measurable_lesion": True,
+        "t2_progression": True,
+        "current_target_lesion": False,
+        "new_target_lesion": False,
+        "current_non_target_lesion": False,
+        "new_non_target_lesion": False,
+    }
+    case = load_cases(tmp_path / "cases")[0]
+    assert sorted(volume.name for volume in case.volumes)[:2] == ["CURRENT_CT1", "CURRENT_FLAIR"]
+
+
+def test_nsclc_fixture_quirks(cohort, tmp_path):
+    raw = tmp_path / "raw"
+    shutil.copytree(cohort / DATASET_DIRS["nsclc"], raw)
+    clinical = next(raw.glob("NSCLCR01Radiogenomic_DATA_LABELS*.csv"))
+    rows = list(csv.reader(open(clinical, encoding="utf-8")))
+    assert "Histology " in rows[0]  # the distributed header keeps its trailing space
+    t_column = rows[0].index("Pathological T stage")
+    rows[1][t_column] = "Not Collected"
+    rows[2][rows[0].index("Tumor Location (choice=LLL)")] = "Checked"  # two lobes ticked
+    _write_csv(clinical, rows)
+    manifest = prepare("nsclc", raw, tmp_path / "cases", include_amc=True)
+    ids = [case["case_id"] for case in manifest["cases"]]
+    assert ids == ["AMC-001", "R01-001"]
+    assert load_ground_truth(tmp_path / "cases", "R01-001").answers["q2"] == "E"
+    reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
+    assert "exactly one lobe" in reasons["R01-002"]
+    seg_dir = next((raw / "manifest-1622561851074" / "NSCLC Radiogenomics" / "R01-001").rglob("1000.0*"))
+    shutil.rmtree(seg_dir)
+    manifest = prepare("nsclc", raw, tmp_path / "cases2")
+    reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
+    assert "has no .dcm file" in reasons["R01-001"]  # metadata.csv lists a series that is not on disk
+
+
+def test_bracs_fixture_quirks(tmp_path):
+    from PIL import Image
+
+    raw = tmp_path / "raw"
+    image = Image.new("RGB", (600, 400), (230, 180, 200))
+    square = [[100.0, 100.0], [300.0, 100.0], [300.0, 300.0], [100.0, 300.0]]
+    for slide_id, folder in (("BRACS_1", "Type_DCIS"), ("BRACS_2", "Type_N"), ("BRACS_3", "Type_IC")):
+        path = raw / "BRACS_WSI" / "val" / "Group_MT" / folder / f"{slide_id}.svs"
+        write_pyramid(path, image, mpp=0.5, aperio=True, levels=2)
+    (raw / "BRACS_WSI" / "val" / "Group_MT" / "Type_DCIS" / "BRACS_1.geojson").write_text(
+        json.dumps(geojson_export([("Ductal carcinoma in situ", square), ("Tissue", square)]))
+    )
+    (raw / "BRACS_WSI" / "val" / "Group_MT" / "Type_IC" / "BRACS_3.geojson").write_text("{not json")
+    (raw / "BRACS.xlsx").write_bytes(
+        deterministic_xlsx(
+            [
+                ["WSI Filename", "Set", "WSI label"],
+                ["BRACS_1.svs", "val", "Type_DCIS"],
+                ["BRACS_2", "val", "IC"],
+                ["BRACS_3", "val", "IC"],
+            ],
+            "WSI_Information",
+        )
+    )
+    manifest = prepare("bracs", raw, tmp_path / "cases")
+    assert [case["case_id"] for case in manifest["cases"]] == ["BRACS_1"]
+    reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
+    assert "disagrees" in reasons["BRACS_2"] and "BRACS_3" in reasons
+    truth = load_ground_truth(tmp_path / "cases", "BRACS_1")
+    assert truth.answers == {"answer": "DCIS"} and truth.slide_size == [600, 400]
+    assert [region["label"] for region in truth.regions] == ["DCIS"]  # "Tissue" is not a BRACS class
+
+
+def test_camelyon_fixture_quirks(tmp_path):
+    from PIL import Image
+
+    raw = tmp_path / "raw"
+    image = Image.new("RGB", (500, 500), (230, 180, 200))
+    for name in ("patient_010_node_1", "patient_010_node_2", "patient_010_node_3", "patient_010_node_4"):
+        write_pyramid(raw / "training" / "center_2" / f"{name}.tif", image, mpp=1.0, aperio=False, levels=2)
+    (raw / "training" / "center_2" / "patient_010_node_4.tif").write_bytes(b"not a tiff")
+    tumour = [[0.0, 0.0], [200.0, 0.0], [200.0, 200.0], [0.0, 200.0]]
+    hole = [[50.0, 50.0], [150.0, 50.0], [150.0, 150.0], [50.0, 150.0]]
+    notes = raw / "training" / "lesion_annotations"
+    notes.mkdir(parents=True)
+    (notes / "patient_010_node_1.xml").write_text(asap_xml([("_0", tumour), ("_2", hole)]))
+    (notes / "patient_010_node_3.xml").write_text(asap_xml([("Mystery", tumour)]))
+    _write_csv(
+        raw / "training" / "stage_labels.csv",
+        [
+            ["patient", "stage"],
+            ["patient_010.zip", "pN1"],
+            ["patient_010_node_1.tif", "macro"],
+            ["patient_010_node_2.tif", "negative"],
+            ["patient_010_node_3.tif", "micro"],
+            ["patient_010_node_4.tif", "itc"],
+        ],
+    )
+    manifest = prepare("camelyon17", raw, tmp_path / "cases")
+    assert [case["case_id"] for case in manifest["cases"]] == ["patient_010_node_1", "patient_010_node_2"]
+    reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
+    assert "'Mystery'" in reasons["patient_010_node_3"] and "unreadable slide" in reasons["patient_010_node_4"]
+    truth = load_ground_truth(tmp_path / "cases", "patient_010_node_1")
+    tumour_region = [region for region in truth.regions if region["kind"] == "tumor"][0]
+    assert point_in_polygon(*tumour_region["reference_point"], tumour)
+    assert not point_in_polygon(*tumour_region["reference_point"], hole)

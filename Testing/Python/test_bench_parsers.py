@@ -1,0 +1,171 @@
+"""Golden tests of the response parsers: every quirk of real model output listed in issue 3."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+from MedOpenClawLib.bench.parsers import parse_response
+
+UCSF_FULL = """Rationale: ring-enhancing **mass** with necrosis.
+
+EVIDENCE:
+KEY_SLICE_AXIAL_MM: 12.5 mm
+KEY_SLICE_SAGITTAL_MM: **-31**
+KEY_SLICE_CORONAL_MM: `4.25mm`
+RAS: (-31, 4.25, 1.25e1)
+ANSWER: (B)
+On reflection the enhancement pattern is typical.
+ANSWER: **A. Glioblastoma**
+"""
+
+
+def test_ucsf_markdown_units_parentheses_last_answer_wins():
+    parsed = parse_response("ucsf-pdgm", UCSF_FULL)
+    assert parsed == {
+        "answer": "A",
+        "evidence": {
+            "key_slice_axial_mm": 12.5,
+            "key_slice_sagittal_mm": -31.0,
+            "key_slice_coronal_mm": 4.25,
+            "ras": [-31.0, 4.25, 12.5],
+        },
+        "errors": [],
+    }
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("ANSWER: B", "B"),
+        ("ANSWER: (B)", "B"),
+        ("ANSWER: B)", "B"),
+        ("ANSWER: B. Oligodendroglioma / Astrocytoma", "B"),
+        ("ANSWER: B. Oligodendroglioma", "B"),
+        ("answer: b", "B"),
+        ("Final answer: **E**", "E"),
+        ("ANSWER: Pilocytic Astrocytoma", "E"),
+        ("ANSWER: [F]", "F"),
+        ("ANSWER: C) No tumor", "C"),
+        ("ANSWER: D - because of the cortical location", "D"),
+    ],
+)
+def test_ucsf_answer_forms(line, expected):
+    assert parse_response("ucsf-pdgm", f"text\n{line}\n")["answer"] == expected
+
+
+@pytest.mark.parametrize("line", ["ANSWER: A) Pilocytic Astrocytoma", "ANSWER: G", "ANSWER: maybe", "no answer"])
+def test_ucsf_disagreeing_or_invalid_answers_are_null_with_error(line):
+    parsed = parse_response("ucsf-pdgm", line)
+    assert parsed["answer"] is None
+    assert any(error.startswith("answer") for error in parsed["errors"])
+
+
+def test_ras_in_brackets_and_bad_values():
+    parsed = parse_response("ucsf-pdgm", "RAS: [1.5, -2, 3]\nKEY_SLICE_AXIAL_MM: n/a\nANSWER: A")
+    assert parsed["evidence"]["ras"] == [1.5, -2.0, 3.0]
+    assert parsed["evidence"]["key_slice_axial_mm"] is None
+    assert any("key_slice_axial_mm: not a number" in error for error in parsed["errors"])
+    assert parse_response("ucsf-pdgm", "RAS: [1, 2]\nANSWER: A")["evidence"]["ras"] is None
+
+
+def test_lumiere_yes_no_any_case_and_label_text():
+    text = """```
+NON_MEASURABLE_LESION: yes
+T2_PROGRESSION: No.
+CURRENT_TARGET_LESION: **YES**
+NEW_TARGET_LESION: no
+CURRENT_NON_TARGET_LESION: True
+NEW_NON_TARGET_LESION: maybe
+ANSWER: PD
+```"""
+    parsed = parse_response("lumiere", text)
+    assert parsed["answer"] == "A"
+    assert parsed["evidence"] == {
+        "non_measurable_lesion": True,
+        "t2_progression": False,
+        "current_target_lesion": True,
+        "new_target_lesion": False,
+        "current_non_target_lesion": True,
+        "new_non_target_lesion": None,
+    }
+    assert parsed["errors"] == ["new_non_target_lesion: expected YES or NO, got 'maybe'"]
+    assert parse_response("lumiere", "ANSWER: D) CR")["answer"] == "D"
+    assert parse_response("lumiere", "ANSWER: D) PR")["answer"] is None
+
+
+def test_nsclc_compact_string_last_wins_and_ranges():
+    text = (
+        "Evidence...\nKEY_SLICE_AXIAL_MM: 40\nKEY_SLICE_SAGITTAL_MM: 89.5\nKEY_SLICE_CORONAL_MM: 11\n"
+        "RAS: [89.5, 11, 40]\nDraft 1A2A3A4A5A\n**1C 2D 3B 4A 5B**\nThanks."
+    )
+    parsed = parse_response("nsclc", text)
+    assert parsed["answers"] == {"q1": "C", "q2": "D", "q3": "B", "q4": "A", "q5": "B"}
+    assert parsed["evidence"]["ras"] == [89.5, 11.0, 40.0]
+    assert parsed["errors"] == []
+    out_of_range = parse_response("nsclc", "1G2G3F4E5F")
+    assert out_of_range["answers"] == {"q1": "G", "q2": None, "q3": None, "q4": "E", "q5": "F"}
+    assert "q2: G is not an option (valid ABCDEF)" in out_of_range["errors"]
+    per_line = parse_response("nsclc", "Q1: A\nQ2: T2\nQ3: N0")
+    assert per_line["answers"]["q1"] == "A" and per_line["answers"]["q2"] == "B" and per_line["answers"]["q3"] == "A"
+    assert per_line["answers"]["q4"] is None
+
+
+def test_bracs_json_in_fence_with_trailing_prose():
+    text = (
+        'Here you go:\n```json\n{"selected_option": "F", "wsi_label": "dcis", "confidence": 0.7, '
+        '"localizations": [{"x": 1200.5, "y": 88}, [3, 4], "bad"]}\n```\nHope this helps {not json}.'
+    )
+    parsed = parse_response("bracs", text)
+    assert parsed["answer"] == "DCIS"
+    assert parsed["localizations"] == [[1200.5, 88.0], [3.0, 4.0]]
+    assert parsed["errors"] == ['localizations[2]: not an x/y pair: "bad"']
+
+
+def test_bracs_option_label_agreement():
+    assert parse_response("bracs", '{"selected_option": "A", "wsi_label": "IC"}')["answer"] is None
+    assert parse_response("bracs", '{"selected_option": "G"}')["answer"] == "IC"
+    assert parse_response("bracs", '{"wsi_label": "Invasive carcinoma", "localizations": []}')["answer"] == "IC"
+    assert parse_response("bracs", "I think it is DCIS.")["answer"] is None
+
+
+def test_camelyon_fields_and_disagreement():
+    good = parse_response(
+        "camelyon17",
+        '{"tumor_presence_option": "B", "tumor_presence": "tumor_present", '
+        '"largest_metastasis_option": "D", "largest_metastasis": "MACRO", '
+        '"localizations": [{"x": 5, "y": 6}]}',
+    )
+    assert good == {
+        "tumor_presence": "tumor_present",
+        "largest_metastasis": "macro",
+        "localizations": [[5.0, 6.0]],
+        "errors": [],
+    }
+    bad = parse_response(
+        "camelyon17",
+        '{"tumor_presence_option": "A", "tumor_presence": "tumor_present", "largest_metastasis_option": "C"}',
+    )
+    assert bad["tumor_presence"] is None and bad["largest_metastasis"] == "micro"
+
+
+@pytest.mark.parametrize("module", ["ucsf-pdgm", "lumiere", "nsclc", "bracs", "camelyon17"])
+@pytest.mark.parametrize("text", [None, "", "\x00\x01", "{" * 500, "ANSWER:" * 50, "```" * 9])
+def test_never_raises(module, text):
+    parsed = parse_response(module, text)
+    assert parsed["errors"]
+
+
+def test_cli_parse_reads_stdin(monkeypatch, capsys):
+    import argparse
+
+    from MedOpenClawLib.bench.commands import add_commands
+
+    parser = argparse.ArgumentParser()
+    add_commands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["bench", "parse", "--module", "lumiere"])
+    monkeypatch.setattr("sys.stdin", io.StringIO("ANSWER: **C**\n"))
+    assert args.func(args) == 0
+    assert json.loads(capsys.readouterr().out)["answer"] == "C"
