@@ -225,7 +225,7 @@ class CopilotPanel:
         self._rendered = len(session.conversation.entries)
         for card_id, widgets in self._cards.items():
             self._update_card(session.queue.cards[card_id], widgets)
-        if self.evidence_list.count() != len(session.evidence.items):
+        if read(self.evidence_list, "count") != len(session.evidence.items):
             self.evidence_list.clear()
             for item in session.evidence.items:
                 row = qt.QListWidgetItem(f"{item.ref} — {item.summary}")

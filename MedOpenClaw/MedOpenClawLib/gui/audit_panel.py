@@ -120,7 +120,7 @@ class AuditLogPanel:
             self._append_row(row)
 
     def _append_row(self, row) -> None:
-        index = self.table.rowCount()
+        index = read(self.table, "rowCount")
         self.table.insertRow(index)
         for column, text in enumerate(row.cells):
             item = qt.QTableWidgetItem(text)

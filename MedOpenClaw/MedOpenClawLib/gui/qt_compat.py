@@ -4,7 +4,8 @@ The panels are written against the subset of the API both bindings share: classe
 (``qt.QPushButton``), enum values through their class (``qt.QHeaderView.Stretch``), new-style signals
 (``button.clicked.connect(slot)``) and setters (``setText``). Getters differ — PythonQt turns Qt properties into
 attributes (``edit.text``) while PySide6 keeps methods (``edit.text()``) — so panels read properties with
-:func:`read`, which is ``QObject.property`` in both.
+:func:`read`, which is ``QObject.property`` in both. That includes getters that look like plain methods but
+are Qt properties (``QTableWidget.rowCount``, ``QListWidget.count``/``currentRow``, ``QScrollBar.maximum``).
 """
 
 from __future__ import annotations

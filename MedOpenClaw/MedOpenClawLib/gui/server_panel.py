@@ -95,7 +95,7 @@ class ServerControlsPanel:
         self._show_server_state()
 
     def roots(self) -> list[str]:
-        return [self.roots_list.item(index).text() for index in range(self.roots_list.count())]
+        return [self.roots_list.item(index).text() for index in range(read(self.roots_list, "count"))]
 
     def change_track(self, *_args) -> None:
         if self.session is None:
@@ -121,7 +121,7 @@ class ServerControlsPanel:
         self.add_root(qt.QFileDialog.getExistingDirectory(self.widget, "Folder the agent may open cases from"))
 
     def remove_selected_root(self) -> None:
-        row = self.roots_list.currentRow()
+        row = read(self.roots_list, "currentRow")
         if row < 0 or self.session is None:
             return
         remaining = [root for index, root in enumerate(self.roots()) if index != row]
