@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from .audit import read_trace
 from .registry import ActionRegistry
 
-# application name in session_config -> (module, builder function)
+# application name in session_config -> (module, builder function); the builders create fresh headless
+# viewers, so a replay started inside the Slicer GUI never touches the user's scene
 SESSION_BUILDERS = {
-    "slicer": ("MedOpenClawLib.session", "build_slicer_registry"),
+    "slicer": ("MedOpenClawLib.session", "build_headless_slicer_registry"),
     "wsi": ("MedOpenClawLib.pathology.actions", "build_pathology_registry"),
 }
 IGNORED_STATE_KEYS = ("time",)

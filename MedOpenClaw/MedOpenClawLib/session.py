@@ -81,3 +81,8 @@ def build_slicer_registry(
     context = SlicerContext(ViewerEngine(app), policy, artifacts_dir)
     config = {"app": "slicer", "track": track, "max_rounds": max_rounds, "data_roots": policy.data_roots.to_json()}
     return ActionRegistry(context, toolsets_for(track), trace, config)
+
+
+def build_headless_slicer_registry(data_roots=None, track: str = "A", **options) -> ActionRegistry:
+    """Like :func:`build_slicer_registry`, but always on a new headless scene, even inside the Slicer GUI."""
+    return build_slicer_registry(data_roots, track, app=SlicerApplication.headless(), **options)

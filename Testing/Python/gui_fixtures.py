@@ -40,13 +40,6 @@ def slicer_session(tmp_path: Path, max_rounds: int | None = None):
     return registry
 
 
-def close_session(registry) -> None:
-    """Detach the slice logics before the scene is garbage-collected: slice logics that outlive their scene
-    crash slicer-core's teardown (seen with slicer-core 5.13 when a test's scene is collected)."""
-    for logic in registry.context.engine.app.slice_logics.values():
-        logic.SetMRMLScene(None)
-
-
 def qt_application():
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from MedOpenClawLib.gui.qt_compat import application

@@ -9,7 +9,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
 from agents_fakes import FakeModelServer, Scripted, openai_reply  # noqa: E402
-from gui_fixtures import close_session, pump, qt_application, slicer_session  # noqa: E402
+from gui_fixtures import pump, qt_application, slicer_session  # noqa: E402
 
 from MedCopilotLib.panel import CopilotPanel  # noqa: E402
 from MedCopilotLib.settings import DictSettingsStore  # noqa: E402
@@ -21,7 +21,6 @@ def registry(tmp_path):
     qt_application()
     registry = slicer_session(tmp_path)
     yield registry
-    close_session(registry)
 
 
 def buttons(panel, text):

@@ -8,7 +8,7 @@ import time
 
 import pytest
 from agents_fakes import FakeModelServer, Scripted, openai_reply
-from gui_fixtures import close_session, slicer_session
+from gui_fixtures import slicer_session
 
 from MedCopilotLib.approvals import ApprovalError, Decision
 from MedCopilotLib.session import AWAITING_APPROVAL, IDLE, THINKING, CopilotBusy, CopilotSession
@@ -22,7 +22,6 @@ API_KEY = "sk-test-never-logged-4242"
 def registry(tmp_path):
     registry = slicer_session(tmp_path)
     yield registry
-    close_session(registry)
 
 
 def make_session(registry, server, **options) -> CopilotSession:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from gui_fixtures import close_session, slicer_session
+from gui_fixtures import slicer_session
 
 from MedOpenClawLib.audit import AuditTrace
 from MedOpenClawLib.gui.audit_table import AuditFilter, AuditTableModel, LiveAuditFeed
@@ -22,7 +22,6 @@ def session(tmp_path):
     registry.call("set_slice_offset", {"view": "axial", "offset": "high", "size": 64})  # schema error
     registry.call("select_volume", {"volume_name": "T1", "size": 64}, actor="human")
     yield registry
-    close_session(registry)
 
 
 def model_of(registry) -> AuditTableModel:
@@ -128,3 +127,12 @@ def test_export_and_verify_of_the_session_trace(session, tmp_path):
     assert not verify(trace_path).ok
     with pytest.raises(ValueError, match="fails verification"):
         export_trace(trace_path, tmp_path / "export" / "tampered.zip")
+
+
+def test_replay_button_re_executes_the_session_on_a_headless_scene(session, tmp_path):
+    from MedOpenClawLib.gui.trace_tools import replay
+
+    report = replay(session.trace.path, [tmp_path / "data"])
+    assert report.ok, report.message
+    assert report.actions == len(session.trace.actions())
+    assert session.context.engine.app.scene is not None  # the live session was not touched

@@ -10,7 +10,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 import pytest  # noqa: E402
 import requests  # noqa: E402
-from gui_fixtures import close_session, pump, qt_application, slicer_session  # noqa: E402
+from gui_fixtures import pump, qt_application, slicer_session  # noqa: E402
 
 from MedOpenClawLib.gui.app_session import AppSession  # noqa: E402
 from MedOpenClawLib.gui.audit_panel import AuditLogPanel  # noqa: E402
@@ -26,7 +26,6 @@ def app_session(tmp_path):
     session = AppSession(registry)
     yield session
     session.stop_server()
-    close_session(registry)
 
 
 def in_thread(function):

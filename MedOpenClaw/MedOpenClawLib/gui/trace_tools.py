@@ -43,11 +43,5 @@ def verify(trace_path: str | os.PathLike) -> VerifyReport:
 
 
 def replay(trace_path: str | os.PathLike, data_roots: list[str | os.PathLike]) -> ReplayReport:
-    """Re-run the trace on a fresh scene. Inside the Slicer GUI the session builder binds to the live scene,
-    which a replay must never touch, so there the user is given the command to run instead."""
-    import slicer
-
-    if hasattr(getattr(slicer, "app", None), "layoutManager"):  # the Slicer GUI, not slicer-core
-        roots = " ".join(f"--data-root {root}" for root in data_roots)
-        raise RuntimeError(f"replay needs a separate scene; run: medopenclaw replay {trace_path} {roots}")
+    """Re-run the trace on a fresh headless scene (never the user's scene, even inside the Slicer GUI)."""
     return replay_trace(trace_path, data_roots)
