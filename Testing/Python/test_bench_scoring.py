@@ -7,6 +7,7 @@ import json
 import nibabel as nib
 import numpy as np
 import pytest
+
 from MedOpenClawLib.bench.cases import GroundTruth
 from MedOpenClawLib.bench.scoring import aggregate, score_case
 from MedOpenClawLib.bench.scoring.geometry import VoxelMask, key_slice_in_range, point_in_polygon

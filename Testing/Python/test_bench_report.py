@@ -1,0 +1,162 @@
+"""The report reads a run directory whose trace was produced through the real registry and audit trace."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from MedOpenClawLib.audit import AuditTrace
+from MedOpenClawLib.bench.cases import Case, GroundTruth, PackageWriter, load_ground_truth
+from MedOpenClawLib.bench.commands import add_commands
+from MedOpenClawLib.bench.loaders.common import localization_record, questions_for
+from MedOpenClawLib.bench.parsers import parse_response
+from MedOpenClawLib.bench.scoring import aggregate, score_case
+from MedOpenClawLib.bench.scoring.process import aggregate_process, process_metrics
+from MedOpenClawLib.bench.synthetic.common import write_nifti
+from MedOpenClawLib.policy import SessionPolicy
+from MedOpenClawLib.registry import ActionRegistry, Toolset
+from MedOpenClawLib.result import ActionError, RenderedImage, Result
+
+
+class SceneStub:
+    """Minimal ActionContext: no scene, nothing to roll back."""
+
+    def __init__(self):
+        self.policy = SessionPolicy(max_rounds=5)
+
+    def state(self) -> dict:
+        return {"active": "T1c"}
+
+    def checkpoint(self):
+        return None
+
+    def rollback(self, token) -> None:
+        return None
+
+
+def _package(tmp_path):
+    writer = PackageWriter(tmp_path / "cases", "ucsf-pdgm", tmp_path)
+    data = np.zeros((12, 12, 12), dtype=np.uint8)
+    data[4:8, 4:8, 4:8] = 1
+    mask = write_nifti(writer.hidden_dir("UCSF-PDGM-0001") / "mask.nii.gz", data, np.eye(4))
+    (writer.data_dir("UCSF-PDGM-0001")).mkdir(parents=True)
+    case = Case(
+        "ucsf-pdgm",
+        "UCSF-PDGM-0001",
+        "data/UCSF-PDGM-0001",
+        ["data/UCSF-PDGM-0001"],
+        questions=questions_for("ucsf-pdgm"),
+    )
+    writer.add(
+        case,
+        GroundTruth(
+            "ucsf-pdgm", "UCSF-PDGM-0001", {"answer": "A"}, localization=localization_record(mask, "UCSF-PDGM-0001_T1c")
+        ),
+    )
+    writer.finish()
+    return tmp_path / "cases"
+
+
+def _trace(path):
+    tools = Toolset("viewer")
+
+    @tools.action("observe", "viewer", "Render one view", properties={"view": {"type": "string"}}, required=["view"])
+    def observe(context, view):
+        if view not in ("axial", "sagittal", "coronal"):
+            raise ActionError("invalid_argument", f"unknown view {view!r}")
+        pixels = np.full((16, 16), 90, dtype=np.uint8)
+        return Result(True, {"view": view}, images=[RenderedImage(view, 16, 16, 5.0, pixels=pixels)])
+
+    trace = AuditTrace(path, header={"case_id": "UCSF-PDGM-0001"}, save_images=True)
+    registry = ActionRegistry(SceneStub(), [tools], trace)
+    trace.record_event("episode_prompt", {"system": "You are <b>a radiology assistant</b>", "user": "Case brief"})
+    registry.call("observe", {"view": "axial"}, round_id=1)
+    registry.call("observe", {"view": "oblique"}, round_id=2)
+    trace.record_event("model_output", {"usage": {"input_tokens": 1200, "output_tokens": 80}}, actor="agent")
+    trace.record_event("episode_end", {"budget_exhausted": False})
+    return trace
+
+
+def test_report_pages_from_a_registry_trace(tmp_path):
+    cases_dir = _package(tmp_path)
+    run = tmp_path / "run"
+    episode = run / "episodes" / "UCSF-PDGM-0001__r0"
+    trace = _trace(episode / "trace-1.jsonl")
+    response = (
+        "EVIDENCE:\nKEY_SLICE_AXIAL_MM: 5\nKEY_SLICE_SAGITTAL_MM: 5\nKEY_SLICE_CORONAL_MM: 20\n"
+        "RAS: [5, 5, 5]\nANSWER: A"
+    )
+    parsed = parse_response("ucsf-pdgm", response)
+    score = score_case("ucsf-pdgm", load_ground_truth(cases_dir, "UCSF-PDGM-0001"), parsed)
+    score.details["parsed"] = parsed
+    assert (score.task, score.strict, score.loc) == (1.0, 0.0, 1.0)  # coronal key slice 20 is outside 3.5..7.5
+    result = {
+        "episode_id": "UCSF-PDGM-0001__r0",
+        "case_id": "UCSF-PDGM-0001",
+        "response": response,
+        "invalid": None,
+        "trace": "episodes/UCSF-PDGM-0001__r0/trace-1.jsonl",
+        "score": score.to_json(),
+    }
+    (episode / "result.json").write_text(json.dumps(result))
+    summary = aggregate([score])
+    summary["process"] = aggregate_process([process_metrics("ucsf-pdgm", trace.records, answered=True)])
+    (run / "summary.json").write_text(json.dumps(summary))
+    (run / "run.json").write_text(
+        json.dumps({"module": "ucsf-pdgm", "agent": "scripted", "track": "A", "cases_dir": str(cases_dir)})
+    )
+
+    parser = argparse.ArgumentParser()
+    add_commands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["bench", "report", str(tmp_path)])
+    assert args.func(args) == 0
+    report = tmp_path / "report"
+    table = (report / "results.md").read_text()
+    assert "| run | ucsf-pdgm | scripted | A | 1 | 1.00 | 0.00 | 1.00 | 0 |" in table
+    rows = json.loads((report / "results.json").read_text())
+    assert rows[0]["input_tokens"] == 1200 and rows[0]["execution"] is not None
+    page = (report / "run" / "episodes" / "UCSF-PDGM-0001__r0.html").read_text()
+    assert "&lt;b&gt;a radiology assistant&lt;/b&gt;" in page  # prompt shown, escaped
+    assert "invalid_argument" in page and "&quot;view&quot;: &quot;oblique&quot;" in page
+    assert 'key_slice_coronal: <span class="fail">fail</span>' in page
+    assert 'ras_in_mask: <span class="pass">pass</span>' in page
+    image_src = page.split('<img src="')[1].split('"')[0]
+    assert (report / "run" / "episodes" / image_src).resolve().is_file()
+    assert (report / "run" / "episodes" / "UCSF-PDGM-0001__r0.png").is_file()
+    assert "UCSF-PDGM-0001__r0.html" in (report / "index.html").read_text()
+
+
+def test_score_command_writes_per_case_files(tmp_path, capsys):
+    cases_dir = _package(tmp_path)
+    responses = tmp_path / "responses.jsonl"
+    responses.write_text(
+        json.dumps({"case_id": "UCSF-PDGM-0001", "response": "ANSWER: B"})
+        + "\n"
+        + json.dumps({"case_id": "nope", "response": "x"})
+        + "\nnot json\n"
+    )
+    parser = argparse.ArgumentParser()
+    add_commands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(
+        ["bench", "score", "--module", "ucsf-pdgm", "--cases", str(cases_dir), "--responses", str(responses)]
+    )
+    assert args.func(args) == 0
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    assert {key: summary[key] for key in ("module", "n", "task", "strict", "loc", "invalid")} == {
+        "module": "ucsf-pdgm",
+        "n": 1,
+        "task": 0.0,
+        "strict": 0.0,
+        "loc": 0.0,
+        "invalid": 0,
+    }
+    assert "not a case of this package" in captured.err and "line 3: not JSON" in captured.err
+    per_case = json.loads((tmp_path / "responses_scores" / "UCSF-PDGM-0001.json").read_text())
+    assert per_case["details"]["parsed"]["answer"] == "B"
+    wrong = parser.parse_args(
+        ["bench", "score", "--module", "bracs", "--cases", str(cases_dir), "--responses", str(responses)]
+    )
+    assert wrong.func(wrong) == 2
