@@ -67,6 +67,11 @@ class ArtifactGraph:
         self.transforms = {transform.id: transform for transform in transforms}
         self.segmentations = {segmentation.id: segmentation for segmentation in segmentations}
 
+    def with_volume(self, volume: VolumeArtifact) -> ArtifactGraph:
+        """The graph with ``volume`` added or replaced: checks a binding before the scene is changed."""
+        volumes = {**self.volumes, volume.id: volume}
+        return ArtifactGraph(volumes.values(), self.transforms.values(), self.segmentations.values())
+
     def name(self, node_id: str | None) -> str:
         for table in (self.volumes, self.transforms, self.segmentations):
             if node_id in table:
@@ -111,8 +116,8 @@ class ArtifactGraph:
         source_space = self._raw_space(source) if source else Space(f"unknown:{source_id}", False)
         moving_space = self._raw_space(moving) if moving else Space(f"unknown:{transform.moving}", False)
         if source_id != transform.moving and source_space.key != moving_space.key:
-            certainty = "is in a different frame of reference" if (
-                source_space.certain and moving_space.certain) else "is not known to share the space"
+            certain = source_space.certain and moving_space.certain
+            certainty = "is in a different frame of reference" if certain else "is not known to share the space"
             return Space(
                 f"misbound:{volume.id}",
                 False,
@@ -121,6 +126,7 @@ class ArtifactGraph:
                     f"{volume.name} {verb} {transform.name}, estimated for moving volume {self.name(transform.moving)} "
                     f"(fixed {self.name(transform.fixed)}); {self.name(source_id)} {certainty} of "
                     f"{self.name(transform.moving)}",
+                    certain,
                 ),
             )
         return self.space_of(transform.fixed, visiting)
@@ -137,6 +143,7 @@ class ArtifactGraph:
                 "unregistered",
                 f"{a} and {b} are in different frames of reference and no registration links them; run "
                 f"register_volumes (fixed {a}, moving {b}) and apply or resample its transform first",
+                certain=True,
             )]
         return [_problem(
             "alignment_unverified",
@@ -163,5 +170,6 @@ class ArtifactGraph:
         }
 
 
-def _problem(code: str, message: str) -> dict:
-    return {"code": code, "message": message}
+def _problem(code: str, message: str, certain: bool = False) -> dict:
+    """``certain``: established from frames of reference, not inferred; callers may refuse on certain problems."""
+    return {"code": code, "message": message, "certain": certain}

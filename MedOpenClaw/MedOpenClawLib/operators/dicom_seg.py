@@ -8,6 +8,7 @@ resampled one would not be the mask the agent saw.
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,6 +21,10 @@ from pydicom.sr.codedict import codes
 from .image import LPS_FROM_RAS, ImageVolume
 
 GRID_TOLERANCE_VOXELS = 0.01
+# Type 2 patient/study attributes a SEG copies from its source: required to be present, allowed to be empty
+# (de-identified series often drop them)
+TYPE2_SOURCE_ATTRIBUTES = ("PatientName", "PatientID", "PatientBirthDate", "PatientSex", "StudyDate", "StudyTime",
+                           "StudyID", "AccessionNumber", "ReferringPhysicianName")
 ALGORITHM_TYPES = ("AUTOMATIC", "SEMIAUTOMATIC", "MANUAL")
 
 
@@ -50,6 +55,7 @@ def export_seg(
         raise DicomSegError("nothing to export: no segments")
     if not source_datasets:
         raise DicomSegError("the source DICOM series is not available for this volume")
+    source_datasets = [_with_type2_attributes(dataset) for dataset in source_datasets]
     frames = np.zeros((len(source_datasets), source_datasets[0].Rows, source_datasets[0].Columns, len(segments)), bool)
     for index, dataset in enumerate(source_datasets):
         k, j, i = _volume_indices(volume, _pixel_centres_lps(dataset))
@@ -94,6 +100,16 @@ def import_seg(path: str | os.PathLike, volume: ImageVolume) -> list[tuple[str, 
         mask[k, j, i] = array.reshape(-1) > 0
         result.append((seg.get_segment_description(number).segment_label, mask))
     return result
+
+
+def _with_type2_attributes(dataset: Dataset) -> Dataset:
+    missing = [name for name in TYPE2_SOURCE_ATTRIBUTES if name not in dataset]
+    if not missing:
+        return dataset
+    completed = copy.deepcopy(dataset)
+    for name in missing:
+        setattr(completed, name, "")
+    return completed
 
 
 def _pixel_centres_lps(dataset: Dataset) -> np.ndarray:

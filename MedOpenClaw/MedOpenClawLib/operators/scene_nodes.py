@@ -177,14 +177,11 @@ def find_segmentation(scene, ref: str):
 
 
 def find_transform(scene, ref: str):
-    for index in range(scene.GetNumberOfNodesByClass("vtkMRMLLinearTransformNode")):
-        node = scene.GetNthNodeByClass(index, "vtkMRMLLinearTransformNode")
+    nodes = _nodes(scene, "vtkMRMLLinearTransformNode")
+    for node in nodes:
         if ref in (node.GetID(), node.GetName()):
             return node
-    names = ", ".join(
-        scene.GetNthNodeByClass(i, "vtkMRMLLinearTransformNode").GetName()
-        for i in range(scene.GetNumberOfNodesByClass("vtkMRMLLinearTransformNode"))
-    )
+    names = ", ".join(node.GetName() for node in nodes)
     raise ActionError("transform_not_found", f"no transform {ref!r}; available: {names or 'none'}")
 
 
@@ -226,7 +223,9 @@ def artifact_graph(engine) -> ArtifactGraph:
 
 
 def _nodes(scene, class_name: str) -> list:
-    return [scene.GetNthNodeByClass(index, class_name) for index in range(scene.GetNumberOfNodesByClass(class_name))]
+    """User-visible nodes of a class (slice views own hidden transform nodes that are not artifacts)."""
+    nodes = [scene.GetNthNodeByClass(index, class_name) for index in range(scene.GetNumberOfNodesByClass(class_name))]
+    return [node for node in nodes if not node.GetHideFromEditors()]
 
 
 def _set_attributes(node, attributes: dict[str, str]) -> None:
