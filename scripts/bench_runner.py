@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "Testing" / "Python"))
 
 from agents_cases import write_ucsf_package  # noqa: E402
+
 from MedOpenClawLib.bench.agents.oracle import OracleAgent  # noqa: E402
 from MedOpenClawLib.bench.episode import EpisodePrompt  # noqa: E402
 from MedOpenClawLib.bench.runner import BenchmarkRunner, RunConfig  # noqa: E402

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import nibabel as nib
 import numpy as np
+
 from MedOpenClawLib.bench.cases import Case, GroundTruth, PackageWriter, VolumeRef
 from MedOpenClawLib.bench.labels import UCSF_OPTIONS
 from MedOpenClawLib.bench.scoring.geometry import VoxelMask

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
+
 from MedOpenClawLib.policy import SessionPolicy
 from MedOpenClawLib.registry import ActionRegistry, Toolset
 from MedOpenClawLib.result import ActionError, RenderedImage, Result

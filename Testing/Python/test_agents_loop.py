@@ -4,6 +4,7 @@ trace: malformed arguments, unknown tools, 429s, timeouts, budget exhaustion, re
 from __future__ import annotations
 
 from agents_fakes import FakeModelServer, Scripted, anthropic_reply, openai_reply, toy_registry
+
 from MedOpenClawLib.audit import AuditTrace, read_trace, verify_trace
 from MedOpenClawLib.bench.agents.base import AgentContext
 from MedOpenClawLib.bench.agents.model import ModelAgent
@@ -103,7 +104,7 @@ def test_one_call_per_round_for_pathology(tmp_path):
     ]
     seen = []
 
-    def observation(env):
+    def observation(env, rounds_used):
         seen.append(True)
         result = env.call("observe", {"size": 8}, actor="system")
         from MedOpenClawLib.bench.episode import result_images

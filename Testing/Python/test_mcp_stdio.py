@@ -7,6 +7,7 @@ import io
 import json
 
 from agents_fakes import toy_registry
+
 from MedOpenClawLib.audit import AuditTrace
 from MedOpenClawLib.server.mcp import MCPServer, serve
 

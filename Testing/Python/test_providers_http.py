@@ -7,6 +7,7 @@ import base64
 
 import pytest
 from agents_fakes import FakeModelServer, Scripted, anthropic_reply, openai_reply
+
 from MedOpenClawLib.providers import (
     ImageInput,
     Message,

@@ -11,6 +11,7 @@ import signal
 
 import pytest
 from agents_cases import write_ucsf_package
+
 from MedOpenClawLib.audit import read_trace, verify_trace
 from MedOpenClawLib.bench.agents.oracle import OracleAgent
 from MedOpenClawLib.bench.agents.random_agent import RandomAgent

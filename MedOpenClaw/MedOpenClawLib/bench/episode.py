@@ -52,8 +52,9 @@ class EpisodePrompt:
 class EpisodeConfig:
     max_rounds: int = 20
     one_call_per_round: bool = False  # the pathology protocol: at most one tool call per round
-    # pathology: after each round the model sees the current viewer state summary and screenshot again
-    round_observation: Callable[[Environment], tuple[str, list[ImageInput]]] | None = None
+    # pathology: after each round the model sees the current viewer state summary and screenshot again;
+    # called with the environment and the number of tool rounds used so far
+    round_observation: Callable[[Environment, int], tuple[str, list[ImageInput]]] | None = None
 
 
 @dataclass
@@ -188,7 +189,7 @@ class EpisodeLoop:
             for index, call in enumerate(reply.tool_calls):
                 self._execute(call, outcome.rounds, index)
             if self.config.round_observation is not None:
-                text, images = self.config.round_observation(self.env)
+                text, images = self.config.round_observation(self.env, outcome.rounds)
                 outcome.images_received += len(images)
                 self.conversation.append(Message("user", text, images=images))
 

@@ -1,5 +1,6 @@
 """Episode set-up (paper App. H.1/H.4): the system preloads the case into the viewer and captures what is
-attached after the text prompt -- the scene inventory and the baseline axial, sagittal and coronal views.
+attached after the text prompt -- the scene inventory and the baseline axial, sagittal and coronal views
+(radiology), or the QuPath state summaries and screenshot (pathology) -- and fills the module's prompt.
 
 All set-up calls are made with ``actor="system"``: they are audited but do not spend the agent's budget.
 """
@@ -11,7 +12,8 @@ from dataclasses import dataclass, field
 
 from ..providers.messages import ImageInput
 from .cases import PATHOLOGY_MODULES, Case
-from .episode import Environment, result_images
+from .episode import Environment, EpisodePrompt, result_images
+from .prompts import build_prompt, pathology_round_text
 
 BASELINE_SIZE = 512
 
@@ -25,6 +27,7 @@ class Attachments:
     inventory: dict
     inventory_text: str
     images: list[ImageInput] = field(default_factory=list)
+    state_summaries: tuple[str, str] | None = None  # pathology: (direct, GUI) state summaries of App. H.2
 
 
 def viewer_kind(module: str) -> str:
@@ -52,27 +55,17 @@ def inventory_text(state: dict) -> str:
     return "\n".join(lines)
 
 
-ROUND_OBSERVATION = (
-    "Current QuPath direct state summary (software/viewer state from QuPath itself):\n{direct}\n\n"
-    "Current QuPath GUI state summary (rule-based GUI/control state, not pathology evidence):\n{gui}\n\n"
-    "Current viewer evidence:\n- The current QuPath viewer screenshot is attached in this message.\n"
-    "- Use the attached screenshot itself for pathology or image-content reasoning.\n\n"
-    "Decide the next best action:\n- either call exactly one tool\n- or provide the final answer"
-)
-
-
-def pathology_observation(env) -> tuple[str, list[ImageInput]]:
-    """The App. H.2 per-round observation: both state summaries and the current screenshot."""
+def pathology_observation(env) -> tuple[str, str, list[ImageInput]]:
+    """The viewer's current App. H.2 state summaries (direct, GUI) and screenshot."""
     observation = env.observation()
-    text = ROUND_OBSERVATION.format(direct=observation["direct_state_summary"], gui=observation["gui_state_summary"])
-    return text, result_images(observation, "viewer")
+    return observation["direct_state_summary"], observation["gui_state_summary"], result_images(observation, "viewer")
 
 
 def preload_pathology(env, case: Case) -> Attachments:
     _system_call(env, "load_case", {"case_path": str(case.path(case.slide or case.open_paths[0]))})
     _system_call(env, "set_image_type", {"image_type": "BRIGHTFIELD_H_E"})
-    text, images = pathology_observation(env)
-    return Attachments({}, text, images)
+    direct, gui, images = pathology_observation(env)
+    return Attachments({}, "", images, state_summaries=(direct, gui))
 
 
 def preload(env, case: Case) -> Attachments:
@@ -87,3 +80,37 @@ def preload_radiology(env: Environment, case: Case) -> Attachments:
     views = _system_call(env, "observe", {"size": BASELINE_SIZE})
     state = _system_call(env, "get_viewer_state", {})["data"]
     return Attachments(state, inventory_text(state), result_images(views, "baseline"))
+
+
+# The pathology task text points at the state summaries that follow it in every round message (App. H.2).
+PATHOLOGY_STATE_POINTER = "See the direct and GUI state summaries below and the attached screenshot."
+
+
+def pathology_round(case: Case, task: str, rounds_used: int, max_rounds: int, direct: str, gui: str) -> str:
+    """One App. H.2 round message: the task, the case summary (with the budget used) and both state summaries."""
+    summary = (f"Case alias: {case.brief.get('case_alias', case.case_id)}\n"
+               f"Tool-calling rounds used: {rounds_used} of {max_rounds}")
+    return pathology_round_text(task, summary, direct, gui)
+
+
+def module_prompt(case: Case, attachments: Attachments, max_rounds: int) -> EpisodePrompt:
+    """The module's App. H template with the scene inventory (or the QuPath state) and the images attached."""
+    if case.module in PATHOLOGY_MODULES:
+        system, task = build_prompt(case.module, case, max_rounds, scene_inventory=PATHOLOGY_STATE_POINTER)
+        direct, gui = attachments.state_summaries or ("", "")
+        return EpisodePrompt(system, pathology_round(case, task, 0, max_rounds, direct, gui), attachments.images)
+    system, task = build_prompt(case.module, case, max_rounds, scene_inventory=attachments.inventory_text)
+    return EpisodePrompt(system, task, attachments.images)
+
+
+class PathologyRounds:
+    """The per-round observation of a pathology episode: the round message again, with the current state."""
+
+    def __init__(self, case: Case, max_rounds: int):
+        self.case = case
+        self.max_rounds = max_rounds
+        self.task = build_prompt(case.module, case, max_rounds, scene_inventory=PATHOLOGY_STATE_POINTER)[1]
+
+    def __call__(self, env, rounds_used: int) -> tuple[str, list[ImageInput]]:
+        direct, gui, images = pathology_observation(env)
+        return pathology_round(self.case, self.task, rounds_used, self.max_rounds, direct, gui), images

@@ -16,6 +16,7 @@ that crashes or hangs is replaced and the episode retried once; a second fault r
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import queue
@@ -31,10 +32,10 @@ from .agents.base import Agent, AgentContext
 from .cases import PATHOLOGY_MODULES, Case, GroundTruth, load_cases, load_ground_truth
 from .episode import EpisodeConfig, EpisodePrompt, run_episode
 from .parsers import parse_response
-from .preload import Attachments, PreloadError, pathology_observation, preload, viewer_kind
+from .preload import Attachments, PathologyRounds, PreloadError, module_prompt, preload, viewer_kind
 from .progress import Progress
 from .scoring import aggregate, score_case
-from .scoring.batch import _answered as answered
+from .scoring.batch import answered
 from .scoring.process import aggregate_process, process_metrics
 from .worker import WorkerEnvironment, WorkerError, WorkerFault, WorkerProcess
 
@@ -230,8 +231,9 @@ class BenchmarkRunner:
         agent.reset(AgentContext(module=config.module, case=case, tools=tools, max_rounds=config.max_rounds,
                                  one_call_per_round=pathology, ground_truth=truth, seed=config.seed + task.repeat))
         prompt = self.build_prompt(case, attachments, config.max_rounds)
+        rounds = PathologyRounds(case, config.max_rounds) if pathology else None
         episode_config = EpisodeConfig(max_rounds=config.max_rounds, one_call_per_round=pathology,
-                                       round_observation=pathology_observation if pathology else None)
+                                       round_observation=rounds)
         outcome = run_episode(agent, env, prompt, episode_config)
         env.end()
         record = self._record(task, attempt, response=outcome.final_text,
@@ -285,35 +287,44 @@ class BenchmarkRunner:
 
 
 # ---------------------------------------------------------------------------------------------------- CLI
-def cache_root() -> Path:
-    return Path(os.environ.get("MEDOPENCLAW_CACHE") or Path.home() / ".cache" / "medopenclaw")
+def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
+    return Path(cache_dir or os.environ.get("MEDOPENCLAW_CACHE") or Path.home() / ".cache" / "medopenclaw")
 
 
-def synthetic_cases(module: str, seed: int = 0, cases: int = 6) -> Path:
-    """The embedded synthetic cohort as a case package, generated once and cached (atomically renamed into
-    place, so an interrupted generation is simply redone)."""
+def cohort_fingerprint() -> str:
+    """Hash of the generator and loader sources: a changed generator never reuses a stale cached cohort."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted([*(package / "synthetic").glob("*.py"), *(package / "loaders").glob("*.py"),
+                        package / "cases.py"]):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def synthetic_cases(module: str, seed: int = 0, cases: int = 6, cache_dir: str | os.PathLike | None = None) -> Path:
+    """The embedded synthetic cohort of ``module`` as a case package, generated once and cached. The package is
+    built in a staging directory and renamed into place, so an interrupted generation is simply redone and
+    concurrent runs never see half a package."""
     from .loaders import prepare
-    from .synthetic.cohort import CohortConfig, write_cohort
+    from .synthetic.cohort import DATASET_DIRS, CohortConfig, write_cohort
 
-    root = cache_root() / f"synthetic-seed{seed}-n{cases}"
+    root = cache_root(cache_dir) / f"synthetic-{cohort_fingerprint()}-seed{seed}-n{cases}"
     package = root / "cases" / module
     if (package / "manifest.json").exists():
         return package
     staging = root / f"staging-{module}-{os.getpid()}"
-    write_cohort(staging / "raw", CohortConfig(seed=seed, cases=cases), modules=[module])
-    prepare(module, staging / "raw", staging / "cases")
-    package.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(staging / "cases", package)
-    shutil.rmtree(staging)  # packages hard-link (or copy) their files, so the raw layout can go
+    try:
+        write_cohort(staging / "raw", CohortConfig(seed=seed, cases=cases), modules=[module])
+        prepare(module, staging / "raw" / DATASET_DIRS[module], staging / "cases")
+        package.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(staging / "cases", package)
+        except OSError:  # another run finished the same package first
+            if not (package / "manifest.json").exists():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # packages hard-link (or copy) files: the raw layout can go
     return package
-
-
-def module_prompt(case: Case, attachments: Attachments, max_rounds: int) -> EpisodePrompt:
-    """The paper's module template (App. H) with the scene inventory and baseline views attached."""
-    from .prompts import build_prompt
-
-    prompt = build_prompt(case, inventory=attachments.inventory_text, max_rounds=max_rounds)
-    return EpisodePrompt(prompt.system, prompt.user, attachments.images)
 
 
 def agent_factory(args) -> Callable[[EpisodeTask], Agent]:
@@ -340,7 +351,8 @@ def provider_config(args) -> ProviderConfig | None:
 def _run(args) -> int:
     import sys
 
-    cases_dir = Path(args.cases) if args.cases else synthetic_cases(args.module, args.seed)
+    cases_dir = Path(args.cases) if args.cases else synthetic_cases(args.module, args.cohort_seed,
+                                                                            cache_dir=args.cache_dir)
     config = RunConfig(module=args.module, agent=args.agent, out=Path(args.out), cases_dir=cases_dir,
                        track=args.track, limit=args.limit, repeats=args.repeats, workers=args.workers,
                        slicer=args.slicer, max_rounds=args.max_rounds, seed=args.seed,
@@ -368,6 +380,9 @@ def add_bench_subcommand(bench_subparsers) -> None:
     parser.add_argument("--model-timeout", type=float, default=120.0, help="seconds per model call")
     parser.add_argument("--track", choices=("A", "B"), default="A")
     parser.add_argument("--cases", help="case packages from `bench prepare`; default: the synthetic cohort")
+    parser.add_argument("--cohort-seed", type=int, default=0, help="seed of the embedded synthetic cohort")
+    parser.add_argument("--cache-dir", help="where the synthetic cohort is cached (default: MEDOPENCLAW_CACHE "
+                                            "or ~/.cache/medopenclaw)")
     parser.add_argument("--limit", type=int, help="first N cases only")
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--workers", type=int, default=1, help="viewer worker processes")

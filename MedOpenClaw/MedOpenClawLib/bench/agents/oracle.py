@@ -85,10 +85,11 @@ class OracleAgent(ScriptedAgent):
     def _pathology(self, context: AgentContext) -> Plan:
         truth = context.ground_truth
         answers = truth.answers
-        positive = answers.get("answer", "N") != "N" and answers.get("tumor_presence") != "no_tumor"
         if context.module == "bracs":
+            positive = answers["answer"] != "N"
             regions = [region for region in truth.regions if region.get("label") == answers["answer"]]
         else:
+            positive = answers["tumor_presence"] == "tumor_present"
             regions = [region for region in truth.regions if region.get("kind") == "tumor"]
         points = []
         if positive and regions:

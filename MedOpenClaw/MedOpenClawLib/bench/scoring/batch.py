@@ -47,7 +47,8 @@ def read_responses(path: str | os.PathLike) -> tuple[list[dict], list[str]]:
     return records, problems
 
 
-def _answered(module: str, parsed: dict) -> bool:
+def answered(module: str, parsed: dict) -> bool:
+    """Whether a parsed response holds an answer at all (process metrics count unanswered episodes)."""
     if module == "nsclc":
         return any(value is not None for value in (parsed.get("answers") or {}).values())
     if module == "camelyon17":
@@ -88,7 +89,7 @@ def score_records(
         score = score_case(module, truth, parsed, invalid=invalid)
         score.details["parsed"] = parsed
         if trace_records is not None:
-            metrics = process_metrics(module, trace_records, _answered(module, parsed))
+            metrics = process_metrics(module, trace_records, answered(module, parsed))
             metrics["invalid"] = metrics["invalid"] or (str(invalid) if invalid else None)
             score.details["process"] = metrics
             process.append(metrics)
