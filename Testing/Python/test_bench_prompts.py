@@ -1,0 +1,93 @@
+"""Prompts follow App. H per module and leave the scene inventory to the episode loop; CLI cohort/prepare."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import pytest
+
+from MedOpenClawLib.bench.cases import Case, load_cases
+from MedOpenClawLib.bench.commands import add_commands
+from MedOpenClawLib.bench.loaders.common import questions_for
+from MedOpenClawLib.bench.prompts import SCENE_INVENTORY_PLACEHOLDER, build_prompt, fill_scene_inventory
+
+
+def _case(module: str, **brief) -> Case:
+    return Case(module, "X-1", "data/X-1", ["data/X-1"], questions=questions_for(module), brief=brief)
+
+
+def test_ucsf_prompt_has_options_evidence_block_and_budget():
+    system, task = build_prompt("ucsf-pdgm", _case("ucsf-pdgm", csv_id="UCSF-PDGM-001", loaded_files=["a", "b"]), 7)
+    assert "At most 7 tool-calling rounds" in system and "ANSWER: <A|B|C|D|E|F>" in system
+    assert "  B) Oligodendroglioma / Astrocytoma" in task and "KEY_SLICE_CORONAL_MM: <float>" in task
+    assert "- CSV ID: UCSF-PDGM-001" in task and "Loaded core NIfTI files: a, b" in task
+    assert task.endswith(SCENE_INVENTORY_PLACEHOLDER)
+    filled = fill_scene_inventory(task, "Volumes: X-1_T1c (active)")
+    assert filled.endswith("Volumes: X-1_T1c (active)")
+    with pytest.raises(ValueError):
+        fill_scene_inventory(filled, "again")
+
+
+def test_nsclc_and_pathology_prompts():
+    case = _case(
+        "nsclc",
+        default_alias="diagnostic_ct",
+        source_volume_name="CT_CHEST",
+        source_modality="CT",
+        series={"CT_CHEST": "CT", "PET_WB": "PT"},
+    )
+    system, task = build_prompt("nsclc", case, 20, scene_inventory="inventory")
+    assert "1A Right upper lobe; 1B Right middle lobe" in task and "5E Other Type II" in task
+    assert "evidence source series is CT_CHEST (CT)" in task and "CT_CHEST (CT), PET_WB (PT)" in task
+    assert "1C2D3B4A5B" in system
+    system, task = build_prompt("bracs", _case("bracs", case_alias="BRACS_1"), 20)
+    assert "Use at most 20 tool-calling rounds." in system
+    assert "A. N\nB. PB" in task and '"wsi_label": "N|PB|UDH|FEA|ADH|DCIS|IC"' in task
+    _, task = build_prompt("camelyon17", _case("camelyon17"), 20)
+    assert "2) Largest metastasis category for this slide?\nA. negative" in task
+    with pytest.raises(ValueError):
+        build_prompt("bracs", _case("camelyon17"), 20)
+    with pytest.raises(ValueError):
+        build_prompt("bracs", _case("bracs"), 0)
+
+
+def test_cli_cohort_then_prepare(tmp_path, capsys):
+    parser = argparse.ArgumentParser()
+    add_commands(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(
+        [
+            "bench",
+            "cohort",
+            "--out",
+            str(tmp_path / "raw"),
+            "--modules",
+            "camelyon17",
+            "--cases",
+            "2",
+            "--slide-size",
+            "1024",
+            "768",
+        ]
+    )
+    assert args.func(args) == 0
+    assert json.loads(capsys.readouterr().out)["modules"]["camelyon17"] == ["patient_000_node_0", "patient_000_node_1"]
+    args = parser.parse_args(
+        [
+            "bench",
+            "prepare",
+            "--module",
+            "camelyon17",
+            "--source",
+            str(tmp_path / "raw" / "CAMELYON17"),
+            "--out",
+            str(tmp_path / "cases"),
+        ]
+    )
+    assert args.func(args) == 0
+    assert json.loads(capsys.readouterr().out)["cases"] == 2
+    assert [case.case_id for case in load_cases(tmp_path / "cases")] == ["patient_000_node_0", "patient_000_node_1"]
+    missing = parser.parse_args(
+        ["bench", "prepare", "--module", "bracs", "--source", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")]
+    )
+    assert missing.func(missing) == 2
