@@ -12,6 +12,7 @@ to RAS here, once, in :func:`_moving_to_fixed_ras`.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,8 +75,22 @@ def register(
         raise ValueError(f"initialization must be one of {INITIALIZATIONS}")
     settings = settings or RegistrationSettings()
     started = time.perf_counter()
-    fixed_image, moving_image = to_sitk(fixed), to_sitk(moving)
+    with _single_threaded():
+        return _register(to_sitk(fixed), to_sitk(moving), transform_type, initialization, settings, started)
 
+
+@contextmanager
+def _single_threaded():
+    """Multi-threaded metric and pyramid sums differ in the last digits between runs; audit replays must not."""
+    previous = sitk.ProcessObject.GetGlobalDefaultNumberOfThreads()
+    sitk.ProcessObject.SetGlobalDefaultNumberOfThreads(1)
+    try:
+        yield
+    finally:
+        sitk.ProcessObject.SetGlobalDefaultNumberOfThreads(previous)
+
+
+def _register(fixed_image, moving_image, transform_type, initialization, settings, started) -> RegistrationResult:
     rigid = _initial_rigid(fixed_image, moving_image, initialization)
     stages = [_optimize(fixed_image, moving_image, rigid, settings)]
     final: sitk.Transform = rigid
