@@ -45,8 +45,9 @@ def write_nifti(path: Path, array_ijk: np.ndarray, affine: np.ndarray) -> Path:
 
 
 def write_dicom_series(folder: Path, array_ijk: np.ndarray, ijk_to_ras: np.ndarray, modality: str = "CT",
-                       description: str = "CT_SERIES") -> Path:
-    """One file per k slice, geometry from ``ijk_to_ras`` (converted to DICOM's LPS)."""
+                       description: str = "CT_SERIES", slopes: list[float] | None = None) -> Path:
+    """One file per k slice, geometry from ``ijk_to_ras`` (converted to DICOM's LPS). With ``slopes`` each
+    slice stores round(value / slope) with its own RescaleSlope, as PET scanners do."""
     folder.mkdir(parents=True, exist_ok=True)
     ijk_to_lps = np.diag([-1.0, -1.0, 1.0, 1.0]) @ ijk_to_ras
     spacing = np.linalg.norm(ijk_to_lps[:3, :3], axis=0)
@@ -70,8 +71,10 @@ def write_dicom_series(folder: Path, array_ijk: np.ndarray, ijk_to_ras: np.ndarr
         ds.Rows, ds.Columns = array_ijk.shape[1], array_ijk.shape[0]
         ds.SamplesPerPixel, ds.PhotometricInterpretation = 1, "MONOCHROME2"
         ds.BitsAllocated, ds.BitsStored, ds.HighBit, ds.PixelRepresentation = 16, 16, 15, 1
-        ds.RescaleSlope, ds.RescaleIntercept = 1, 0
-        ds.PixelData = np.ascontiguousarray(array_ijk[:, :, k].T).astype(np.int16).tobytes()
+        slope = 1.0 if slopes is None else slopes[k]
+        ds.RescaleSlope, ds.RescaleIntercept = f"{slope:.6g}", 0
+        stored = np.rint(array_ijk[:, :, k].T / slope).astype(np.int16)
+        ds.PixelData = np.ascontiguousarray(stored).tobytes()
         ds.save_as(folder / f"{k:04d}.dcm", enforce_file_format=True)
     return folder
 

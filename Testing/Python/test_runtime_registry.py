@@ -145,3 +145,20 @@ def test_failed_viewer_action_leaves_viewer_state_unchanged(data_root):
         assert not registry.call(name, arguments).ok, name
         assert registry.call("get_viewer_state").data == before, name
     assert registry.context.evidence.items == []
+
+
+def test_track_b_session_reports_the_artifact_graph_and_warns_on_unaligned_fusion(tmp_path):
+    root = tmp_path / "data"
+    (root / "baseline").mkdir(parents=True)
+    (root / "followup").mkdir()
+    write_nifti(root / "baseline" / "T1c.nii.gz", phantom(0), oblique_lps_affine())
+    shifted = oblique_lps_affine()
+    shifted[:3, 3] += [4.0, -3.0, 2.0]
+    write_nifti(root / "followup" / "T1c.nii.gz", phantom(1), shifted)
+    on_a = build_slicer_registry([root])
+    assert "artifacts" not in on_a.call("get_viewer_state").data
+    registry = build_slicer_registry([root], track="B")
+    assert registry.call("open_case", {"dicom_dir": str(root)}).ok
+    assert "artifacts" in registry.call("get_viewer_state").data
+    fused = registry.call("fusion", {"background_volume_ref": "baseline_T1c", "foreground_volume_ref": "followup_T1c"})
+    assert fused.ok and fused.data["warnings"], fused.data

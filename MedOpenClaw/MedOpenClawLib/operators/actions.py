@@ -52,6 +52,9 @@ def install(context) -> None:
     )
 
 
+OPERATORS.attach = install
+
+
 def artifact_graph_state(context) -> dict:
     return scene_nodes.artifact_graph(context.engine).to_json()
 

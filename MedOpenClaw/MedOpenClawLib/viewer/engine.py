@@ -355,7 +355,9 @@ class ViewerEngine:
                 composite.GetCompositing(),
             )
         display = {node.GetID(): self.window_level(node) for node in self.volume_nodes()}
-        return {"views": views, "display": display, "nodes": self.managed_node_ids(), "layout": self.layout}
+        parents = {node.GetID(): node.GetTransformNodeID() for node in self.volume_nodes()}
+        return {"views": views, "display": display, "parents": parents, "nodes": self.managed_node_ids(),
+                "layout": self.layout}
 
     def rollback(self, checkpoint: dict) -> None:
         for node_id in self.managed_node_ids() - checkpoint["nodes"]:
@@ -375,6 +377,10 @@ class ViewerEngine:
             composite.SetLabelVolumeID(saved.label)
             composite.SetForegroundOpacity(saved.foreground_opacity)
             composite.SetCompositing(saved.compositing)
+        for node_id, parent_id in checkpoint["parents"].items():
+            node = self.scene.GetNodeByID(node_id)
+            if node is not None and node.GetTransformNodeID() != parent_id:
+                node.SetAndObserveTransformNodeID(parent_id)
         for node_id, wl in checkpoint["display"].items():
             node = self.scene.GetNodeByID(node_id)
             if node is None:

@@ -23,6 +23,7 @@ DICOM_ATTRIBUTES = {
     "0008|103e": "SeriesDescription",
     "0020|000e": "SeriesInstanceUID",
     "0020|000d": "StudyInstanceUID",
+    "0020|0052": "FrameOfReferenceUID",
     "0054|1001": "Units",
     "0054|1102": "DecayCorrection",
 }
@@ -98,6 +99,8 @@ def unique_names(sources: list[VolumeSource], taken: set[str], series_names: dic
 def read_dicom_series(source: VolumeSource) -> tuple[sitk.Image, dict]:
     reader = sitk.ImageSeriesReader()
     reader.SetFileNames(list(source.files))
+    # each slice is rescaled with its own slope/intercept (PET slices differ): read as float to keep them exact
+    reader.SetOutputPixelType(sitk.sitkFloat32)
     reader.MetaDataDictionaryArrayUpdateOn()
     reader.LoadPrivateTagsOff()
     try:
