@@ -82,3 +82,19 @@ def write_dicom_series(folder: Path, array_ijk: np.ndarray, ijk_to_ras: np.ndarr
 def lesion_center_ras(affine: np.ndarray) -> np.ndarray:
     center_ijk = [(s.start + s.stop - 1) / 2.0 for s in LESION_IJK]
     return (affine @ np.array([*center_ijk, 1.0]))[:3]
+
+
+def call_ok(registry, name, **arguments):
+    """Call an action that must succeed; returns its Result."""
+    result = registry.call(name, arguments)
+    assert result.ok, result.error
+    return result
+
+
+def call_error(registry, name, code, **arguments):
+    """Call an action that must fail with ``code`` and leave the session state exactly as it was."""
+    before = registry.context.state()
+    result = registry.call(name, arguments)
+    assert not result.ok and result.error["code"] == code, result.error
+    assert registry.context.state() == before, "a failed action changed the session state"
+    return result

@@ -9,11 +9,10 @@ import pydicom
 import pytest
 import torch
 from conftest_operators import lesion_volume, phantom_volume, rotation_matrix
-from runtime_fixtures import write_dicom_series
+from runtime_fixtures import call_error, call_ok, write_dicom_series
 
 from MedOpenClawLib.audit import AuditTrace, verify_trace
 from MedOpenClawLib.operators import scene_nodes, vista3d
-from MedOpenClawLib.operators.actions import install
 from MedOpenClawLib.session import build_slicer_registry
 
 TRUTH = np.eye(4)
@@ -39,23 +38,9 @@ def session(tmp_path):
     write_dicom_series(root / "ct", ct, np.diag([-1.2, -1.2, 3.0, 1.0]), modality="CT", description="CT")
     registry = build_slicer_registry([root], track="B", trace=AuditTrace(tmp_path / "trace.jsonl"),
                                      artifacts_dir=tmp_path / "artifacts")
-    install(registry.context)
     call_ok(registry, "open_case", dicom_dir=str(root), size=64)
     return registry, {"truth_mask": truth, "lesion_centre": centre, "root": root, "trace": tmp_path / "trace.jsonl"}
 
-
-def call_ok(registry, name, **arguments):
-    result = registry.call(name, arguments)
-    assert result.ok, result.error
-    return result
-
-
-def call_error(registry, name, code, **arguments):
-    before = registry.context.state()
-    result = registry.call(name, arguments)
-    assert not result.ok and result.error["code"] == code, result.error
-    assert registry.context.state() == before, "a failed action changed the scene"
-    return result
 
 
 def test_operators_are_offered_on_track_b_only(tmp_path):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from runtime_fixtures import (
+    call_error,
+    call_ok,
     lesion_center_ras,
     oblique_lps_affine,
     phantom,
@@ -34,19 +36,6 @@ def registry(case):
     assert registry.call("select_volume", {"volume_name": "T1c"}).ok
     return registry
 
-
-def call_ok(registry, name, **arguments):
-    result = registry.call(name, arguments)
-    assert result.ok, result.error
-    return result
-
-
-def call_error(registry, name, code, **arguments):
-    before = registry.context.state()
-    result = registry.call(name, arguments)
-    assert not result.ok and result.error["code"] == code, result.error
-    assert registry.context.state() == before, "a failed action changed the viewer state"
-    return result
 
 
 def test_open_case_returns_inventory_and_baseline_views(case):
