@@ -50,7 +50,7 @@ class EpisodePrompt:
 
 @dataclass
 class EpisodeConfig:
-    max_rounds: int = 20
+    max_rounds: int = 20  # 0: a single answer turn without tools (Track C)
     one_call_per_round: bool = False  # the pathology protocol: at most one tool call per round
     # pathology: after each round the model sees the current viewer state summary and screenshot again;
     # called with the environment and the number of tool rounds used so far
@@ -161,7 +161,7 @@ class EpisodeLoop:
         outcome = self.outcome
         while True:
             allow_tools = outcome.rounds < self.config.max_rounds
-            if not allow_tools:
+            if not allow_tools and self.config.max_rounds > 0:  # max_rounds == 0: one answer turn (Track C)
                 outcome.budget_exhausted = True
                 self.conversation.append(Message("user", BUDGET_NOTICE.format(rounds=self.config.max_rounds)))
             reply = self.agent.step(self.conversation, allow_tools=allow_tools)

@@ -114,3 +114,35 @@ class PathologyRounds:
     def __call__(self, env, rounds_used: int) -> tuple[str, list[ImageInput]]:
         direct, gui, images = pathology_observation(env)
         return pathology_round(self.case, self.task, rounds_used, self.max_rounds, direct, gui), images
+
+
+# ------------------------------------------------------------------------------------------ Track C (App. C.2)
+MONTAGE_SLICES = 16  # a 4 x 4 grid of evenly spaced axial slices per series
+TRACK_C_NOTE = (
+    "Track C (2D slice montage): no viewer tools are available in this run. Each attached image is a static "
+    "montage of {slices} evenly spaced axial slices of one loaded series (series name in each tile's top-left "
+    "corner, the slice's canonical S offset in mm in its bottom-left corner). Answer in this single turn, in "
+    "exactly the required format."
+)
+
+
+def slice_montage(env: Environment, volume_name: str, slices: int = MONTAGE_SLICES) -> ImageInput:
+    """One series as a static contact sheet of evenly spaced axial slices, rendered by the viewer itself
+    (``scroll`` in cine mode, as the system), so every tile carries the same overlay as an interactive view."""
+    _system_call(env, "select_volume", {"volume_name": volume_name, "view": "axial", "size": 64})
+    extent = _system_call(env, "get_slice_offset_range", {"view": "axial"})["data"]
+    step = (extent["max_mm"] - extent["min_mm"]) / (slices + 1)  # interior slices: the edges are empty
+    _system_call(env, "set_slice_offset", {"view": "axial", "offset": extent["min_mm"], "size": 64})
+    result = _system_call(env, "scroll", {"view": "axial", "direction": "up", "num_slices": slices, "step": step,
+                                          "output": "cine", "size": 256})
+    (image,) = result_images(result, f"montage:{volume_name}")
+    return image
+
+
+def montage_prompt(case: Case, env: Environment, attachments: Attachments) -> EpisodePrompt:
+    """Track C input: the module prompt with the scene inventory, one slice montage per loaded series instead of
+    the baseline views, and no tools."""
+    volumes = [volume["name"] for volume in attachments.inventory.get("volumes", [])]
+    images = [slice_montage(env, name) for name in volumes]
+    system, task = build_prompt(case.module, case, 1, scene_inventory=attachments.inventory_text)
+    return EpisodePrompt(system, task + "\n\n" + TRACK_C_NOTE.format(slices=MONTAGE_SLICES), images)

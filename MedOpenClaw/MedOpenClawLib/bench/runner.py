@@ -32,14 +32,22 @@ from .agents.base import Agent, AgentContext
 from .cases import PATHOLOGY_MODULES, Case, GroundTruth, load_cases, load_ground_truth
 from .episode import EpisodeConfig, EpisodePrompt, run_episode
 from .parsers import parse_response
-from .preload import Attachments, PathologyRounds, PreloadError, module_prompt, preload, viewer_kind
+from .preload import (
+    Attachments,
+    PathologyRounds,
+    PreloadError,
+    module_prompt,
+    montage_prompt,
+    preload,
+    viewer_kind,
+)
 from .progress import Progress
 from .scoring import aggregate, score_case
 from .scoring.batch import answered
 from .scoring.process import aggregate_process, process_metrics
 from .worker import WorkerEnvironment, WorkerError, WorkerFault, WorkerProcess
 
-IDENTITY_KEYS = ("module", "agent", "track", "cases_dir", "max_rounds", "seed", "provider")
+TRACKS = ("A", "B", "C")  # C: runtime-agnostic (App. C.2): one turn on slice montages
 MAX_ATTEMPTS = 2
 
 
@@ -65,9 +73,16 @@ class RunConfig:
     max_rounds: int = 20
     seed: int = 0
     provider: ProviderConfig | None = None
+    replay_from: str | None = None  # --agent replay: the run whose recorded model outputs are replayed
     call_timeout_s: float = 300.0
     startup_timeout_s: float = 120.0
     save_images: bool = True
+
+    def __post_init__(self):
+        if self.track not in TRACKS:
+            raise ValueError(f"track must be one of {', '.join(TRACKS)}")
+        if self.track == "C" and self.module in PATHOLOGY_MODULES:
+            raise ValueError("Track C (2D slice montages) covers the radiology modules only")
 
     def identity(self) -> dict:
         return {
@@ -78,6 +93,7 @@ class RunConfig:
             "max_rounds": self.max_rounds,
             "seed": self.seed,
             "provider": self.provider.public() if self.provider else None,
+            "replay_from": self.replay_from,
         }
 
 
@@ -223,17 +239,21 @@ class BenchmarkRunner:
                   config.max_rounds, str(trace_path), header, config.save_images)
         attachments = preload(env, case)
         pathology = config.module in PATHOLOGY_MODULES
-        tools = env.tools()
+        track_c = config.track == "C"
+        tools = [] if track_c else env.tools()  # Track C: one answer turn on slice montages, no tools
         if pathology:  # Table 10: the tools the paper's pathology agents see
             tools = [tool for tool in tools if tool["name"] in MODEL_VISIBLE_ACTIONS]
+        max_rounds = 0 if track_c else config.max_rounds
         agent = self.make_agent(task)
         truth = load_ground_truth(config.cases_dir, case.case_id) if agent.privileged else None
-        agent.reset(AgentContext(module=config.module, case=case, tools=tools, max_rounds=config.max_rounds,
+        agent.reset(AgentContext(module=config.module, case=case, tools=tools, max_rounds=max_rounds,
                                  one_call_per_round=pathology, ground_truth=truth, seed=config.seed + task.repeat))
-        prompt = self.build_prompt(case, attachments, config.max_rounds)
+        if track_c:
+            prompt = montage_prompt(case, env, attachments)
+        else:
+            prompt = self.build_prompt(case, attachments, config.max_rounds)
         rounds = PathologyRounds(case, config.max_rounds) if pathology else None
-        episode_config = EpisodeConfig(max_rounds=config.max_rounds, one_call_per_round=pathology,
-                                       round_observation=rounds)
+        episode_config = EpisodeConfig(max_rounds=max_rounds, one_call_per_round=pathology, round_observation=rounds)
         outcome = run_episode(agent, env, prompt, episode_config)
         env.end()
         record = self._record(task, attempt, response=outcome.final_text,
@@ -327,42 +347,64 @@ def synthetic_cases(module: str, seed: int = 0, cases: int = 6, cache_dir: str |
     return package
 
 
+MODEL_AGENTS = ("model", "montage")  # agents that call a model provider
+
+
 def agent_factory(args) -> Callable[[EpisodeTask], Agent]:
     from .agents import OFFLINE_AGENTS
     from .agents.model import ModelAgent
+    from .agents.replay import ReplayAgent, episode_trace, recorded_outputs
 
     if args.agent in OFFLINE_AGENTS:
         return lambda task: OFFLINE_AGENTS[args.agent]()
-    if args.agent == "model":
+    if args.agent in MODEL_AGENTS:
         from ..providers import make_provider
 
         config = provider_config(args)
-        return lambda task: ModelAgent(make_provider(config))
+        return lambda task: ModelAgent(make_provider(config), name=args.agent)
+    if args.agent == "replay":
+        def replay(task: EpisodeTask) -> Agent:
+            trace = episode_trace(args.replay_from, task.episode_id)
+            return ReplayAgent(recorded_outputs(trace), source=str(trace))
+
+        return replay
     raise ValueError(f"unknown agent {args.agent!r}")
 
 
 def provider_config(args) -> ProviderConfig | None:
-    if args.agent != "model":
+    if args.agent not in MODEL_AGENTS:
         return None
     return ProviderConfig.resolve(model=args.model, provider=args.provider, base_url=args.base_url,
                                   temperature=args.temperature, seed=args.seed, timeout_s=args.model_timeout)
 
 
+def check_agent_track(args) -> None:
+    """Track C is the one-turn montage baseline: only the montage agent (or a replay of one) runs there."""
+    if args.agent == "montage" and args.track != "C":
+        raise ValueError("--agent montage is the Track C baseline: add --track C")
+    if args.track == "C" and args.agent not in ("montage", "replay"):
+        raise ValueError("Track C runs --agent montage (or --agent replay of a montage run)")
+    if (args.agent == "replay") != bool(args.replay_from):
+        raise ValueError("--agent replay needs --replay-from RUN_DIR, and --replay-from needs --agent replay")
+
+
 def _run(args) -> int:
     import sys
 
-    cases_dir = Path(args.cases) if args.cases else synthetic_cases(args.module, args.cohort_seed,
-                                                                            cache_dir=args.cache_dir)
-    config = RunConfig(module=args.module, agent=args.agent, out=Path(args.out), cases_dir=cases_dir,
-                       track=args.track, limit=args.limit, repeats=args.repeats, workers=args.workers,
-                       slicer=args.slicer, max_rounds=args.max_rounds, seed=args.seed,
-                       provider=provider_config(args), call_timeout_s=args.call_timeout)
     try:
+        check_agent_track(args)
+        cases_dir = Path(args.cases) if args.cases else synthetic_cases(args.module, args.cohort_seed,
+                                                                        cache_dir=args.cache_dir)
+        config = RunConfig(module=args.module, agent=args.agent, out=Path(args.out), cases_dir=cases_dir,
+                           track=args.track, limit=args.limit, repeats=args.repeats, workers=args.workers,
+                           slicer=args.slicer, max_rounds=args.max_rounds, seed=args.seed,
+                           provider=provider_config(args), call_timeout_s=args.call_timeout,
+                           replay_from=str(Path(args.replay_from).resolve()) if args.replay_from else None)
         summary = BenchmarkRunner(config, agent_factory(args), module_prompt).run()
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    print(json.dumps(summary, sort_keys=True))
+    print(json.dumps(summary, sort_keys=True))  # the last stdout line: the aggregate, keys as `bench score`
     return 0
 
 
@@ -372,13 +414,16 @@ def add_bench_subcommand(bench_subparsers) -> None:
 
     parser = bench_subparsers.add_parser("run", help="run agents on MedFlow-Bench episodes (resumable)")
     parser.add_argument("--module", required=True, choices=MODULES)
-    parser.add_argument("--agent", required=True, choices=[*OFFLINE_AGENTS, "model"])
-    parser.add_argument("--model", help="model name for --agent model (or MEDOPENCLAW_MODEL)")
+    parser.add_argument("--agent", required=True, choices=[*OFFLINE_AGENTS, *MODEL_AGENTS, "replay"],
+                        help="oracle, heuristic, random (offline); model; montage (Track C); replay")
+    parser.add_argument("--replay-from", help="--agent replay: an earlier run directory whose model outputs to replay")
+    parser.add_argument("--model", help="model name for --agent model/montage (or MEDOPENCLAW_MODEL)")
     parser.add_argument("--provider", choices=("openai", "anthropic"), help="wire protocol (or MEDOPENCLAW_PROVIDER)")
     parser.add_argument("--base-url", help="API base URL (or MEDOPENCLAW_BASE_URL); the key: MEDOPENCLAW_API_KEY")
     parser.add_argument("--temperature", type=float, default=0.0)
     parser.add_argument("--model-timeout", type=float, default=120.0, help="seconds per model call")
-    parser.add_argument("--track", choices=("A", "B"), default="A")
+    parser.add_argument("--track", choices=TRACKS, default="A",
+                        help="A viewer-native, B advanced operators, C 2D slice montage in one turn")
     parser.add_argument("--cases", help="case packages from `bench prepare`; default: the synthetic cohort")
     parser.add_argument("--cohort-seed", type=int, default=0, help="seed of the embedded synthetic cohort")
     parser.add_argument("--cache-dir", help="where the synthetic cohort is cached (default: MEDOPENCLAW_CACHE "

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from .base import Agent, AgentContext, ScriptedAgent
+from .heuristic import HeuristicAgent
 from .oracle import OracleAgent
 from .random_agent import RandomAgent
 
-OFFLINE_AGENTS: dict[str, type[Agent]] = {"oracle": OracleAgent, "random": RandomAgent}
+OFFLINE_AGENTS: dict[str, type[Agent]] = {"oracle": OracleAgent, "heuristic": HeuristicAgent, "random": RandomAgent}
 
-__all__ = ["Agent", "AgentContext", "OFFLINE_AGENTS", "OracleAgent", "RandomAgent", "ScriptedAgent"]
+__all__ = ["Agent", "AgentContext", "HeuristicAgent", "OFFLINE_AGENTS", "OracleAgent", "RandomAgent", "ScriptedAgent"]

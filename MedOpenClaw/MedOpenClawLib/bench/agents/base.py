@@ -13,7 +13,7 @@ from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...providers.messages import Message, ModelReply, ToolCall
+from ...providers.messages import ImageInput, Message, ModelReply, ToolCall
 
 
 @dataclass
@@ -69,6 +69,22 @@ def last_tool_results(conversation: list[Message]) -> list[dict]:
     return list(reversed(results))
 
 
+def last_tool_images(conversation: list[Message]) -> list[list[ImageInput]]:
+    """Images returned by the latest round's tool calls, aligned with :func:`last_tool_results`."""
+    images: list[list[ImageInput]] = []
+    for message in reversed(conversation):
+        if message.role == "tool":
+            images.append(list(message.images))
+        elif message.role == "assistant":
+            break
+    return list(reversed(images))
+
+
+def latest_user_message(conversation: list[Message]) -> Message | None:
+    """The newest user turn (the prompt, or a per-round observation carrying the current screenshot)."""
+    return next((message for message in reversed(conversation) if message.role == "user"), None)
+
+
 class ScriptedAgent(Agent):
     """An offline agent written as a plan: a generator that yields a round of ``(tool, arguments)`` requests,
     receives their structured results, and finally returns the answer text."""
@@ -82,6 +98,7 @@ class ScriptedAgent(Agent):
     def plan(self, context: AgentContext) -> Plan: ...
 
     def step(self, conversation: list[Message], allow_tools: bool = True) -> ModelReply:
+        self.conversation = conversation  # plans that read pixels look at the images in it
         try:
             if self._plan is None:
                 self._plan = self.plan(self.context)

@@ -8,10 +8,12 @@ from .base import Agent
 
 
 class ModelAgent(Agent):
-    name = "model"
+    """``name`` is "model" for viewer-native episodes and "montage" for the Track C slice-montage baseline
+    (the same provider call; the runner gives the montage agent no tools and one turn)."""
 
-    def __init__(self, provider: Provider):
+    def __init__(self, provider: Provider, name: str = "model"):
         self.provider = provider
+        self.name = name
 
     def step(self, conversation: list[Message], allow_tools: bool = True) -> ModelReply:
         return self.provider.complete(conversation, self.context.tools, allow_tools=allow_tools)
