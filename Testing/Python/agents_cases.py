@@ -11,6 +11,7 @@ import numpy as np
 
 from MedOpenClawLib.bench.cases import Case, GroundTruth, PackageWriter, VolumeRef
 from MedOpenClawLib.bench.labels import UCSF_OPTIONS
+from MedOpenClawLib.bench.loaders.common import questions_for
 from MedOpenClawLib.bench.scoring.geometry import VoxelMask
 
 SEQUENCES = ("T1", "T1c", "T2", "FLAIR")
@@ -39,7 +40,9 @@ def write_ucsf_package(root: Path, cases: int = 3, seed: int = 0) -> Path:
         voxel_mask = VoxelMask(mask, AFFINE)
         reference_ras, reference_slices = voxel_mask.interior_reference()
         letter = UCSF_OPTIONS[number % 6][0] if number % 6 != 2 else "A"
-        case = Case("ucsf-pdgm", case_id, writer.relative(data_dir), [writer.relative(data_dir)], volumes)
+        case = Case("ucsf-pdgm", case_id, writer.relative(data_dir), [writer.relative(data_dir)], volumes,
+                    questions=questions_for("ucsf-pdgm"),
+                    brief={"csv_id": case_id, "loaded_files": [Path(v.path).name for v in volumes]})
         truth = GroundTruth(
             "ucsf-pdgm", case_id, {"answer": letter}, {"answer": dict(UCSF_OPTIONS)[letter]},
             localization={"source_volume_name": f"{case_id}_T1c", "mask": "mask.nii.gz",

@@ -59,6 +59,13 @@ def write_json_atomic(path: Path, value: dict) -> None:
     os.replace(temporary, path)
 
 
+def check_track(track: str, module: str) -> None:
+    if track not in TRACKS:
+        raise ValueError(f"track must be one of {', '.join(TRACKS)}")
+    if track == "C" and module in PATHOLOGY_MODULES:
+        raise ValueError("Track C (2D slice montages) covers the radiology modules only")
+
+
 @dataclass
 class RunConfig:
     module: str
@@ -79,10 +86,7 @@ class RunConfig:
     save_images: bool = True
 
     def __post_init__(self):
-        if self.track not in TRACKS:
-            raise ValueError(f"track must be one of {', '.join(TRACKS)}")
-        if self.track == "C" and self.module in PATHOLOGY_MODULES:
-            raise ValueError("Track C (2D slice montages) covers the radiology modules only")
+        check_track(self.track, self.module)
 
     def identity(self) -> dict:
         return {
@@ -380,6 +384,7 @@ def provider_config(args) -> ProviderConfig | None:
 
 def check_agent_track(args) -> None:
     """Track C is the one-turn montage baseline: only the montage agent (or a replay of one) runs there."""
+    check_track(args.track, args.module)
     if args.agent == "montage" and args.track != "C":
         raise ValueError("--agent montage is the Track C baseline: add --track C")
     if args.track == "C" and args.agent not in ("montage", "replay"):

@@ -1,0 +1,120 @@
+"""The offline agents end to end over real headless workers: the heuristic finds and reports a lesion through
+the tools deterministically, replay reproduces a recorded run, the Track C montage agent sends one turn of
+slice montages to a (local fake) model, and the `bench run` command line on the embedded synthetic cohort:
+oracle Strict = 1.0 on every module, aggregate JSON as the last stdout line."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from agents_cases import SEQUENCES, write_ucsf_package
+from agents_fakes import FakeModelServer, Scripted, openai_reply
+
+from MedOpenClawLib.audit import read_trace
+from MedOpenClawLib.bench.agents.heuristic import HeuristicAgent
+from MedOpenClawLib.bench.agents.model import ModelAgent
+from MedOpenClawLib.bench.agents.oracle import OracleAgent
+from MedOpenClawLib.bench.agents.replay import ReplayAgent, episode_trace, recorded_outputs
+from MedOpenClawLib.bench.cases import MODULES
+from MedOpenClawLib.bench.preload import module_prompt
+from MedOpenClawLib.bench.runner import BenchmarkRunner, RunConfig
+from MedOpenClawLib.cli import main
+from MedOpenClawLib.providers import ProviderConfig, RetryPolicy, make_provider
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    return write_ucsf_package(tmp_path_factory.mktemp("cases"), cases=2)
+
+
+def run(cases, out, make_agent, agent: str, **options) -> dict:
+    config = RunConfig(module="ucsf-pdgm", agent=agent, out=out, cases_dir=cases, **options)
+    return BenchmarkRunner(config, make_agent, module_prompt, progress_stream=io.StringIO()).run()
+
+
+def episodes(out) -> dict[str, dict]:
+    return {path.parent.name: json.loads(path.read_text()) for path in (out / "episodes").glob("*/result.json")}
+
+
+def actions(out, record) -> list[str]:
+    return [r["action"] for r in read_trace(out / record["trace"]) if r.get("kind") == "action" and
+            r.get("actor") == "agent"]
+
+
+def test_heuristic_localizes_through_tools_and_is_deterministic(cases, tmp_path):
+    first = run(cases, tmp_path / "a", lambda task: HeuristicAgent(), "heuristic")
+    run(cases, tmp_path / "b", lambda task: HeuristicAgent(), "heuristic")
+    assert first["invalid"] == 0 and first["loc"] == 1.0  # the fixture lesion is the brightest FLAIR blob
+    a, b = episodes(tmp_path / "a"), episodes(tmp_path / "b")
+    assert {k: v["response"] for k, v in a.items()} == {k: v["response"] for k, v in b.items()}
+    used = actions(tmp_path / "a", a["UCSF-PDGM-0001__r1"])
+    assert {"scroll", "image_coords_to_ras", "jump", "record_key_slices", "record_point"} <= set(used)
+    assert "EVIDENCE:" in a["UCSF-PDGM-0001__r1"]["response"]
+
+
+def test_replay_reproduces_a_recorded_run(cases, tmp_path):
+    recorded = run(cases, tmp_path / "oracle", lambda task: OracleAgent(), "oracle")
+
+    def replay(task):
+        trace = episode_trace(tmp_path / "oracle", task.episode_id)
+        return ReplayAgent(recorded_outputs(trace), source=str(trace))
+
+    replayed = run(cases, tmp_path / "replay", replay, "replay")
+    assert replayed["strict"] == recorded["strict"] == 1.0
+    original, again = episodes(tmp_path / "oracle"), episodes(tmp_path / "replay")
+    for episode_id, record in original.items():
+        assert again[episode_id]["response"] == record["response"]
+        assert actions(tmp_path / "replay", again[episode_id]) == actions(tmp_path / "oracle", record)
+    with pytest.raises(ValueError, match="no recorded episode"):
+        episode_trace(tmp_path / "oracle", "UCSF-PDGM-9999__r1")
+
+
+def test_montage_agent_sends_one_turn_of_series_montages(cases, tmp_path):
+    answer = "Montage read.\nEVIDENCE:\nKEY_SLICE_AXIAL_MM: 1.0\nKEY_SLICE_SAGITTAL_MM: 2.0\n" \
+             "KEY_SLICE_CORONAL_MM: 3.0\nRAS: [2.0, 3.0, 1.0]\nANSWER: A"
+    with FakeModelServer([Scripted(openai_reply(answer))] * 2) as server:
+        config = ProviderConfig(kind="openai", model="fake-vlm", base_url=server.url, api_key="k",
+                                retry=RetryPolicy(max_retries=0))
+        summary = run(cases, tmp_path / "c", lambda task: ModelAgent(make_provider(config), name="montage"),
+                      "montage", track="C", provider=config)
+    assert summary["n"] == 2 and summary["invalid"] == 0
+    assert len(server.requests) == 2  # one request per episode: a single answer turn
+    body = server.requests[0]["body"]
+    assert "tools" not in body
+    user = body["messages"][1]["content"]
+    images = [part for part in user if part["type"] == "image_url"]
+    assert len(images) == len(SEQUENCES)  # one montage per loaded series
+    assert "Track C (2D slice montage)" in user[0]["text"]
+    record = episodes(tmp_path / "c")["UCSF-PDGM-0001__r1"]
+    assert record["response"].endswith("ANSWER: A") and record["outcome"]["rounds"] == 0
+    scrolls = [r for r in read_trace(tmp_path / "c" / record["trace"]) if r.get("action") == "scroll"]
+    assert len(scrolls) == len(SEQUENCES) and all(r["actor"] == "system" for r in scrolls)
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--agent", "montage", "--model", "m"], "add --track C"),
+    (["--agent", "oracle", "--track", "C"], "Track C runs --agent montage"),
+    (["--agent", "replay"], "needs --replay-from"),
+])
+def test_run_refuses_inconsistent_agent_and_track(arguments, message, tmp_path, capsys):
+    code = main(["bench", "run", "--module", "ucsf-pdgm", "--out", str(tmp_path / "x"), *arguments])
+    assert code == 2 and message in capsys.readouterr().err
+
+
+def test_track_c_refuses_pathology(tmp_path, capsys):
+    code = main(["bench", "run", "--module", "bracs", "--agent", "montage", "--model", "m", "--track", "C",
+                 "--out", str(tmp_path / "x")])
+    assert code == 2 and "radiology modules only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_oracle_is_perfect_on_the_embedded_cohort(module, tmp_path, capsys):
+    """The README's main command on every module (the cohort is generated once into the shared cache)."""
+    assert main(["bench", "run", "--module", module, "--agent", "oracle", "--limit", "2",
+                 "--out", str(tmp_path / module)]) == 0
+    last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert {"module", "n", "task", "strict", "loc", "invalid"} <= set(last)
+    assert last["module"] == module and last["n"] == 2 and last["invalid"] == 0
+    assert last["task"] == 1.0 and last["strict"] == 1.0 and last["loc"] in (1.0, None)
