@@ -162,3 +162,20 @@ def test_track_b_session_reports_the_artifact_graph_and_warns_on_unaligned_fusio
     assert "artifacts" in registry.call("get_viewer_state").data
     fused = registry.call("fusion", {"background_volume_ref": "baseline_T1c", "foreground_volume_ref": "followup_T1c"})
     assert fused.ok and fused.data["warnings"], fused.data
+
+
+def every_registry(tmp_path):
+    from MedOpenClawLib.pathology.actions import build_pathology_registry
+
+    return {"slicer-B": build_slicer_registry([tmp_path], track="B"), "wsi": build_pathology_registry([tmp_path])}
+
+
+def test_every_action_of_every_registry_rejects_unknown_arguments_without_side_effects(tmp_path):
+    for name, registry in every_registry(tmp_path).items():
+        for action in registry.actions():
+            before = registry.context.state()
+            result = registry.call(action.name, {"not_an_argument": 1})
+            assert result.error["code"] == "invalid_argument", (name, action.name, result.error)
+            assert "not_an_argument" in result.error["message"]
+            assert registry.context.state() == before, (name, action.name)
+        assert all(record["status"] == "error" for record in registry.trace.actions())
