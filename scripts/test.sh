@@ -6,6 +6,7 @@ bash "$root/scripts/setup_env.sh"
 venv="${MEDOPENCLAW_VENV:-$root/.venv}"
 build="${MEDOPENCLAW_BUILD_DIR:-$root/build}"
 export PATH="$venv/bin:$PATH"
-cmake -S "$root" -B "$build" -DPython3_EXECUTABLE="$venv/bin/python" > "$build.configure.log" 2>&1 \
-  || { cat "$build.configure.log"; exit 1; }
+mkdir -p "$build"
+cmake -S "$root" -B "$build" -DPython3_EXECUTABLE="$venv/bin/python" > "$build/configure.log" 2>&1 \
+  || { cat "$build/configure.log"; exit 1; }
 ctest --test-dir "$build" --output-on-failure -j "${MEDOPENCLAW_TEST_JOBS:-2}" "$@"
