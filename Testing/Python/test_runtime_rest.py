@@ -58,8 +58,11 @@ def test_tools_actions_state_and_trace(server):
     trace = requests.get(f"{url}/v1/trace", headers=auth(), timeout=5).json()
     assert [record.get("action") for record in trace if record["kind"] == "action"] == ["open_case",
                                                                                          "set_slice_offset"]
+    assert running.service.registry.trace.records[-1]["actor"] == "agent"
     human = requests.post(f"{url}/v1/actions/ping", headers={**auth(), "X-Actor": "human"}, timeout=5)
-    assert human.json()["ok"] and running.service.registry.trace.records[-1]["actor"] == "human"
+    assert human.status_code == 403 and human.json()["error"]["code"] == "actor_not_allowed"
+    robot = requests.post(f"{url}/v1/actions/ping", headers={**auth(), "X-Actor": "robot"}, timeout=5)
+    assert robot.status_code == 400
 
 
 def test_unknown_action_bad_json_and_unknown_routes(server):

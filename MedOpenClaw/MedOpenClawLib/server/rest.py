@@ -6,7 +6,8 @@ HTTP server below and by the in-Slicer WebServer handler, so both expose exactly
     GET  /v1/state                                 viewer-state snapshot
     GET  /v1/trace                                 the audit records so far
 
-Every request needs ``Authorization: Bearer <token>``. There is no route that executes code.
+Every request needs ``Authorization: Bearer <token>``; REST clients always act as ``agent`` (an ``X-Actor``
+header naming another actor is refused). There is no route that executes code.
 """
 
 from __future__ import annotations
@@ -79,6 +80,10 @@ class RestService:
     def call(self, name: str, body: bytes, actor: str) -> Response:
         if actor not in ACTORS:
             return error_response(400, "invalid_actor", f"actor must be one of {ACTORS}")
+        if actor != "agent":
+            # a remote client could otherwise present itself as the clinician and escape the round budget;
+            # human actions come from the in-process panels, never over the wire
+            return error_response(403, "actor_not_allowed", "REST clients act as 'agent'")
         if len(body) > MAX_BODY_BYTES:
             return error_response(413, "too_large", "request body over 1 MiB")
         try:
