@@ -6,19 +6,12 @@ trace is self-describing. Model receipts and other non-action records are skippe
 
 from __future__ import annotations
 
-import importlib
 import os
 from dataclasses import dataclass
 
 from .audit import read_trace
 from .registry import ActionRegistry
 
-# application name in session_config -> (module, builder function); the builders create fresh headless
-# viewers, so a replay started inside the Slicer GUI never touches the user's scene
-SESSION_BUILDERS = {
-    "slicer": ("MedOpenClawLib.session", "build_headless_slicer_registry"),
-    "wsi": ("MedOpenClawLib.pathology.actions", "build_pathology_registry"),
-}
 IGNORED_STATE_KEYS = ("time",)
 
 
@@ -44,12 +37,22 @@ def session_config(records: list[dict]) -> dict:
 
 
 def build_from_config(config: dict, data_roots: list[str | os.PathLike] | None = None) -> ActionRegistry:
+    """A fresh headless session like the recorded one: a replay started inside the Slicer GUI (or against a
+    QuPath-backed trace) never touches the user's viewer."""
     app = config.get("app", "slicer")
-    if app not in SESSION_BUILDERS:
-        raise ValueError(f"unknown application {app!r} in session_config")
-    module_name, function_name = SESSION_BUILDERS[app]
-    builder = getattr(importlib.import_module(module_name), function_name)
-    return builder(data_roots=data_roots or config.get("data_roots"), track=config.get("track", "A"))
+    roots = data_roots or config.get("data_roots")
+    track = config.get("track", "A")
+    if app == "slicer":
+        from .session import build_headless_slicer_registry
+
+        return build_headless_slicer_registry(roots, track=track)
+    if app == "wsi":
+        from .pathology.actions import build_pathology_registry
+        from .pathology.viewer import DEFAULT_VIEWPORT, HeadlessWsiViewer
+
+        viewport = tuple(config.get("viewport") or DEFAULT_VIEWPORT)
+        return build_pathology_registry(roots, track=track, viewer=HeadlessWsiViewer(viewport))
+    raise ValueError(f"unknown application {app!r} in session_config")
 
 
 def first_difference(expected, actual, path: str = "") -> str | None:

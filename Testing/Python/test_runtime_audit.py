@@ -117,3 +117,25 @@ def test_credentials_never_reach_the_trace(tmp_path):
                                          "usage": {"input_tokens": 12}})
     text = (tmp_path / "t.jsonl").read_text()
     assert "sk-secret" not in text and "Bearer x" not in text and '"input_tokens":12' in text
+
+
+def test_replay_of_a_pathology_trace_uses_the_recorded_viewport(tmp_path, capsys):
+    from conftest_pathology import DOWNSAMPLES, MPP, SLIDE_SIZE, paint_regions
+
+    from MedOpenClawLib.pathology.actions import build_pathology_registry
+    from MedOpenClawLib.pathology.pyramid_tiff import write_pyramidal_tiff
+    from MedOpenClawLib.pathology.viewer import HeadlessWsiViewer
+
+    root = tmp_path / "slides"
+    root.mkdir()
+    slide = root / "slide.tif"
+    write_pyramidal_tiff(slide, *SLIDE_SIZE, paint_regions, DOWNSAMPLES, tile=256, mpp=MPP)
+    path = tmp_path / "trace" / "wsi.jsonl"
+    registry = build_pathology_registry([root], trace=AuditTrace(path), viewer=HeadlessWsiViewer((640, 480)))
+    for name, arguments in [("load_image", {"image_path": str(slide)}), ("zoom", {"amount": 2, "x": 300, "y": 700}),
+                            ("pan", {"direction": "right", "amount": 0.25}),
+                            ("viewer_point_to_wsi_coordinate", {"x": 500, "y": 500}),
+                            ("record_view_as_evidence", {"label": "focus"}), ("zoom", {"amount": -1})]:
+        registry.call(name, arguments)
+    assert read_trace(path)[1]["payload"]["viewport"] == [640, 480]
+    assert main(["replay", str(path)]) == 0, capsys.readouterr().out

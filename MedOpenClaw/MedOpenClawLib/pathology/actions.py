@@ -306,4 +306,7 @@ def build_pathology_registry(
     """A registry of the pathology actions over ``viewer`` (a new headless engine by default)."""
     policy = SessionPolicy(track=track, max_rounds=max_rounds, data_roots=DataRootPolicy(list(data_roots)))
     context = PathologyContext(viewer if viewer is not None else HeadlessWsiViewer(), policy, artifact_dir)
-    return ActionRegistry(context, [PATHOLOGY], trace)
+    state = context.viewer.view_state()
+    config = {"app": "wsi", "track": track, "max_rounds": max_rounds, "data_roots": policy.data_roots.to_json(),
+              "viewport": [state.viewport_width, state.viewport_height]}
+    return ActionRegistry(context, [PATHOLOGY], trace, config)
