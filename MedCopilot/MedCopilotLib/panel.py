@@ -6,6 +6,7 @@ clicks, and polls the background model call from a ``QTimer`` so the GUI never w
 
 from __future__ import annotations
 
+import html
 import json
 from collections.abc import Callable
 
@@ -236,8 +237,11 @@ class CopilotPanel:
         bar = self.scroll.verticalScrollBar()
         bar.setValue(read(bar, "maximum"))
 
-    def _label(self, text: str, style: str):
+    def _label(self, text: str, style: str, rich: bool = False):
+        """A wrapped, selectable label. Plain text unless ``rich``: model-written text (replies, arguments,
+        claims) must never be interpreted as HTML, or a reply could hide or restyle what the clinician approves."""
         label = qt.QLabel(text)
+        label.setTextFormat(qt.Qt.RichText if rich else qt.Qt.PlainText)
         label.setWordWrap(True)
         label.setTextInteractionFlags(qt.Qt.TextSelectableByMouse)
         label.setStyleSheet(style)
@@ -261,7 +265,7 @@ class CopilotPanel:
         frame.setObjectName("card")  # the style must not reach the labels (QLabel is a QFrame too)
         frame.setStyleSheet(STYLES["card"])
         layout = qt.QVBoxLayout(frame)
-        layout.addWidget(self._label(f"<b>{card.id} · {card.call.name}</b>", ""))
+        layout.addWidget(self._label(f"<b>{card.id} · {html.escape(card.call.name)}</b>", "", rich=True))
         arguments = json.dumps(card.call.arguments) if card.call.arguments is not None else card.call.raw_arguments
         layout.addWidget(self._label(arguments, "font-family:monospace;"))
         if card.rationale:
@@ -325,7 +329,7 @@ class CopilotPanel:
         frame.setObjectName("answer")
         frame.setStyleSheet(STYLES["answer"])
         layout = qt.QVBoxLayout(frame)
-        layout.addWidget(self._label("<b>Answer</b>", ""))
+        layout.addWidget(self._label("<b>Answer</b>", "", rich=True))
         for claim in entry.data.get("claims", []):
             row = qt.QHBoxLayout()
             marker = "" if claim["supported"] else "⚠ "

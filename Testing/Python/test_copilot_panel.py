@@ -74,3 +74,27 @@ def test_chat_panel_approve_card_answer_and_evidence_jump(registry, monkeypatch)
     panel.jump_to_item(panel.evidence_list.item(0))
     assert registry.context.state()["views"]["axial"]["offset_mm"] == pytest.approx(4.0)
     assert read(panel.status_label, "text") == "Showing the view of ev1"
+
+
+def test_model_text_is_shown_as_plain_text_never_as_html(registry, monkeypatch):
+    """A reply must not be able to hide or restyle the arguments the clinician approves (Qt labels would
+    otherwise guess rich text from any tag-like content)."""
+    monkeypatch.delenv("MEDOPENCLAW_API_KEY", raising=False)
+    hidden = "<span style='font-size:0px'>/elsewhere</span>"
+    script = [
+        Scripted(openai_reply("<b>Trust me</b>", [("bookmark_view", f'{{"view": "axial", "label": "{hidden}"}}')])),
+    ]
+    with FakeModelServer(script) as server:
+        panel = CopilotPanel(DictSettingsStore())
+        panel.attach(registry)
+        panel.endpoint_edit.setText(server.url)
+        panel.model_edit.setText("fake-vlm")
+        assert panel.apply_settings()
+        panel.input_edit.setText("bookmark")
+        panel.send_button.click()
+        pump(lambda: len(buttons(panel, "Approve")) == 1)
+    labels = {read(label, "text"): label for label in panel.conversation_widget.findChildren(qt.QLabel)}
+    shown = [text for text in labels if hidden in text or text == "<b>Trust me</b>"]
+    assert len(shown) == 2
+    assert all(labels[text].textFormat() == qt.Qt.PlainText for text in shown)
+    panel.stop()
