@@ -102,6 +102,7 @@ class AuditTrace:
         state: dict,
         duration_ms: float,
         extra: dict | None = None,
+        round_id: object = None,
     ) -> dict:
         artifacts = list(result.artifacts)
         if self.save_images and result.images:
@@ -118,6 +119,8 @@ class AuditTrace:
             "artifacts": artifacts,
             "duration_ms": round(duration_ms, 3),
         }
+        if round_id is not None:  # calls of one agent round share it; replay needs it to charge the budget alike
+            record["round"] = round_id
         if extra:
             record["extra"] = redact(extra)
         return self._append(record)
@@ -189,8 +192,7 @@ def verify_trace(path: str | os.PathLike, check_artifacts: bool = True) -> Verif
             for artifact in record.get("artifacts", []):
                 target = base / artifact["path"]
                 if not target.exists() or sha256_file(target) != artifact["sha256"]:
-                    return VerifyReport(
-                        False, len(records), index, f"artifact {artifact['path']} of record {index} is missing or changed"
-                    )
+                    message = f"artifact {artifact['path']} of record {index} is missing or changed"
+                    return VerifyReport(False, len(records), index, message)
         previous = record["hash"]
     return VerifyReport(True, len(records), None, f"{len(records)} records, chain intact")

@@ -194,6 +194,7 @@ class ActionRegistry:
                 state=self.context.state(),
                 duration_ms=duration_ms,
                 extra=audit_extra,
+                round_id=round_id,
             )
             return result
 

@@ -41,17 +41,17 @@ def build_from_config(config: dict, data_roots: list[str | os.PathLike] | None =
     QuPath-backed trace) never touches the user's viewer."""
     app = config.get("app", "slicer")
     roots = data_roots or config.get("data_roots")
-    track = config.get("track", "A")
+    options = {"track": config.get("track", "A"), "max_rounds": config.get("max_rounds")}
     if app == "slicer":
         from .session import build_headless_slicer_registry
 
-        return build_headless_slicer_registry(roots, track=track)
+        return build_headless_slicer_registry(roots, **options)
     if app == "wsi":
         from .pathology.actions import build_pathology_registry
         from .pathology.viewer import DEFAULT_VIEWPORT, HeadlessWsiViewer
 
         viewport = tuple(config.get("viewport") or DEFAULT_VIEWPORT)
-        return build_pathology_registry(roots, track=track, viewer=HeadlessWsiViewer(viewport))
+        return build_pathology_registry(roots, viewer=HeadlessWsiViewer(viewport), **options)
     raise ValueError(f"unknown application {app!r} in session_config")
 
 
@@ -79,7 +79,8 @@ def replay_trace(path: str | os.PathLike, data_roots: list[str | os.PathLike] | 
     registry = build_from_config(session_config(records), data_roots)
     actions = [record for record in records if record.get("kind") == "action"]
     for record in actions:
-        result = registry.call(record["action"], record.get("arguments") or {}, actor=record.get("actor", "agent"))
+        result = registry.call(record["action"], record.get("arguments") or {}, actor=record.get("actor", "agent"),
+                               round_id=record.get("round"))
         actual_state = registry.context.state()
         status = "ok" if result.ok else "error"
         if status != record.get("status"):

@@ -139,3 +139,17 @@ def test_replay_of_a_pathology_trace_uses_the_recorded_viewport(tmp_path, capsys
         registry.call(name, arguments)
     assert read_trace(path)[1]["payload"]["viewport"] == [640, 480]
     assert main(["replay", str(path)]) == 0, capsys.readouterr().out
+
+
+def test_replay_charges_the_round_budget_as_the_episode_did(tmp_path, capsys):
+    root = tmp_path / "data"
+    root.mkdir()
+    write_nifti(root / "T1c.nii.gz", phantom(1), oblique_lps_affine())
+    path = tmp_path / "budget.jsonl"
+    registry = build_slicer_registry([root], trace=AuditTrace(path), max_rounds=2)
+    assert registry.call("open_case", {"dicom_dir": str(root), "size": 64}, round_id=1).ok
+    assert registry.call("observe", {"size": 64}, round_id=1).ok  # same round: not charged again
+    assert registry.call("get_slice_offset_range", {"view": "axial"}, round_id=2).ok
+    assert registry.call("ping", {}, round_id=3).error["code"] == "budget_exhausted"
+    assert [record.get("round") for record in read_trace(path) if record["kind"] == "action"] == [1, 1, 2, 3]
+    assert main(["replay", str(path)]) == 0, capsys.readouterr().out
