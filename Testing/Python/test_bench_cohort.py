@@ -291,3 +291,22 @@ def test_camelyon_fixture_quirks(tmp_path):
     tumour_region = [region for region in truth.regions if region["kind"] == "tumor"][0]
     assert point_in_polygon(*tumour_region["reference_point"], tumour)
     assert not point_in_polygon(*tumour_region["reference_point"], hole)
+
+
+def _truncate(path: Path) -> None:
+    """Cut a file in half: the NIfTI header still reads, the gzip stream of the voxels does not."""
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+@pytest.mark.parametrize("module", ["ucsf-pdgm", "lumiere"])
+def test_truncated_lesion_mask_skips_the_case_instead_of_crashing(cohort, tmp_path, module):
+    raw = tmp_path / "raw"
+    shutil.copytree(cohort / DATASET_DIRS[module], raw)
+    pattern = "*_tumor_segmentation.nii.gz" if module == "ucsf-pdgm" else "seg_mask.nii.gz"
+    victim = sorted(raw.rglob(pattern))[-1]
+    _truncate(victim)
+    manifest = prepare(module, raw, tmp_path / "cases")
+    reasons = [item["reason"] for item in manifest["skipped"] if "unreadable" in item["reason"]]
+    assert reasons and "EOFError" in reasons[0]
+    assert manifest["cases"]  # the other cases are still prepared

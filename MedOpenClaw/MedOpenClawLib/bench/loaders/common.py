@@ -78,8 +78,14 @@ def safe_name(text: str) -> str:
 
 
 def localization_record(mask_path: Path, source_volume_name: str) -> dict | None:
-    """The hidden localization block for a lesion mask (None when the mask is empty: nothing to localize)."""
-    mask: VoxelMask = mask_from_file(mask_path)
+    """The hidden localization block for a lesion mask (None when the mask is empty: nothing to localize).
+
+    A truncated or corrupt mask file skips the case: only its header was read before this point.
+    """
+    try:
+        mask: VoxelMask = mask_from_file(mask_path)
+    except Exception as error:  # nibabel and gzip raise EOFError, zlib.error, OSError, ... for broken files
+        raise SkipCase(f"unreadable lesion mask {mask_path.name}: {type(error).__name__}: {error}") from error
     if not mask.data.any():
         return None
     ranges = mask.ras_ranges()

@@ -59,8 +59,11 @@ def lesion_fields(old_seg: Path | None, current_seg: Path | None) -> dict[str, b
 
     if old_seg is None or current_seg is None:
         return dict.fromkeys(LUMIERE_EVIDENCE_FIELDS[2:])
-    old_image, current_image = nib.load(old_seg), nib.load(current_seg)
-    old, current = np.asarray(old_image.dataobj), np.asarray(current_image.dataobj)
+    try:
+        old_image, current_image = nib.load(old_seg), nib.load(current_seg)
+        old, current = np.asarray(old_image.dataobj), np.asarray(current_image.dataobj)
+    except Exception as error:  # nibabel and gzip raise EOFError, zlib.error, OSError, ... for broken files
+        raise SkipCase(f"unreadable DeepBraTumIA segmentation: {type(error).__name__}: {error}") from error
     if old.shape != current.shape:
         return dict.fromkeys(LUMIERE_EVIDENCE_FIELDS[2:])
     spacing = np.sqrt((current_image.affine[:3, :3] ** 2).sum(axis=0))
