@@ -142,6 +142,13 @@ def test_quantify_box_roi_from_evidence(session):
     measured = call_ok(registry, "quantify", roi_evidence_id=roi.data["evidence_id"])
     assert measured.data["statistics"]["voxel_count"] > 0 and measured.data["inputs"]["roi_evidence_id"]
     call_error(registry, "quantify", "evidence_not_found", roi_evidence_id="ev99")
+    # the ROI was drawn on the lesion volume: measuring it on another volume is the F3 question again
+    elsewhere = call_ok(registry, "quantify", roi_evidence_id=roi.data["evidence_id"], volume_name="baseline")
+    assert [w["code"] for w in elsewhere.data["warnings"]] == ["alignment_unverified"]
+    engine = registry.context.engine
+    engine.find_volume(volume_name="lesion").SetAttribute(scene_nodes.FRAME, "A")
+    engine.find_volume(volume_name="baseline").SetAttribute(scene_nodes.FRAME, "B")
+    call_error(registry, "quantify", "wrong_space", roi_evidence_id=roi.data["evidence_id"], volume_name="baseline")
 
 
 @pytest.fixture()

@@ -368,7 +368,6 @@ def segment_region(ctx, volume_name=None, seeds_ras=None, seeds_1000=None, view=
 )
 def quantify(ctx, segmentation_name=None, segment_name=None, roi_evidence_id=None, volume_name=None) -> Result:
     started = time.perf_counter()
-    warnings: list[dict] = []
     if segmentation_name is not None:
         segmentation = scene_nodes.find_segmentation(ctx.engine.scene, segmentation_name)
         source_id = segmentation.GetAttribute(scene_nodes.SOURCE_VOLUME)
@@ -376,9 +375,7 @@ def quantify(ctx, segmentation_name=None, segment_name=None, roi_evidence_id=Non
         target = volume_node(ctx, volume_name) if volume_name else source
         if target is None:
             raise ActionError("invalid_argument", "name the volume to measure (volume_name)")
-        if source is not None and source.GetID() != target.GetID():
-            warnings = alignment_warnings(ctx, source, target)
-            refuse_known_mismatch(warnings, f"{segmentation.GetName()} was made on {source.GetName()}")
+        warnings = region_space_warnings(ctx, source, target, f"{segmentation.GetName()} was made on")
         segment_id = scene_nodes.find_segment(segmentation, segment_name)
         mask = scene_nodes.segment_mask(ctx.engine.app, segmentation, segment_id, target)
         region = {"segmentation_id": segmentation.GetID(), "segment_id": segment_id,
@@ -387,7 +384,8 @@ def quantify(ctx, segmentation_name=None, segment_name=None, roi_evidence_id=Non
         if segment_name is not None:
             raise ActionError("invalid_argument", "segment_name goes with segmentation_name")
         target = volume_node(ctx, volume_name)
-        mask, region = roi_mask(ctx, roi_evidence_id, target)
+        mask, region, drawn_on = roi_mask(ctx, roi_evidence_id, target)
+        warnings = region_space_warnings(ctx, drawn_on, target, f"ROI {roi_evidence_id} was drawn on")
     image = scene_nodes.image_of(target)
     if not mask.any():
         raise ActionError("empty_region", f"the region contains no voxel of {target.GetName()}")
@@ -403,7 +401,18 @@ def quantify(ctx, segmentation_name=None, segment_name=None, roi_evidence_id=Non
     return Result(ok=True, data=data)
 
 
-def roi_mask(ctx, evidence_id: str, target) -> tuple[np.ndarray, dict]:
+def region_space_warnings(ctx, drawn_on, target, what: str) -> list[dict]:
+    """A region (segment or ROI) measured on another volume than the one it was drawn on: refuse when the two
+    are established to be in different spaces, else return the alignment warnings (F3)."""
+    if drawn_on is None or drawn_on.GetID() == target.GetID():
+        return []
+    warnings = alignment_warnings(ctx, drawn_on, target)
+    refuse_known_mismatch(warnings, f"{what} {drawn_on.GetName()}")
+    return warnings
+
+
+def roi_mask(ctx, evidence_id: str, target) -> tuple[np.ndarray, dict, object | None]:
+    """The box ROI as a mask on ``target``'s grid, the region description, and the volume it was drawn on."""
     item = next((item for item in ctx.evidence.items if item.id == evidence_id), None)
     if item is None or item.kind != "roi":
         raise ActionError("evidence_not_found", f"no ROI evidence {evidence_id!r}")
@@ -415,7 +424,9 @@ def roi_mask(ctx, evidence_id: str, target) -> tuple[np.ndarray, dict]:
     k, j, i = np.indices(image.array.shape)
     ras = image.ijk_to_ras_points(np.stack([i.ravel(), j.ravel(), k.ravel()], axis=1))
     inside = np.all(np.abs(ras - center) <= size / 2.0 + 1e-6, axis=1).reshape(image.array.shape)
-    return inside, {"roi_evidence_id": evidence_id, "roi_center_ras": item.data["center_ras"]}
+    drawn_on = next((node for node in ctx.engine.volume_nodes() if node.GetName() == item.data.get("volume_name")),
+                    None)
+    return inside, {"roi_evidence_id": evidence_id, "roi_center_ras": item.data["center_ras"]}, drawn_on
 
 
 def pet_calibration(node):
