@@ -154,3 +154,29 @@ def test_config_from_environment_never_exposes_the_key():
     )
     with pytest.raises(ValueError, match="model name is required"):
         ProviderConfig.resolve(environ={})
+
+
+@pytest.mark.parametrize(
+    ("kind", "body"),
+    [
+        ("openai", {"choices": [{"message": "not an object"}]}),
+        ("openai", {"choices": [{"message": {"content": "x", "tool_calls": ["not an object"]}}]}),
+        ("openai", {"choices": [{"message": {"content": "x"}}], "usage": {"prompt_tokens": "lots"}}),
+        ("anthropic", {"content": ["not a block"]}),
+    ],
+)
+def test_malformed_response_body_is_a_provider_error(kind, body):
+    """A near-miss server dialect ends the episode INVALID (ProviderError) instead of crashing the run."""
+    with FakeModelServer([Scripted(body)]) as server:
+        with pytest.raises(ProviderError, match="unexpected response shape"):
+            provider(kind, server.url).complete(conversation(), TOOLS)
+
+
+def test_invalid_header_is_a_provider_error_without_the_key():
+    """requests quotes a header value it rejects (here a key with a trailing newline): the key must not leak."""
+    config = ProviderConfig(kind="openai", model="m-1", base_url="http://127.0.0.1:9", api_key=KEY + "\n",
+                            retry=FAST_RETRY)
+    with pytest.raises(ProviderError) as caught:
+        make_provider(config).complete(conversation(), TOOLS)
+    assert "InvalidHeader" in str(caught.value) and KEY not in str(caught.value)
+    assert not caught.value.retryable

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import time
 from abc import ABC, abstractmethod
 
 import requests
 
 from .config import ProviderConfig
-from .http import post_json
+from .http import ProviderError, post_json
 from .messages import Message, ModelReply
 
 
@@ -33,7 +34,12 @@ class Provider(ABC):
             retry=self.config.retry,
             secrets=(self.config.api_key,),
         )
-        reply = self._parse(response)
+        try:
+            reply = self._parse(response)
+        except (AttributeError, KeyError, IndexError, TypeError, ValueError) as error:
+            # a server speaking a near-miss dialect must end the episode INVALID, not crash the batch run
+            raise ProviderError(f"unexpected response shape ({type(error).__name__}: {error}): "
+                                f"{json.dumps(response, default=str)[:300]}") from None
         reply.usage.calls = 1
         reply.usage.images_sent = images
         reply.usage.retries = retries

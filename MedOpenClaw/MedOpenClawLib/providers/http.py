@@ -46,10 +46,15 @@ class RetryPolicy:
 
 
 def scrub(text: str, secrets: tuple[str, ...]) -> str:
-    """Remove every secret from text that may reach a log, an exception or a trace."""
+    """Remove every secret from text that may reach a log, an exception or a trace.
+
+    The stripped form is removed too: a key read from a file often ends in a newline, and error messages
+    quote it escaped (``'...\\n'``), so the raw form alone would not match.
+    """
     for secret in secrets:
-        if secret:
-            text = text.replace(secret, "[redacted]")
+        for form in (secret, secret.strip()):
+            if form:
+                text = text.replace(form, "[redacted]")
     return text
 
 
@@ -83,6 +88,11 @@ def post_json(
             message, retryable = f"no response within {timeout_s:g} s", True
         except requests.ConnectionError as error:
             message, retryable = f"connection failed: {scrub(str(error), secrets)}", True
+        except requests.RequestException as error:
+            # a body cut off mid-stream is transient; a bad URL or header (e.g. a key with a newline, whose
+            # message quotes the key) is not, and must still end as a scrubbed ProviderError, never a crash
+            retryable = isinstance(error, requests.exceptions.ChunkedEncodingError)
+            message = f"request failed: {type(error).__name__}: {scrub(str(error), secrets)}"
         if not retryable or attempt >= retry.max_retries:
             raise ProviderError(
                 f"{scrub(url, secrets)}: {message} (after {attempt + 1} attempts)", status, retryable
