@@ -135,6 +135,22 @@ def test_segment_region_refuses_points_outside_the_volume(session):
                method="threshold")
 
 
+def test_screen_seeds_read_on_another_volume_are_checked_for_alignment(session):
+    registry, _ = session
+    call_ok(registry, "select_volume", volume_name="lesion", size=64)
+    here = call_ok(registry, "segment_region", volume_name="lesion", seeds_1000=[[500, 500]], view="axial", size=64)
+    assert "warnings" not in here.data
+    # clicked on the lesion volume's view, grown in the baseline volume: nothing shows they share a space
+    there = call_ok(registry, "segment_region", volume_name="baseline", seeds_1000=[[500, 500]], view="axial",
+                    size=64)
+    assert [w["code"] for w in there.data["warnings"]] == ["alignment_unverified"]
+    engine = registry.context.engine
+    engine.find_volume(volume_name="lesion").SetAttribute(scene_nodes.FRAME, "A")
+    engine.find_volume(volume_name="baseline").SetAttribute(scene_nodes.FRAME, "B")
+    call_error(registry, "segment_region", "wrong_space", volume_name="baseline", seeds_1000=[[500, 500]],
+               view="axial")
+
+
 def test_quantify_box_roi_from_evidence(session):
     registry, _ = session
     call_ok(registry, "select_volume", volume_name="lesion", size=64)

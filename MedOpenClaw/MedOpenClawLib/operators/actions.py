@@ -69,14 +69,21 @@ def volume_node(ctx, ref: str | None):
         return ctx.engine.find_volume(volume_name=ref)
 
 
-def points_to_ijk(ctx, node, image: ImageVolume, points_ras, points_1000, view) -> tuple[np.ndarray, np.ndarray]:
-    """(RAS, voxel indices) of the given points; refuses points that lie outside the volume."""
+def points_to_ijk(ctx, node, image: ImageVolume, points_ras, points_1000,
+                  view) -> tuple[np.ndarray, np.ndarray, list[dict]]:
+    """(RAS, voxel indices, space warnings) of the given points; refuses points that lie outside the volume, and
+    screen points read on a view showing a volume established to be in another space than ``node``."""
     if (points_ras is None) == (points_1000 is None):
         raise ActionError("invalid_argument", "give points either in RAS mm or as 0..999 screen points, not both")
+    warnings: list[dict] = []
     if points_1000 is not None:
         if view is None:
             raise ActionError("invalid_argument", "screen points need the `view` they were read from")
-        ctx.engine.find_volume()
+        shown = ctx.engine.scene.GetNodeByID(ctx.engine.logic(view).GetSliceCompositeNode().GetBackgroundVolumeID()
+                                             or "")
+        if shown is None:
+            raise ActionError("no_volume", f"the {view} view shows no volume to read points on")
+        warnings = region_space_warnings(ctx, shown, node, "the screen points were read on")
         points_ras = [screen_to_ras(ctx, view, point) for point in points_1000]
     ras = np.asarray(points_ras, dtype=float)
     ijk = image.ras_to_ijk(ras)
@@ -85,7 +92,7 @@ def points_to_ijk(ctx, node, image: ImageVolume, points_ras, points_1000, view) 
         bad = ", ".join(str(np.round(point, 1).tolist()) for point in ras[~inside])
         raise ActionError("outside_volume", f"point(s) {bad} lie outside {node.GetName()}; points must be RAS mm "
                                             "inside the volume being segmented")
-    return ras, np.rint(ijk).astype(int)
+    return ras, np.rint(ijk).astype(int), warnings
 
 
 def segment_statistics(image: ImageVolume, labelmap: np.ndarray, names: dict[int, str]) -> list[dict]:
@@ -143,9 +150,9 @@ def vista3d_segment(ctx, volume_name=None, label_prompt=None, point_prompts_ras=
         vista3d.check_ct_input(image.array, image.metadata["modality"])
         table = vista3d.label_table()
         labels = [table.resolve(prompt) for prompt in label_prompt] if label_prompt else None
-        points = None
+        points, warnings = None, []
         if point_prompts_ras is not None or point_prompts_1000 is not None:
-            points, _ = points_to_ijk(ctx, node, image, point_prompts_ras, point_prompts_1000, view)
+            points, _, warnings = points_to_ijk(ctx, node, image, point_prompts_ras, point_prompts_1000, view)
             if point_labels is not None and len(point_labels) != len(points):
                 raise ActionError("invalid_argument", "point_labels must have one entry per point")
         bundle = vista3d.bundle_from_environment()
@@ -173,6 +180,8 @@ def vista3d_segment(ctx, volume_name=None, label_prompt=None, point_prompts_ras=
     )
     if not present:
         data["warning"] = "VISTA3D found none of the prompted structures in this volume"
+    if warnings:
+        data["warnings"] = warnings
     return render(ctx, target_views(ctx, None), size, data)
 
 
@@ -332,7 +341,7 @@ def segment_region(ctx, volume_name=None, seeds_ras=None, seeds_1000=None, view=
     started = time.perf_counter()
     node = volume_node(ctx, volume_name)
     image = scene_nodes.image_of(node)
-    seeds, seeds_ijk = points_to_ijk(ctx, node, image, seeds_ras, seeds_1000, view)
+    seeds, seeds_ijk, warnings = points_to_ijk(ctx, node, image, seeds_ras, seeds_1000, view)
     parameters = GrowingParameters(method, lower, upper, multiplier)
     try:
         mask = grow_region(image, seeds_ijk.tolist(), parameters)
@@ -352,6 +361,8 @@ def segment_region(ctx, volume_name=None, seeds_ras=None, seeds_1000=None, view=
     )
     if mask.mean() > 0.25:
         data["warning"] = f"the region covers {mask.mean():.0%} of the volume: it probably leaked"
+    if warnings:
+        data["warnings"] = warnings
     return render(ctx, target_views(ctx, None), size, data)
 
 
