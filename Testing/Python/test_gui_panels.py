@@ -53,6 +53,11 @@ def test_audit_panel_live_rows_filter_details_restore_export(app_session, tmp_pa
     panel.select_row(0)
     assert read(panel.restore_button, "enabled")
     assert "jump" in read(panel.details_title, "text") and "ras" in panel.arguments_text.toPlainText()
+    registry.call("<b>not_an_action</b>", {})  # a client-chosen name is quoted, never rendered as HTML
+    pump(lambda: panel.table.rowCount() == 2)
+    panel.select_row(1)
+    assert "<b>not_an_action</b>" in read(panel.details_title, "text")
+    assert panel.details_title.textFormat() == qt.Qt.PlainText
     panel.status_combo.setCurrentIndex(0)
     panel.filter_edit.setText("set_slice_offset")
     assert panel.table.rowCount() == 1

@@ -54,6 +54,7 @@ class AuditLogPanel:
         layout.addWidget(self.table, 3)
 
         self.details_title = qt.QLabel("Select a record to see its details")
+        self.details_title.setTextFormat(qt.Qt.PlainText)  # it quotes client-sent names and messages: never HTML
         layout.addWidget(self.details_title)
         self.details_tabs = qt.QTabWidget()
         self.arguments_text, self.result_text, self.state_text = (self._text_tab(name)
