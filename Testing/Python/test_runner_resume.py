@@ -8,6 +8,9 @@ import io
 import json
 import os
 import signal
+import subprocess
+import sys
+import time
 
 import pytest
 from agents_cases import write_ucsf_package
@@ -17,6 +20,7 @@ from MedOpenClawLib.bench.agents.oracle import OracleAgent
 from MedOpenClawLib.bench.agents.random_agent import RandomAgent
 from MedOpenClawLib.bench.episode import EpisodePrompt
 from MedOpenClawLib.bench.runner import BenchmarkRunner, RunConfig
+from MedOpenClawLib.bench.worker import TOKEN_ENV, headless_command
 
 
 def plain_prompt(case, attachments, max_rounds):
@@ -112,3 +116,25 @@ def test_changed_configuration_is_refused(cases, tmp_path):
     runner(cases, tmp_path / "run", limit=1).run()
     with pytest.raises(ValueError, match="differs in agent"):
         runner(cases, tmp_path / "run", RandomAgent, limit=1).run()
+
+
+def test_worker_exits_when_its_runner_is_killed(tmp_path):
+    """A runner killed with SIGKILL cannot close its workers: they must not live on as orphans."""
+    runner_stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    ready = tmp_path / "ready.json"
+    command = headless_command(str(ready))
+    assert command[-2:] == ["--parent-pid", str(os.getpid())]
+    command[-1] = str(runner_stand_in.pid)
+    worker = subprocess.Popen(command, env={**os.environ, TOKEN_ENV: "t"})
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists() and worker.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert ready.exists() and worker.poll() is None
+        runner_stand_in.kill()
+        runner_stand_in.wait()
+        assert worker.wait(timeout=10) == 3
+    finally:
+        runner_stand_in.kill()
+        worker.kill()
+        worker.wait()

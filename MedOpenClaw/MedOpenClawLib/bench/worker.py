@@ -20,6 +20,7 @@ import secrets
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -165,8 +166,39 @@ def _answer(service: WorkerService, line: bytes) -> dict:
         return {"id": request.get("id"), "ok": False, "error": {"code": error.code, "message": str(error)}}
 
 
-def serve_worker(service: WorkerService, token: str, port: int = 0, ready_file: str | None = None) -> None:
-    """Serve clients one after another on 127.0.0.1 until a ``shutdown`` request."""
+def exit_with_parent(parent_pid: int, poll_s: float = 1.0) -> None:
+    """End this process once ``parent_pid`` is gone (POSIX).
+
+    A runner killed with SIGKILL cannot shut its workers down, and a worker blocked in ``accept`` would live on
+    forever holding a Slicer application; polling the runner's pid (not ``getppid``: the real Slicer runs
+    under its launcher) frees it within ``poll_s``.
+    """
+    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
+        return
+
+    def watch() -> None:
+        while True:
+            time.sleep(poll_s)
+            try:
+                os.kill(parent_pid, 0)
+            except ProcessLookupError:
+                os._exit(3)
+            except PermissionError:  # the pid exists (owned by someone else): keep waiting
+                pass
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+def serve_worker(
+    service: WorkerService,
+    token: str,
+    port: int = 0,
+    ready_file: str | None = None,
+    parent_pid: int | None = None,
+) -> None:
+    """Serve clients one after another on 127.0.0.1 until a ``shutdown`` request (or the parent's death)."""
+    if parent_pid:
+        exit_with_parent(parent_pid)
     server = socket.create_server(("127.0.0.1", port))
     if ready_file:  # written atomically once we listen: the launcher polls for it
         temporary = Path(ready_file).with_suffix(".tmp")
@@ -195,11 +227,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="MedOpenClaw headless benchmark worker (slicer-core)")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--ready-file", required=True)
+    parser.add_argument("--parent-pid", type=int, help="exit when this process (the runner) is gone")
     args = parser.parse_args(argv)
     token = os.environ.get(TOKEN_ENV)
     if not token:
         parser.error(f"{TOKEN_ENV} must be set")
-    serve_worker(WorkerService(), token, args.port, args.ready_file)
+    serve_worker(WorkerService(), token, args.port, args.ready_file, args.parent_pid)
     return 0
 
 
@@ -213,6 +246,8 @@ def headless_command(ready_file: str, port: int = 0) -> list[str]:
         str(port),
         "--ready-file",
         ready_file,
+        "--parent-pid",
+        str(os.getpid()),
     ]
 
 
@@ -231,6 +266,8 @@ def slicer_command(slicer: str, ready_file: str, port: int = 0) -> list[str]:
         str(port),
         "--ready-file",
         ready_file,
+        "--parent-pid",
+        str(os.getpid()),
     ]
 
 
