@@ -169,3 +169,18 @@ def test_cli_parse_reads_stdin(monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.StringIO("ANSWER: **C**\n"))
     assert args.func(args) == 0
     assert json.loads(capsys.readouterr().out)["answer"] == "C"
+
+
+def test_decimal_comma_is_an_error_not_a_truncated_number():
+    parsed = parse_response("ucsf-pdgm", "KEY_SLICE_AXIAL_MM: 12,5 mm\nKEY_SLICE_SAGITTAL_MM: 1,234.5\nANSWER: A")
+    assert parsed["evidence"]["key_slice_axial_mm"] is None
+    assert parsed["evidence"]["key_slice_sagittal_mm"] is None
+    assert any("ambiguous number" in error for error in parsed["errors"])
+    assert parse_response("ucsf-pdgm", "RAS: [1,2,3]\nANSWER: A")["evidence"]["ras"] == [1.0, 2.0, 3.0]
+
+
+def test_non_finite_localizations_are_dropped():
+    text = '{"wsi_label": "N", "localizations": [{"x": NaN, "y": 1}, [Infinity, 2]]}'
+    parsed = parse_response("bracs", text)
+    assert parsed["answer"] == "N" and parsed["localizations"] == []  # N slide: the list stays empty
+    assert len(parsed["errors"]) == 2

@@ -9,6 +9,7 @@ unparseable into ``null`` plus a message in ``errors`` -- they never raise.
 from __future__ import annotations
 
 import json
+import math
 import re
 
 from .labels import (
@@ -105,6 +106,9 @@ def parse_float(value: str | None, what: str, errors: list[str]) -> float | None
     match = re.search(NUMBER, value)
     if not match:
         errors.append(f"{what}: not a number: {value[:60]!r}")
+        return None
+    if re.match(r",\d", value[match.end():]):  # "12,5" or "1,234.5": reading 12 or 1 would be a silent error
+        errors.append(f"{what}: ambiguous number (decimal comma or thousands separator): {value[:60]!r}")
         return None
     return float(match.group(0))
 
@@ -222,9 +226,14 @@ def parse_localizations(value, errors: list[str]) -> list[list[float]]:
         else:
             pair = (None, None)
         try:
-            points.append([float(pair[0]), float(pair[1])])
+            point = [float(pair[0]), float(pair[1])]
         except (TypeError, ValueError):
+            point = None
+        # NaN/Infinity (Python's json accepts them) would hit no ROI yet make an N slide's list non-empty
+        if point is None or not all(math.isfinite(value) for value in point):
             errors.append(f"localizations[{index}]: not an x/y pair: {json.dumps(item)[:60]}")
+            continue
+        points.append(point)
     return points
 
 
