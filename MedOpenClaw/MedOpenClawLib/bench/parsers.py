@@ -1,9 +1,8 @@
 """Deterministic, forgiving parsers of final model responses into the canonical answer/evidence JSON shapes.
 
 Real model output wraps answers in markdown, code fences, parentheses and trailing prose; the parsers
-accept all
-of that, let the last ANSWER line win, check that an option letter and its label text agree, and turn anything
-unparseable into ``null`` plus a message in ``errors`` -- they never raise.
+accept all of that, let the last ANSWER line win, check that an option letter and its label text agree, and turn
+anything unparseable into ``null`` plus a message in ``errors`` -- they never raise.
 """
 
 from __future__ import annotations
@@ -54,8 +53,8 @@ def _last_field(text: str, name: str) -> str | None:
 def parse_choice(
     value: str | None, options: tuple[tuple[str, str], ...], what: str, errors: list[str]
 ) -> str | None:
-    """One option letter from ``"(B)"``, ``"B)"``, ``"B. Oligodendroglioma"``, ``"B"`` or the label text
-    alone.
+    """One option letter from ``"(B)"``, ``"B)"``, ``"B. Oligodendroglioma"``, ``"B"`` or the label
+    text alone.
 
     A letter followed by label text must agree with that option's label, otherwise the answer is null.
     """
@@ -173,8 +172,7 @@ _COMPACT = re.compile(
 
 def parse_nsclc(text: str) -> dict:
     """Five answers from the last compact string ``1C2D3B4A5B`` (spaces tolerated); letters outside a
-    question's
-    option range are null with an error. Without a full string, ``Q1: C`` style lines are read one by one."""
+    question's option range are null with an error. Without a full string, ``Q1: C`` style lines are read one by one."""
     errors: list[str] = []
     text = clean_text(text)
     answers: dict[str, str | None] = {}

@@ -1,9 +1,8 @@
 """Scoring a responses file against a case package: what ``bench score`` and Track C pipelines use.
 
 Responses are JSONL lines ``{"case_id", "response"}``; optional keys: ``"invalid": "<reason>"`` (an
-environment
-fault: excluded from denominators) and ``"trace": "<path>"`` (an audit trace, relative to the responses file,
-from which process metrics are computed). Cases of the package without a response are scored as unanswered.
+environment fault: excluded from denominators) and ``"trace": "<path>"`` (an audit trace, relative to the responses
+file, from which process metrics are computed). Cases of the package without a response are scored as unanswered.
 """
 
 from __future__ import annotations

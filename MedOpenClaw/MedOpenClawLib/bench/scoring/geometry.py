@@ -1,17 +1,14 @@
 """Spatial look-ups behind the evidence gates: RAS points and key slices against voxel masks, WSI points
-against
-polygons. Everything goes through the mask's own affine, so LPS-stored, anisotropic and oblique volumes are
+against polygons. Everything goes through the mask's own affine, so LPS-stored, anisotropic and oblique volumes are
 handled the same way as the viewer displays them.
 
 Key-slice rule (documented decision): a key-slice offset passes when it lies within
 ``[min - h, max + h]`` of the mask voxel *centres'* coordinate on that RAS axis, where ``h`` is half a voxel's
 extent projected on that axis (``0.5 * sum_j |affine[axis, j]|``). A slice plane anywhere inside a boundary
-voxel
-therefore passes (the viewer shows that voxel there); one voxel spacing beyond the boundary centre fails.
+voxel therefore passes (the viewer shows that voxel there); one voxel spacing beyond the boundary centre fails.
 RAS-point rule: the point is mapped to continuous voxel indices with the inverse affine and rounded to the
 nearest voxel centre, i.e. the voxel that contains the point; it passes when that voxel is inside the array
-and
-non-zero in the mask.
+and non-zero in the mask.
 """
 
 from __future__ import annotations

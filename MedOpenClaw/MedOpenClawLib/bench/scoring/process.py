@@ -9,8 +9,7 @@ Definitions (adapted from ABRA's Planning/Execution, MedCTA's step metrics and M
 - tool_success: share of agent calls with status ok. argument_validity: share of calls not rejected for their
   arguments or tool name (``invalid_argument``, ``unknown_action``, ``not_on_track``; MedCTA ArgAcc).
 - turn_efficiency: min(1, reference length / calls). error_recovery: share of failed calls whose next agent
-call
-  succeeds and is not the identical call repeated (ABRA R_err); null when nothing failed.
+  call succeeds and is not the identical call repeated (ABRA R_err); null when nothing failed.
 - execution: ABRA's weighting 0.40 success + 0.20 arguments + 0.25 turns + 0.15 recovery (recovery = 1 when
   nothing failed).
 - progress_rate: share of the module's workflow stages reached by a successful call (MedImageOSWorld PR); the

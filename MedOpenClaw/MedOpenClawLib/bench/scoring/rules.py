@@ -7,8 +7,7 @@ Protocol decisions (where Table 4 leaves a choice):
 - UCSF-PDGM / NSCLC cases without a lesion mask (``No tumor``): no evidence can be checked, Strict = Task and
   the case is outside the Loc denominator.
 - LUMIERE: a field whose ground truth is null is not scorable and is ignored by the gate.
-- BRACS N slides: localizations must be empty (the H.2 prompt's rule); non-N slides without an ROI of their
-own
+- BRACS N slides: localizations must be empty (the H.2 prompt's rule); non-N slides without an ROI of their own
   class are not evidence-scored (Strict = Task) and outside the Loc denominator.
 - CAMELYON17 negative slides: localizations must be empty; positive slides without polygons are not
   evidence-scored.
@@ -171,8 +170,7 @@ def score_case(
     module: str, ground_truth: GroundTruth, parsed_response: dict | None, invalid: str | None = None
 ) -> CaseScore:
     """Score one parsed response against the hidden reference; ``invalid`` (a reason) marks an environment
-    fault
-    that excludes the episode from every denominator."""
+    fault that excludes the episode from every denominator."""
     if module != ground_truth.module:
         raise ValueError(f"ground truth of {ground_truth.case_id} is {ground_truth.module}, not {module}")
     score = CaseScore(module=module, case_id=ground_truth.case_id)
