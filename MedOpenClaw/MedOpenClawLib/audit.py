@@ -44,6 +44,20 @@ def is_secret_key(key: str) -> bool:
     return any(name == word or name.endswith("_" + word) for word in SECRET_KEYS)
 
 
+def fresh_path(directory: str | os.PathLike, stem: str, suffix: str = "") -> Path:
+    """A path in ``directory`` that does not exist yet: ``stem+suffix``, then ``stem-2+suffix``, ...
+
+    Artifacts are never overwritten, so the checksums that earlier trace records hold stay valid, and the
+    names depend only on what the session did (a replay into a fresh folder writes the same names).
+    """
+    directory = Path(directory)
+    candidate, number = directory / f"{stem}{suffix}", 1
+    while candidate.exists():
+        number += 1
+        candidate = directory / f"{stem}-{number}{suffix}"
+    return candidate
+
+
 def redact(value: Any) -> Any:
     """Drop credentials from anything headed for a trace: keys never reach disk."""
     if isinstance(value, dict):

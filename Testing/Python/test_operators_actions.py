@@ -3,6 +3,8 @@ must leave the scene unchanged), audit records, and the artifact graph's F3 warn
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import nibabel as nib
 import numpy as np
 import pydicom
@@ -204,7 +206,13 @@ def test_vista3d_segment_and_dicom_seg_round_trip(session, bundle):
     for original_id, imported_id in zip(scene_nodes.segment_ids(node), scene_nodes.segment_ids(back), strict=True):
         assert np.array_equal(scene_nodes.segment_mask(engine.app, node, original_id, ct),
                               scene_nodes.segment_mask(engine.app, back, imported_id, ct))
+    again = call_ok(registry, "export_dicom_seg", segmentation_name=segmentation)
+    assert again.data["outputs"]["path"] != path  # an export never overwrites an earlier, audited one
     assert verify_trace(info["trace"]).ok
+
+    first_source_file = Path(ct.GetAttribute("DICOM.instanceFiles").split("|")[0])
+    first_source_file.unlink()  # the source series went away after loading
+    call_error(registry, "export_dicom_seg", "source_unreadable", segmentation_name=segmentation)
 
 
 def ct_centre(node) -> list[float]:

@@ -232,3 +232,12 @@ def test_observation_and_state_summaries(registry):
     empty = registry.context.state()
     assert direct_state_summary(empty).startswith("No image is open") and "empty" in gui_state_summary(empty)
     assert registry.context.observation().image is None
+
+
+def test_a_second_session_on_the_same_artifact_folder_never_overwrites_captures(registry, slide_root, tmp_path):
+    first = registry.call("capture_viewer", {"label": "roi"}).data["capture"]
+    other = build_pathology_registry([slide_root], viewer=HeadlessWsiViewer((256, 256)), artifact_dir=tmp_path / "art")
+    assert other.call("load_case", {"case_path": CASE}, actor="system").ok
+    second = other.call("capture_viewer", {"label": "roi"}).data["capture"]
+    assert second["path"] != first["path"]
+    assert verify_trace(registry.trace.path).ok  # the first session's checksums still hold

@@ -65,6 +65,8 @@ def test_point_key_slices_roi_line_and_export(registry, tmp_path):
     assert markups["coordinateSystem"] == "LPS"  # Slicer's file convention; the scene is RAS
     lps = markups["controlPoints"][0]["position"]
     assert [-lps[0], -lps[1], lps[2]] == pytest.approx(center, abs=1e-3)
+    second = registry.call("export_evidence", {"name": "final"})
+    assert second.data["folder"].endswith("final-2")  # a re-export never overwrites audited files
     assert verify_trace(registry.trace.path).ok
 
 

@@ -11,7 +11,7 @@ import re
 import numpy as np
 import slicer
 
-from ..audit import sha256_file
+from ..audit import fresh_path, sha256_file
 from ..registry import Toolset
 from ..result import ActionError, Result
 from ..viewer.actions import POINT_1000, RAS, SIZE, VIEW, VOLUME_NAME, render, screen_to_ras
@@ -200,8 +200,8 @@ def export_evidence(ctx, name: str = "evidence") -> Result:
         raise ActionError("no_artifact_dir", "this session has no artifact folder configured")
     if not ctx.evidence.items:
         raise ActionError("no_evidence", "nothing has been captured yet")
-    folder = ctx.artifacts_dir / name
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = fresh_path(ctx.artifacts_dir, name)
+    folder.mkdir(parents=True)
     files = []
     for item in ctx.evidence.items:
         node = ctx.engine.scene.GetNodeByID(item.node_id) if item.node_id else None
@@ -217,4 +217,4 @@ def export_evidence(ctx, name: str = "evidence") -> Result:
     summary.write_text(json.dumps({"evidence": ctx.evidence.to_json()}, indent=2, default=str))
     files.insert(0, summary)
     artifacts = [{"kind": "evidence", "path": str(path), "sha256": sha256_file(path)} for path in files]
-    return Result(ok=True, data={"files": [str(path) for path in files]}, artifacts=artifacts)
+    return Result(ok=True, data={"folder": str(folder), "files": [str(path) for path in files]}, artifacts=artifacts)

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import numpy as np
 import pydicom
+import pydicom.errors
 
-from ..audit import sha256_file
+from ..audit import fresh_path, sha256_file
 from ..registry import Toolset
 from ..result import ActionError, Result
 from ..viewer.actions import POINT_1000, RAS, SIZE, VIEW, render, screen_to_ras, target_views
@@ -471,7 +472,11 @@ def export_dicom_seg(ctx, segmentation_name, segment_names=None) -> Result:
     files = (source.GetAttribute("DICOM.instanceFiles") or "").split("|") if source is not None else [""]
     if not files[0]:
         raise ActionError("not_dicom", f"{segmentation.GetName()} was not made on a DICOM series")
-    datasets = [pydicom.dcmread(path, stop_before_pixels=True) for path in files]
+    try:
+        datasets = [pydicom.dcmread(path, stop_before_pixels=True) for path in files]
+    except (OSError, pydicom.errors.InvalidDicomError) as error:
+        raise ActionError("source_unreadable", f"the source DICOM series of {segmentation.GetName()} can no "
+                                               f"longer be read: {error}") from error
     ids = [scene_nodes.find_segment(segmentation, name) for name in segment_names] if segment_names else \
         scene_nodes.segment_ids(segmentation)
     content = segmentation.GetSegmentation()
@@ -485,7 +490,7 @@ def export_dicom_seg(ctx, segmentation_name, segment_names=None) -> Result:
     ]
     directory = Path(ctx.artifacts_dir)
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{_safe(segmentation.GetName())}_{int(time.time() * 1000)}.seg.dcm"
+    path = fresh_path(directory, _safe(segmentation.GetName()), ".seg.dcm")
     try:
         seg = export_seg(segments, scene_nodes.image_of(source, world=False), datasets, path)
     except DicomSegError as error:

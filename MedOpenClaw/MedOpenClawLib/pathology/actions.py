@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..audit import AuditTrace, sha256_bytes
+from ..audit import AuditTrace, fresh_path, sha256_bytes
 from ..policy import DataRootPolicy, SessionPolicy
 from ..registry import ActionRegistry, Toolset
 from ..result import ActionError, RenderedImage, Result
@@ -228,7 +228,7 @@ def capture_viewer(context: PathologyContext, label: str) -> Result:
     artifacts = []
     if context.artifact_dir is not None:
         context.artifact_dir.mkdir(parents=True, exist_ok=True)
-        target = context.artifact_dir / f"capture_{record['index']:03d}_{_safe_label(label)}.png"
+        target = fresh_path(context.artifact_dir, f"capture_{record['index']:03d}_{_safe_label(label)}", ".png")
         target.write_bytes(png)
         record["path"] = str(target)
         artifacts.append({"path": str(target), "sha256": record["sha256"], "kind": "capture"})
