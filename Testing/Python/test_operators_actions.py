@@ -238,3 +238,20 @@ def test_vista3d_refuses_mr_missing_weights_and_bad_prompts(session, monkeypatch
                      size=64)
     call_error(registry, "export_dicom_seg", "not_dicom", segmentation_name=region.data["outputs"][
         "segmentation_name"])
+
+
+def test_apply_transform_moves_the_segmentations_made_on_the_volume(session):
+    registry, _ = session
+    followup = registry.context.engine.find_volume(volume_name="followup")
+    seed = ct_centre(followup)
+    segmented = call_ok(registry, "segment_region", volume_name="followup", seeds_ras=[seed], method="threshold",
+                        lower=-1e6, upper=1e6, segment_name="whole", size=64)
+    segmentation = scene_nodes.find_segmentation(registry.context.engine.scene,
+                                                 segmented.data["outputs"]["segmentation_name"])
+    transform_id = call_ok(registry, "register_volumes", fixed_volume="baseline", moving_volume="followup").data[
+        "transform_id"]
+    applied = call_ok(registry, "apply_transform", volume_name="followup", transform_name=transform_id, size=64)
+    moved = applied.data["outputs"]["moved_overlay_ids"]
+    assert segmentation.GetID() in moved and len(moved) == 2  # the segmentation and its label-map display
+    scene = registry.context.engine.scene
+    assert all(scene.GetNodeByID(node_id).GetTransformNodeID() == transform_id for node_id in moved)

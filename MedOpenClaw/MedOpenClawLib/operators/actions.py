@@ -259,11 +259,14 @@ def apply_transform(ctx, volume_name, transform_name, size: int = 512) -> Result
     planned = replace(graph.volumes[node.GetID()], parent_transform=transform.GetID())
     warnings = binding_warnings(graph, planned, f"cannot apply {transform.GetName()} to {node.GetName()}")
     previous = node.GetParentTransformNode()
-    node.SetAndObserveTransformNodeID(transform.GetID())
+    overlays = scene_nodes.bound_overlays(ctx.engine.scene, node)
+    for moved in (node, *overlays):
+        moved.SetAndObserveTransformNodeID(transform.GetID())
     data = operator_data(
         {"volume_id": node.GetID(), "transform_id": transform.GetID()},
         {"replaced_transform_id": previous.GetID() if previous is not None else None},
-        {"volume_id": node.GetID(), "parent_transform_id": transform.GetID()},
+        {"volume_id": node.GetID(), "parent_transform_id": transform.GetID(),
+         "moved_overlay_ids": [overlay.GetID() for overlay in overlays]},
         started,
     )
     if warnings:

@@ -164,6 +164,16 @@ def segment_mask(app, segmentation, segment_id: str, reference) -> np.ndarray:
         scene.RemoveNode(labelmap)
 
 
+def bound_overlays(scene, volume) -> list:
+    """Segmentations made on ``volume`` and the label maps that display them: they must follow the volume when
+    it is placed under a transform, or they would be drawn in the wrong place."""
+    segmentations = [node for node in _nodes(scene, "vtkMRMLSegmentationNode")
+                     if node.GetAttribute(SOURCE_VOLUME) == volume.GetID()]
+    ids = {node.GetID() for node in segmentations}
+    labels = [node for node in _nodes(scene, "vtkMRMLLabelMapVolumeNode") if node.GetAttribute(DISPLAY_OF) in ids]
+    return segmentations + labels
+
+
 def find_segmentation(scene, ref: str):
     for index in range(scene.GetNumberOfNodesByClass("vtkMRMLSegmentationNode")):
         node = scene.GetNthNodeByClass(index, "vtkMRMLSegmentationNode")

@@ -355,9 +355,11 @@ class ViewerEngine:
                 composite.GetCompositing(),
             )
         display = {node.GetID(): self.window_level(node) for node in self.volume_nodes()}
-        parents = {node.GetID(): node.GetTransformNodeID() for node in self.volume_nodes()}
-        return {"views": views, "display": display, "parents": parents, "nodes": self.managed_node_ids(),
-                "layout": self.layout}
+        nodes = self.managed_node_ids()
+        transformable = [self.scene.GetNodeByID(node_id) for node_id in nodes]
+        parents = {node.GetID(): node.GetTransformNodeID() for node in transformable
+                   if node.IsA("vtkMRMLTransformableNode")}
+        return {"views": views, "display": display, "parents": parents, "nodes": nodes, "layout": self.layout}
 
     def rollback(self, checkpoint: dict) -> None:
         for node_id in self.managed_node_ids() - checkpoint["nodes"]:
