@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -88,8 +89,9 @@ class AuditTrace:
         self._last_hash = GENESIS
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            if self.path.exists():
+            if self.path.exists():  # a new episode on the same path: its old records and images are stale
                 self.path.unlink()
+                shutil.rmtree(self.image_dir, ignore_errors=True)
         self.record_event("session_start", header or {})
 
     @property

@@ -90,6 +90,8 @@ def test_batch_requests_are_answered_together():
     batch = json.dumps([json.loads(rpc("initialize", {}, 1)), json.loads(rpc("ping", {}, 2))])
     (responses,) = exchange(server, batch)
     assert [r["id"] for r in responses] == [1, 2]
+    (empty,) = exchange(server, "[]")
+    assert empty["error"]["code"] == -32600  # JSON-RPC: an empty batch is an Invalid Request
 
 
 def test_medopenclaw_mcp_command_serves_a_real_slicer_scene(tmp_path):

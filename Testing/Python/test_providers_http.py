@@ -180,3 +180,9 @@ def test_invalid_header_is_a_provider_error_without_the_key():
         make_provider(config).complete(conversation(), TOOLS)
     assert "InvalidHeader" in str(caught.value) and KEY not in str(caught.value)
     assert not caught.value.retryable
+
+
+def test_anthropic_provider_sends_no_empty_api_key_header():
+    keyless = make_provider(ProviderConfig(kind="anthropic", model="m-1", base_url="http://127.0.0.1:9", api_key=""))
+    assert "x-api-key" not in keyless._headers()
+    assert provider("anthropic", "http://127.0.0.1:9")._headers()["x-api-key"] == KEY

@@ -153,3 +153,11 @@ def test_replay_charges_the_round_budget_as_the_episode_did(tmp_path, capsys):
     assert registry.call("ping", {}, round_id=3).error["code"] == "budget_exhausted"
     assert [record.get("round") for record in read_trace(path) if record["kind"] == "action"] == [1, 1, 2, 3]
     assert main(["replay", str(path)]) == 0, capsys.readouterr().out
+
+
+def test_a_new_trace_on_an_old_path_removes_the_old_images(recorded):
+    path, _ = recorded
+    old_images = path.with_name(path.stem + "_images")
+    assert any(old_images.iterdir())
+    AuditTrace(path, save_images=True)
+    assert not old_images.exists() and len(read_trace(path)) == 1

@@ -35,11 +35,10 @@ class AnthropicProvider(Provider):
         return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
 
     def _headers(self) -> dict:
-        return {
-            "Content-Type": "application/json",
-            "x-api-key": self.config.api_key,
-            "anthropic-version": API_VERSION,
-        }
+        headers = {"Content-Type": "application/json", "anthropic-version": API_VERSION}
+        if self.config.api_key:  # local Anthropic-compatible servers may need none; never send an empty key
+            headers["x-api-key"] = self.config.api_key
+        return headers
 
     def _request_body(
         self, messages: list[Message], tools: list[dict], allow_tools: bool

@@ -9,6 +9,7 @@ needed here (initialize, ping, tools/list, tools/call) is small and a dependency
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -49,6 +50,8 @@ class MCPServer:
     def handle(self, message: Any) -> dict | list | None:
         """One decoded JSON-RPC message (or batch) in, the response out; None for notifications."""
         if isinstance(message, list):
+            if not message:
+                return _error(None, INVALID_REQUEST, "empty batch")
             responses = [response for item in message if (response := self._handle_one(item)) is not None]
             return responses or None
         return self._handle_one(message)
@@ -155,7 +158,9 @@ def _run(args: argparse.Namespace) -> int:
     registry = build_slicer_registry(
         data_roots=args.data_root, track=args.track, trace=trace, max_rounds=args.max_rounds
     )
-    serve(MCPServer(registry), sys.stdin, writer)
+    # undecodable bytes become U+FFFD and then a JSON-RPC parse error, instead of ending the server
+    reader = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
+    serve(MCPServer(registry), reader, writer)
     return 0
 
 

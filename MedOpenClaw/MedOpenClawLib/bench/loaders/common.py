@@ -113,6 +113,7 @@ def region_records(regions: list[tuple[str, str, list]]) -> list[dict]:
                 record["reference_point"] = polygon_interior_point(polygon, avoid=exclusions)
             except ValueError as error:
                 raise SkipCase(f"{kind} region {label!r}: {error}") from error
-            assert point_in_polygon(*record["reference_point"], polygon)
+            if not point_in_polygon(*record["reference_point"], polygon):
+                raise SkipCase(f"{kind} region {label!r}: no interior reference point found")
         records.append(record)
     return records
