@@ -132,7 +132,9 @@ def test_score_command_writes_per_case_files(tmp_path, capsys):
     cases_dir = _package(tmp_path)
     responses = tmp_path / "responses.jsonl"
     responses.write_text(
-        json.dumps({"case_id": "UCSF-PDGM-0001", "response": "ANSWER: B"})
+        json.dumps({"case_id": "UCSF-PDGM-0001", "response": "ANSWER: A"})
+        + "\n"
+        + json.dumps({"case_id": "UCSF-PDGM-0001", "response": "ANSWER: B"})
         + "\n"
         + json.dumps({"case_id": "nope", "response": "x"})
         + "\nnot json\n"
@@ -153,7 +155,8 @@ def test_score_command_writes_per_case_files(tmp_path, capsys):
         "loc": 0.0,
         "invalid": 0,
     }
-    assert "not a case of this package" in captured.err and "line 3: not JSON" in captured.err
+    assert "not a case of this package" in captured.err and "line 4: not JSON" in captured.err
+    assert "UCSF-PDGM-0001: answered more than once" in captured.err
     per_case = json.loads((tmp_path / "responses_scores" / "UCSF-PDGM-0001.json").read_text())
     assert per_case["details"]["parsed"]["answer"] == "B"
     wrong = parser.parse_args(

@@ -67,6 +67,8 @@ def score_records(
         if record["case_id"] not in case_ids:
             problems.append(f"{record['case_id']}: not a case of this package; ignored")
             continue
+        if record["case_id"] in by_case:
+            problems.append(f"{record['case_id']}: answered more than once; the last answer is scored")
         by_case[record["case_id"]] = record
     scores, process = [], []
     for case_id in case_ids:
