@@ -310,3 +310,15 @@ def test_truncated_lesion_mask_skips_the_case_instead_of_crashing(cohort, tmp_pa
     reasons = [item["reason"] for item in manifest["skipped"] if "unreadable" in item["reason"]]
     assert reasons and "EOFError" in reasons[0]
     assert manifest["cases"]  # the other cases are still prepared
+
+
+@pytest.mark.parametrize(("module", "pattern"), [("ucsf-pdgm", "*_T1c.nii.gz"), ("lumiere", "FLAIR.nii.gz")])
+def test_truncated_image_volume_skips_the_case_at_prepare_time(cohort, tmp_path, module, pattern):
+    raw = tmp_path / "raw"
+    shutil.copytree(cohort / DATASET_DIRS[module], raw)
+    victim = sorted(raw.rglob(pattern))[-1]
+    _truncate(victim)
+    manifest = prepare(module, raw, tmp_path / "cases")
+    reasons = [item["reason"] for item in manifest["skipped"] if victim.name in item["reason"]]
+    assert reasons and "unreadable NIfTI" in reasons[0]
+    assert manifest["cases"]

@@ -22,6 +22,20 @@ class SkipCase(Exception):
     """Raised inside a loader for one case: it is skipped with this message as the manifest reason."""
 
 
+def decoded_nifti_shape(path: Path) -> tuple[int, ...]:
+    """The shape of a NIfTI volume after decoding every voxel. A truncated download passes a header-only
+    check; decoding here skips its case at prepare time instead of failing the episode at run time."""
+    import nibabel as nib
+    import numpy as np
+
+    try:
+        image = nib.load(path)
+        np.asanyarray(image.dataobj)
+    except Exception as error:  # nibabel and gzip raise EOFError, zlib.error, OSError, ... for broken files
+        raise SkipCase(f"unreadable NIfTI {path.name}: {type(error).__name__}: {error}") from error
+    return tuple(image.shape)
+
+
 def questions_for(module: str) -> list[Question]:
     if module == "ucsf-pdgm":
         return [Question("answer", "Classify the case into one option", UCSF_OPTIONS)]

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..cases import Case, GroundTruth, PackageWriter, VolumeRef, place_file
 from ..labels import LUMIERE_EVIDENCE_FIELDS, RANO_OPTIONS, normalize_rano
-from .common import SkipCase, column, find_one, questions_for, read_csv_rows
+from .common import SkipCase, column, decoded_nifti_shape, find_one, questions_for, read_csv_rows
 
 MODALITIES = ("CT1", "T1", "T2", "FLAIR")
 ENHANCING_LABEL = 2
@@ -120,6 +120,8 @@ def _prepare_case(case_id: str, old: Path, current: Path, row: dict, writer: Pac
     for role, files in images.items():
         if files is None:
             raise SkipCase(f"{role} study {(old if role == 'OLD' else current).name} lacks CT1/T1/T2/FLAIR")
+        for path in files.values():
+            decoded_nifti_shape(path)
     data_dir = writer.data_dir(case_id)
     volumes = []
     for role, files in images.items():

@@ -12,7 +12,15 @@ from pathlib import Path
 
 from ..cases import Case, GroundTruth, PackageWriter, VolumeRef, place_file
 from ..labels import UCSF_OPTIONS
-from .common import SkipCase, column, find_one, localization_record, questions_for, read_csv_rows
+from .common import (
+    SkipCase,
+    column,
+    decoded_nifti_shape,
+    find_one,
+    localization_record,
+    questions_for,
+    read_csv_rows,
+)
 
 SEQUENCES = ("T1", "T1c", "T2", "FLAIR")
 DIAGNOSIS_KEYWORDS = (  # checked in order: pilocytic before the generic astrocytoma
@@ -53,7 +61,6 @@ def prepare_ucsf(source: Path, writer: PackageWriter) -> None:
 
 
 def _prepare_case(case_id: str, folder: Path, row: dict | None, writer: PackageWriter) -> None:
-    import nibabel as nib
 
     if row is None:
         raise SkipCase("no row in the metadata CSV")
@@ -66,10 +73,7 @@ def _prepare_case(case_id: str, folder: Path, row: dict | None, writer: PackageW
     for path in [*files.values(), segmentation]:
         if not path.is_file():
             raise SkipCase(f"missing {path.name}")
-    try:
-        shapes = {path.name: nib.load(path).shape[:3] for path in [*files.values(), segmentation]}
-    except Exception as error:  # nibabel raises several types for corrupt files
-        raise SkipCase(f"unreadable NIfTI: {error}") from error
+    shapes = {path.name: decoded_nifti_shape(path)[:3] for path in [*files.values(), segmentation]}
     if len(set(shapes.values())) != 1:
         raise SkipCase(f"sequences and mask are on different grids: {shapes}")
     data_dir = writer.data_dir(case_id)
