@@ -12,6 +12,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any, Protocol
 
 import jsonschema
@@ -51,6 +52,11 @@ class Action:
         if self.role not in ROLES:
             raise ValueError(f"{self.name}: role must be one of {ROLES}")
         jsonschema.Draft202012Validator.check_schema(self.parameters)
+
+    @cached_property
+    def validator(self) -> jsonschema.protocols.Validator:
+        """Built once: constructing a validator per call costs more than validating."""
+        return jsonschema.Draft202012Validator(self.parameters)
 
     def openai_tool(self) -> dict:
         return {
@@ -209,9 +215,7 @@ class ActionRegistry:
             )
         if not isinstance(arguments, dict):
             raise ActionError("invalid_argument", "arguments must be a JSON object")
-        errors = sorted(
-            jsonschema.Draft202012Validator(action.parameters).iter_errors(arguments), key=lambda e: e.path
-        )
+        errors = sorted(action.validator.iter_errors(arguments), key=lambda e: e.path)
         if errors:
             first = errors[0]
             where = "/".join(str(part) for part in first.absolute_path) or "arguments"

@@ -35,6 +35,7 @@ LAYOUTS = {
     "one_up_coronal": (slicer.vtkMRMLLayoutNode.SlicerLayoutOneUpGreenSliceView, ("coronal",)),
 }
 FUSION_MODES = {"blend": 0, "reverse_blend": 1, "add": 2, "subtract": 3}
+GREY_TABLES = ("vtkMRMLColorTableNodeGrey", "vtkMRMLColorTableNodeInvertedGrey")
 MANAGED_CLASSES = (
     "vtkMRMLScalarVolumeNode",
     "vtkMRMLMarkupsNode",
@@ -233,8 +234,18 @@ class ViewerEngine:
         image = producer.GetOutputDataObject(0)
         width, height, _ = image.GetDimensions()
         pixels = numpy_support.vtk_to_numpy(image.GetPointData().GetScalars())
-        # copy: the buffer belongs to the VTK pipeline and is reused or freed on its next update
-        return np.ascontiguousarray(pixels.reshape(height, width, -1)[::-1])
+        # copied (row-flipped to a top-left origin, a fast contiguous copy): the buffer belongs to the VTK
+        # pipeline and is reused or freed on its next update
+        return np.flipud(pixels.reshape(height, width, 4)).copy()
+
+    def shows_only_grey(self, view: str) -> bool:
+        """True when the view blends nothing but a grey-scale background, so its pixels have R = G = B."""
+        composite = self.logic(view).GetSliceCompositeNode()
+        if composite.GetForegroundVolumeID() or composite.GetLabelVolumeID():
+            return False
+        background = self.scene.GetNodeByID(composite.GetBackgroundVolumeID() or "")
+        display = background.GetDisplayNode() if background is not None else None
+        return display is None or display.GetColorNodeID() in GREY_TABLES
 
     # ------------------------------------------------------------ display
     def window_level(self, node) -> dict:

@@ -91,11 +91,9 @@ def _draw_roi(engine, view, node, draw, size, color) -> bool:
 
 def render_view(engine: ViewerEngine, view: str, size: int) -> RenderedImage:
     """Reslice, draw markups and the corner overlay; grayscale output when nothing coloured is shown."""
-    rgba = engine.reslice_rgba(view, size)
-    rgb = rgba[..., :3]
+    image = Image.fromarray(engine.reslice_rgba(view, size), "RGBA").convert("RGB")
     state = engine.view_state(view)
-    grayscale = np.array_equal(rgb[..., 0], rgb[..., 1]) and np.array_equal(rgb[..., 1], rgb[..., 2])
-    image = Image.fromarray(rgb, "RGB")
+    grayscale = engine.shows_only_grey(view)
     draw = ImageDraw.Draw(image)
     if draw_markups(engine, view, draw, size):
         grayscale = False
@@ -108,7 +106,7 @@ def render_view(engine: ViewerEngine, view: str, size: int) -> RenderedImage:
         draw.text((margin, anchor_y), text, fill=(255, 255, 255), font=font(text_size), anchor=anchor,
                   stroke_width=1, stroke_fill=(0, 0, 0))
     # white-on-black text keeps a grayscale view grayscale: one channel encodes about 3x faster
-    pixels = np.asarray(image)[..., 0].copy() if grayscale else np.asarray(image)
+    pixels = np.asarray(image.getchannel(0) if grayscale else image)
     return RenderedImage(view=view, width=size, height=size, slice_offset_mm=state["offset_mm"], pixels=pixels)
 
 
