@@ -88,10 +88,10 @@ def test_dicom_series_with_per_slice_rescale_keeps_real_values(tmp_path):
     rng = np.random.default_rng(5)
     values = rng.uniform(0, 12.0, (48, 40, 24))
     slopes = [float(slope) for slope in np.linspace(0.0004, 0.0009, 24)]
-    write_dicom_series(tmp_path / "pet", values, affine, modality="PT", description="PET AC", slopes=slopes)
+    write_dicom_series(tmp_path / "pet", values, affine, modality="PT", description="PET AC (WB/3D)", slopes=slopes)
     registry = build_slicer_registry([tmp_path])
-    assert call_ok(registry, "open_case", dicom_dir=str(tmp_path / "pet")).data["loaded"] == ["PET_AC"]
-    node = registry.context.engine.find_volume(volume_name="PET_AC")
+    assert call_ok(registry, "open_case", dicom_dir=str(tmp_path / "pet")).data["loaded"] == ["PET_AC_WB_3D"]
+    node = registry.context.engine.find_volume(volume_name="PET_AC_WB_3D")
     loaded = np.transpose(registry.context.engine.voxels(node), (2, 1, 0))
     np.testing.assert_allclose(loaded, values, atol=max(slopes) / 2 + 1e-6)
 

@@ -4,6 +4,7 @@ SimpleITK/GDCM (slice sorting, rescale, oblique orientation) with an explicit LP
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -114,14 +115,20 @@ def read_dicom_series(source: VolumeSource) -> tuple[sitk.Image, dict]:
     return image, metadata
 
 
+def series_volume_name(description: str) -> str:
+    """The volume name shown for a DICOM series description (``CT CHEST W/CONTRAST`` -> ``CT_CHEST_W_CONTRAST``):
+    letters, digits, ``-`` and ``_`` only, so agents can type it and case packages can predict it."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "_", description.strip()).strip("_")
+
+
 def series_display_name(source: VolumeSource) -> str:
-    """A human name for a DICOM series: its description (or modality), without reading pixel data."""
+    """A name for a DICOM series from its description (or modality), read without pixel data."""
     header = sitk.ImageFileReader()
     header.SetFileName(source.files[0])
     header.ReadImageInformation()
     for tag in ("0008|103e", "0008|0060"):
-        if header.HasMetaDataKey(tag) and header.GetMetaData(tag).strip():
-            return header.GetMetaData(tag).strip().replace(" ", "_")
+        if header.HasMetaDataKey(tag) and series_volume_name(header.GetMetaData(tag)):
+            return series_volume_name(header.GetMetaData(tag))
     return source.path.name
 
 

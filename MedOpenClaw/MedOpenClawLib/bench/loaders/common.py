@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import re
 from pathlib import Path
 
 from ..cases import CaseFormatError, Question
@@ -83,12 +82,6 @@ def column(row: dict[str, str], *fragments: str) -> str | None:
         if all(fragment.lower() in lowered for fragment in fragments):
             return value
     return None
-
-
-def safe_name(text: str) -> str:
-    """A file-name-safe volume name: letters, digits, ``-`` and ``_`` only."""
-    name = re.sub(r"[^A-Za-z0-9_-]+", "_", text.strip()).strip("_")
-    return name or "series"
 
 
 def localization_record(mask_path: Path, source_volume_name: str) -> dict | None:

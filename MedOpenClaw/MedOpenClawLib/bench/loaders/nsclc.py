@@ -14,10 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ...viewer.loading import series_volume_name
 from ..cases import Case, GroundTruth, PackageWriter, VolumeRef, place_file
 from ..labels import NSCLC_QUESTIONS
 from ..synthetic.common import write_nifti
-from .common import SkipCase, column, find_one, localization_record, questions_for, read_csv_rows, safe_name
+from .common import SkipCase, column, find_one, localization_record, questions_for, read_csv_rows
 
 LOCATIONS = {"RUL": "A", "RML": "B", "RLL": "C", "LUL": "D", "LLL": "E", "L Lingula": "F", "Lingula": "F"}
 LPS_TO_RAS = np.diag([-1.0, -1.0, 1.0, 1.0])
@@ -168,7 +169,9 @@ def _prepare_case(case_id: str, row: dict | None, series: list[dict], writer: Pa
         files = sorted(item["path"].glob("*.dcm"))
         if not files:
             raise SkipCase(f"series folder {item['path']} has no .dcm files")
-        name = safe_name(item.get("Series Description") or modality)
+        # the name the viewer will show: from the series' own DICOM header, as the viewer reads it
+        header = pydicom.dcmread(files[0], stop_before_pixels=True)
+        name = series_volume_name(str(getattr(header, "SeriesDescription", "") or "")) or modality
         if name in names:
             name = f"{name}_{modality}"
         names.add(name)
