@@ -237,18 +237,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # ----------------------------------------------------------------------------------------------- client side
+def worker_arguments(ready_file: str, port: int) -> list[str]:
+    """The arguments every worker launcher passes: where to listen, where to report readiness, whom to outlive."""
+    return ["--port", str(port), "--ready-file", ready_file, "--parent-pid", str(os.getpid())]
+
+
 def headless_command(ready_file: str, port: int = 0) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "MedOpenClawLib.bench.worker",
-        "--port",
-        str(port),
-        "--ready-file",
-        ready_file,
-        "--parent-pid",
-        str(os.getpid()),
-    ]
+    return [sys.executable, "-m", "MedOpenClawLib.bench.worker", *worker_arguments(ready_file, port)]
 
 
 def slicer_command(slicer: str, ready_file: str, port: int = 0) -> list[str]:
@@ -257,18 +252,7 @@ def slicer_command(slicer: str, ready_file: str, port: int = 0) -> list[str]:
         raise FileNotFoundError(
             f"{RUN_BENCH_SCRIPT} is missing; --slicer needs the source checkout's scripts/"
         )
-    return [
-        slicer,
-        "--no-main-window",
-        "--python-script",
-        str(RUN_BENCH_SCRIPT),
-        "--port",
-        str(port),
-        "--ready-file",
-        ready_file,
-        "--parent-pid",
-        str(os.getpid()),
-    ]
+    return [slicer, "--no-main-window", "--python-script", str(RUN_BENCH_SCRIPT), *worker_arguments(ready_file, port)]
 
 
 class WorkerProcess:

@@ -103,9 +103,14 @@ def segment_statistics(image: ImageVolume, labelmap: np.ndarray, names: dict[int
     ]
 
 
-def operator_data(inputs: dict, parameters: dict, outputs: dict, started: float, **extra) -> dict:
-    return {"inputs": inputs, "parameters": parameters, "outputs": outputs,
+def operator_data(inputs: dict, parameters: dict, outputs: dict, started: float,
+                  warnings: list[dict] | None = None, **extra) -> dict:
+    """The audited record of an operator call; ``warnings`` (alignment doubts) appear only when there are some."""
+    data = {"inputs": inputs, "parameters": parameters, "outputs": outputs,
             "seconds": round(time.perf_counter() - started, 3), **extra}
+    if warnings:
+        data["warnings"] = warnings
+    return data
 
 
 def alignment_warnings(ctx, first, second) -> list[dict]:
@@ -176,13 +181,12 @@ def vista3d_segment(ctx, volume_name=None, label_prompt=None, point_prompts_ras=
          "patch_size": list(bundle.settings.patch_size), "spacing_mm": list(bundle.settings.spacing_mm)},
         {"segmentation_id": segmentation.GetID(), "segmentation_name": segmentation.GetName()},
         started,
+        warnings,
         segments=segment_statistics(image, output.labelmap.array, names),
         absent_labels=absent,
     )
     if not present:
         data["warning"] = "VISTA3D found none of the prompted structures in this volume"
-    if warnings:
-        data["warnings"] = warnings
     return render(ctx, target_views(ctx, None), size, data)
 
 
@@ -268,9 +272,8 @@ def apply_transform(ctx, volume_name, transform_name, size: int = 512) -> Result
         {"volume_id": node.GetID(), "parent_transform_id": transform.GetID(),
          "moved_overlay_ids": [overlay.GetID() for overlay in overlays]},
         started,
+        warnings,
     )
-    if warnings:
-        data["warnings"] = warnings
     return render(ctx, target_views(ctx, None), size, data)
 
 
@@ -320,9 +323,8 @@ def resample_volume(ctx, volume_name, transform_name, reference_volume, interpol
         {"interpolation": interpolation, "backend": backend},
         {"volume_id": output.GetID(), "volume_name": output.GetName()},
         started,
+        warnings,
     )
-    if warnings:
-        data["warnings"] = warnings
     return Result(ok=True, data=data)
 
 
@@ -361,12 +363,11 @@ def segment_region(ctx, volume_name=None, seeds_ras=None, seeds_1000=None, view=
         {"seeds_ras": np.round(seeds, 3).tolist(), "seeds_ijk": seeds_ijk.tolist(), **parameters.__dict__},
         {"segmentation_id": segmentation.GetID(), "segmentation_name": segmentation.GetName()},
         started,
+        warnings,
         segments=segment_statistics(image, mask.astype(np.int16), {1: name}),
     )
     if mask.mean() > 0.25:
         data["warning"] = f"the region covers {mask.mean():.0%} of the volume: it probably leaked"
-    if warnings:
-        data["warnings"] = warnings
     return render(ctx, target_views(ctx, None), size, data)
 
 
@@ -407,12 +408,10 @@ def quantify(ctx, segmentation_name=None, segment_name=None, roi_evidence_id=Non
     calibration, suv_note = pet_calibration(target)
     stats = region_statistics(image, mask, calibration.factor if calibration else None)
     data = operator_data({"volume_id": target.GetID(), "volume_name": target.GetName(), **region},
-                         {"suv": calibration.to_json() if calibration else None}, {}, started,
+                         {"suv": calibration.to_json() if calibration else None}, {}, started, warnings,
                          statistics=stats.to_json())
     if suv_note:
         data["suv_unavailable"] = suv_note
-    if warnings:
-        data["warnings"] = warnings
     return Result(ok=True, data=data)
 
 

@@ -97,8 +97,7 @@ def score_lumiere(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
     score.strict = score.task if gate else 0.0
 
 
-def _hits(points: list, regions: list[dict], label: str | None, exclusions: list[dict]) -> bool:
-    targets = [region for region in regions if label is None or region.get("label") == label]
+def _hits(points: list, targets: list[dict], exclusions: list[dict]) -> bool:
     for x, y in points:
         if any(point_in_polygon(x, y, region["polygon"]) for region in exclusions):
             continue
@@ -107,24 +106,28 @@ def _hits(points: list, regions: list[dict], label: str | None, exclusions: list
     return False
 
 
+def _pathology_gate(score: CaseScore, negative: bool, points: list, targets: list[dict], exclusions: list[dict],
+                    hit_gate: str) -> None:
+    """Table 4's pathology evidence gate: a negative slide must have no localizations; a positive slide with
+    reference regions needs one coordinate inside a target and outside every exclusion (that is also Loc); a
+    positive slide without reference regions has no gate (Strict = Task, no Loc)."""
+    if negative:
+        gate = len(points) == 0
+        score.gates["empty_localizations"] = gate
+        score.loc = None
+    else:
+        gate = _hits(points, targets, exclusions) if targets else None
+        score.gates[hit_gate] = gate
+        score.loc = None if gate is None else float(gate)
+    score.strict = score.task if gate in (True, None) else 0.0
+
+
 def score_bracs(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
     label = truth.answers["answer"]
     score.task = float(parsed.get("answer") is not None and parsed.get("answer") == label)
     points = parsed.get("localizations") or []
-    rois = [region for region in truth.regions if region.get("kind") == "roi"]
-    if label == "N":
-        gate = len(points) == 0
-        score.gates["empty_localizations"] = gate
-        score.loc = None
-    elif any(region.get("label") == label for region in rois):
-        gate = _hits(points, rois, label, [])
-        score.gates["roi_hit"] = gate
-        score.loc = float(gate)
-    else:
-        gate = None
-        score.gates["roi_hit"] = None
-        score.loc = None
-    score.strict = score.task if gate in (True, None) else 0.0
+    matching = [region for region in truth.regions if region.get("kind") == "roi" and region.get("label") == label]
+    _pathology_gate(score, label == "N", points, matching, [], "roi_hit")
 
 
 def score_camelyon(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
@@ -141,19 +144,7 @@ def score_camelyon(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
     points = parsed.get("localizations") or []
     tumours = [region for region in truth.regions if region.get("kind") == "tumor"]
     exclusions = [region for region in truth.regions if region.get("kind") == "exclusion"]
-    if truth.answers["tumor_presence"] == "no_tumor":
-        gate = len(points) == 0
-        score.gates["empty_localizations"] = gate
-        score.loc = None
-    elif tumours:
-        gate = _hits(points, tumours, None, exclusions)
-        score.gates["tumor_hit"] = gate
-        score.loc = float(gate)
-    else:
-        gate = None
-        score.gates["tumor_hit"] = None
-        score.loc = None
-    score.strict = score.task if gate in (True, None) else 0.0
+    _pathology_gate(score, truth.answers["tumor_presence"] == "no_tumor", points, tumours, exclusions, "tumor_hit")
 
 
 SCORERS = {
