@@ -78,7 +78,3 @@ class Result:
             "error": self.error,
             "artifacts": self.artifacts,
         }
-
-    def summary(self) -> dict:
-        """What the audit trace keeps: everything but pixel payloads."""
-        return self.to_json(inline_images=False)
