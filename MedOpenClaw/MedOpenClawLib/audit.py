@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .hygiene import preview
 from .result import Result
 
 GENESIS = "0" * 64
@@ -24,7 +25,9 @@ SECRET_KEYS = ("api_key", "authorization", "token", "password", "secret")
 
 
 def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    """Strict JSON (NaN/Infinity refused: they are not JSON, and no record may hold them)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str,
+                      allow_nan=False)
 
 
 def sha256_bytes(data: bytes) -> str:
@@ -80,10 +83,14 @@ class AuditTrace:
     artifacts with their sha256, so reports and auditors can see exactly what the agent saw.
     """
 
-    def __init__(self, path: str | os.PathLike | None, header: dict | None = None, save_images: bool = False):
+    def __init__(self, path: str | os.PathLike | None, header: dict | None = None, save_images: bool = False,
+                 window: int | None = None):
+        """``window`` bounds the records kept in memory (a long-running server); the file keeps them all."""
         self.path = Path(path) if path else None
         self.save_images = save_images and self.path is not None
+        self.window = window
         self.records: list[dict] = []
+        self.count = 0  # records written so far, including those dropped from the in-memory window
         self._listeners: list[Callable[[dict], None]] = []
         self._lock = threading.Lock()
         self._last_hash = GENESIS
@@ -105,9 +112,23 @@ class AuditTrace:
         if listener in self._listeners:
             self._listeners.remove(listener)
 
+    @property
+    def head(self) -> str:
+        """The hash of the last record: with :attr:`count`, what a run artefact anchors the trace to."""
+        return self._last_hash
+
+    def anchor(self) -> dict:
+        return {"records": self.count, "head": self._last_hash}
+
     def record_event(self, kind: str, payload: dict, actor: str = "system") -> dict:
-        """Non-action records: session header, raw model output receipts, episode end, human notes."""
-        return self._append({"kind": kind, "actor": actor, "payload": redact(payload)})
+        """Non-action records: session header, raw model output receipts, episode end, human notes.
+
+        A payload the trace cannot hold (e.g. model text with a lone surrogate) is kept as a bounded summary."""
+        try:
+            return self._append({"kind": kind, "actor": actor, "payload": redact(payload)})
+        except (ValueError, TypeError, RecursionError) as error:  # UnicodeEncodeError is a ValueError
+            summary = {"unrecordable_payload": f"{type(error).__name__}", "preview": preview(payload)}
+            return self._append({"kind": kind, "actor": actor, "payload": summary})
 
     def record_action(
         self,
@@ -145,7 +166,7 @@ class AuditTrace:
         directory = self.image_dir
         directory.mkdir(parents=True, exist_ok=True)
         written = []
-        seq = len(self.records)
+        seq = self.count
         for index, image in enumerate(result.images):
             target = directory / f"{seq:05d}_{index}_{image.view}.png"
             data = image.png_bytes()
@@ -156,14 +177,17 @@ class AuditTrace:
 
     def _append(self, body: dict) -> dict:
         with self._lock:
-            record = {"seq": len(self.records), "time": round(time.time(), 6), **body}
+            record = {"seq": self.count, "time": round(time.time(), 6), **body}
             record["prev_hash"] = self._last_hash
-            record["hash"] = record_hash(record)
-            self._last_hash = record["hash"]
-            self.records.append(record)
+            record["hash"] = record_hash(record)  # raises before anything changes if the record is not JSON
             if self.path is not None:
                 with open(self.path, "a", encoding="utf-8") as handle:
                     handle.write(canonical_json(record) + "\n")
+            self._last_hash = record["hash"]
+            self.count += 1
+            self.records.append(record)
+            if self.window is not None and len(self.records) > 2 * self.window:
+                del self.records[: len(self.records) - self.window]
         for listener in self._listeners:
             listener(record)
         return record

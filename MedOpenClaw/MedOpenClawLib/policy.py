@@ -9,36 +9,109 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .hygiene import preview, text_problem
 from .result import ActionError
 
 TRACKS = ("A", "B")
 
 
+MAX_SCAN_ENTRIES = 100_000
+
+
+@dataclass
+class DirectoryScan:
+    """What a directory scan found: files (as found, each resolving inside the roots), the directories
+    visited, and how many entries were skipped because they resolve outside the roots or cannot be read."""
+
+    files: list[Path]
+    directories: list[Path]
+    skipped: int = 0
+
+
 class DataRootPolicy:
-    """Allow-list of directories that ``open_case``/``load_image`` may read; symlinks are resolved first."""
+    """Allow-list of directories the session may read. The one path resolver of every file-reading action and
+    every directory scan: symlinks are resolved first, so no path, link or scanned entry leads outside."""
 
     def __init__(self, roots: list[str | os.PathLike] | None = None):
         self.roots = [Path(root).resolve() for root in (roots or [])]
 
-    def resolve(self, path: str) -> Path:
-        """Return the real path if it lies under an allowed root, otherwise refuse with ``path_not_allowed``."""
+    def allows(self, real: Path, extra_roots: tuple[Path, ...] = ()) -> bool:
+        """Whether a resolved path lies in (or is) one of the roots."""
+        return any(real == root or root in real.parents for root in (*self.roots, *extra_roots))
+
+    def resolve(self, path: str, extra_roots: tuple[str | os.PathLike, ...] = ()) -> Path:
+        """The real path if it lies under an allowed root (or one of ``extra_roots``, e.g. the session's own
+        artifact folder), otherwise ``path_not_allowed``; ``not_found`` if it does not exist."""
         if not isinstance(path, str) or not path:
             raise ActionError("invalid_argument", "a non-empty path string is required")
+        problem = text_problem(path)
+        if problem:
+            raise ActionError("invalid_argument", f"path {preview(path)} {problem}")
         candidate = Path(path)
         if not candidate.is_absolute() and self.roots:
             candidate = self.roots[0] / candidate
-        real = candidate.resolve()
-        if not any(real == root or root in real.parents for root in self.roots):
+        real = _real_path(candidate, path)
+        extra = tuple(Path(root).resolve() for root in extra_roots)
+        if not self.allows(real, extra):
             raise ActionError(
                 "path_not_allowed",
-                f"{path!r} is outside the allowed data roots; ask the operator to add its directory",
+                f"{preview(path)} is outside the allowed data roots; ask the operator to add its directory",
             )
-        if not real.exists():
-            raise ActionError("not_found", f"{path!r} does not exist")
+        try:
+            exists = real.exists()
+        except OSError as error:
+            raise ActionError("invalid_path", f"{preview(path)}: {error.strerror or error}") from error
+        if not exists:
+            raise ActionError("not_found", f"{preview(path)} does not exist")
         return real
+
+    def scan(self, directory: Path, recursive: bool = True) -> DirectoryScan:
+        """Every file below ``directory`` (a path :meth:`resolve` returned), breadth-first and sorted. Each entry
+        is resolved: links leading outside the roots, dangling links and loops are skipped and counted;
+        directory links inside the roots are followed once."""
+        found = DirectoryScan([], [])
+        pending, visited, entries = [directory], {directory.resolve()}, 0
+        while pending:
+            current = pending.pop(0)
+            found.directories.append(current)
+            try:
+                children = sorted(os.scandir(current), key=lambda entry: entry.name)
+            except OSError:
+                found.skipped += 1
+                continue
+            for child in children:
+                entries += 1
+                if entries > MAX_SCAN_ENTRIES:
+                    raise ActionError("too_many_files", f"{directory.name} holds more than {MAX_SCAN_ENTRIES} "
+                                                        "entries; open a sub-folder")
+                path = Path(child.path)
+                try:
+                    real = path.resolve(strict=True)
+                    is_dir = real.is_dir()
+                except (OSError, RuntimeError):  # dangling link, symlink loop, unreadable entry
+                    found.skipped += 1
+                    continue
+                if not self.allows(real):
+                    found.skipped += 1
+                elif is_dir:
+                    if recursive and real not in visited:
+                        visited.add(real)
+                        pending.append(path)
+                elif real.is_file():
+                    found.files.append(path)
+        return found
 
     def to_json(self) -> list[str]:
         return [str(root) for root in self.roots]
+
+
+def _real_path(candidate: Path, shown: str) -> Path:
+    try:
+        return candidate.resolve()
+    except RuntimeError as error:  # Python < 3.13 raises RuntimeError on a symlink loop
+        raise ActionError("invalid_path", f"{preview(shown)}: symlink loop") from error
+    except OSError as error:  # ENAMETOOLONG, ELOOP, EACCES
+        raise ActionError("invalid_path", f"{preview(shown)}: {error.strerror or error}") from error
 
 
 @dataclass

@@ -7,6 +7,7 @@ viewer-state snapshot.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 import traceback
@@ -18,11 +19,33 @@ from typing import Any, Protocol
 import jsonschema
 
 from .audit import AuditTrace
+from .hygiene import bounded_message, check_arguments, preview, refused_input
 from .policy import SessionPolicy
 from .result import ActionError, Result
 
 ROLES = ("session", "viewer", "evidence", "operator")
 ACTORS = ("agent", "human", "system")
+
+
+def _full_match_pattern(validator, pattern: str, instance: Any, schema: dict):
+    """``pattern`` with full-match semantics: Python's ``$`` also matches before a final newline, so a schema's
+    ``^[a-z]+$`` would otherwise let ``"x\\n"`` through."""
+    if validator.is_type(instance, "string") and re.fullmatch(pattern, instance) is None:
+        yield jsonschema.ValidationError(f"{preview(instance)} does not match {pattern!r}")
+
+
+# the registry's schemas: Draft 2020-12 with whole-string patterns
+FullMatchValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"pattern": _full_match_pattern})
+
+
+def unrecordable_reason(error: Exception) -> tuple[str, str]:
+    """(code, message) for an outcome the audit trace cannot hold."""
+    if isinstance(error, UnicodeError):
+        return "unencodable_text", "the call produced text that is not well-formed Unicode; nothing was changed"
+    if isinstance(error, ValueError) and "JSON compliant" in str(error):
+        return "non_finite_result", "the call produced a non-finite number (NaN or Infinity); nothing was changed"
+    return "unrecordable", bounded_message(f"the call's outcome could not be audited ({type(error).__name__}: "
+                                           f"{error}); nothing was changed")
 
 
 class ActionContext(Protocol):
@@ -56,7 +79,7 @@ class Action:
     @cached_property
     def validator(self) -> jsonschema.protocols.Validator:
         """Built once: constructing a validator per call costs more than validating."""
-        return jsonschema.Draft202012Validator(self.parameters)
+        return FullMatchValidator(self.parameters)
 
     def openai_tool(self) -> dict:
         return {
@@ -171,42 +194,77 @@ class ActionRegistry:
         round_id: object = None,
         audit_extra: dict | None = None,
     ) -> Result:
-        """Run one action; never raises. Failed calls roll the context back and are audited too."""
+        """Run one action; never raises (but KeyboardInterrupt/SystemExit). Every call is audited; a failed
+        call, or one whose outcome cannot be recorded, leaves the context as it was."""
         with self._lock:
             started = time.perf_counter()
             arguments = {} if arguments is None else arguments
+            recorded_arguments = arguments
             checkpoint = None
             try:
-                if actor not in ACTORS:
+                if not isinstance(actor, str) or actor not in ACTORS:
                     raise ActionError("invalid_actor", f"actor must be one of {ACTORS}")
+                try:
+                    check_arguments(arguments)
+                except ActionError:
+                    recorded_arguments = refused_input(arguments)
+                    raise
                 action = self._check(name, arguments)
                 if actor == "agent":
                     self.policy.charge_round(round_id)
                 checkpoint = self.context.checkpoint()
                 result = action.handler(self.context, **arguments)
+                if not isinstance(result, Result):
+                    raise TypeError(f"handler returned {type(result).__name__}, not a Result")
             except ActionError as error:
-                result = Result.failure(error.code, error.message)
+                result = Result.failure(error.code, bounded_message(str(error.message)))
             except Exception as error:  # a handler bug must not leak a half-changed scene or a traceback
-                result = Result.failure("internal_error", f"{type(error).__name__}: {error}")
-                result.data = {"traceback": traceback.format_exc(limit=3)}
+                result = Result.failure("internal_error", bounded_message(f"{type(error).__name__}: {error}"))
+                result.data = {"traceback": bounded_message(traceback.format_exc(limit=3), 4000)}
             if not result.ok and checkpoint is not None:
-                self.context.rollback(checkpoint)
-            duration_ms = (time.perf_counter() - started) * 1000.0
-            self.trace.record_action(
-                actor=actor,
-                action=name,
-                arguments=arguments,
-                result=result,
-                state=self.context.state(),
-                duration_ms=duration_ms,
-                extra=audit_extra,
-                round_id=round_id,
-            )
+                result = self._rollback(checkpoint, result)
+            return self._audit(name, recorded_arguments, actor, round_id, audit_extra, result, checkpoint, started)
+
+    def _rollback(self, checkpoint: Any, result: Result) -> Result:
+        try:
+            self.context.rollback(checkpoint)
+        except Exception as error:
+            result = Result.failure("rollback_failed", bounded_message(
+                f"{(result.error or {}).get('message', '')}; undoing the call failed too: "
+                f"{type(error).__name__}: {error}"))
+        return result
+
+    def _audit(self, name: object, arguments: Any, actor: object, round_id: object, extra: dict | None,
+               result: Result, checkpoint: Any, started: float) -> Result:
+        """Write the call's record. An outcome that cannot be recorded (text that is not well-formed Unicode,
+        a non-finite number in the result or the state) is undone and recorded as a failure instead."""
+        record = {"actor": actor if actor in ACTORS else "agent", "round_id": round_id, "extra": extra,
+                  "action": name if isinstance(name, str) and len(name) <= 64 else preview(name)}
+        try:
+            self.trace.record_action(arguments=arguments, result=result, state=self.context.state(),
+                                     duration_ms=(time.perf_counter() - started) * 1000.0, **record)
             return result
+        except Exception as error:
+            failure = Result.failure(*unrecordable_reason(error))
+        if result.ok and checkpoint is not None:
+            failure = self._rollback(checkpoint, failure)
+        try:
+            state = self.context.state()
+        except Exception as error:
+            state = {"unavailable": bounded_message(f"{type(error).__name__}: {error}")}
+        duration_ms = (time.perf_counter() - started) * 1000.0
+        for attempt in ({"arguments": refused_input(arguments), "state": state, **record},
+                        {"arguments": refused_input(arguments), "state": {}, **record, "extra": None}):
+            try:
+                self.trace.record_action(result=failure, duration_ms=duration_ms, **attempt)
+                break
+            except Exception:
+                continue
+        return failure
 
     def _check(self, name: str, arguments: dict) -> Action:
         if not isinstance(name, str) or name not in self._actions:
-            raise ActionError("unknown_action", f"no action named {name!r}; call one of the listed tools")
+            raise ActionError("unknown_action", f"no action named {preview(name)}; call one of the listed tools")
         action = self._actions[name]
         if self.policy.track not in action.tracks:
             raise ActionError(
@@ -219,5 +277,8 @@ class ActionRegistry:
         if errors:
             first = errors[0]
             where = "/".join(str(part) for part in first.absolute_path) or "arguments"
-            raise ActionError("invalid_argument", f"{name}: {where}: {first.message}")
+            message = first.message
+            if len(message) > 240:  # jsonschema quotes the whole offending value
+                message = f"{preview(first.instance)} fails {first.validator!r}: {preview(first.validator_value)}"
+            raise ActionError("invalid_argument", bounded_message(f"{name}: {where}: {message}"))
         return action

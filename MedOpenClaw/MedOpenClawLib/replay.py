@@ -79,7 +79,8 @@ def replay_trace(path: str | os.PathLike, data_roots: list[str | os.PathLike] | 
     registry = build_from_config(session_config(records), data_roots)
     actions = [record for record in records if record.get("kind") == "action"]
     for record in actions:
-        result = registry.call(record["action"], record.get("arguments") or {}, actor=record.get("actor", "agent"),
+        # the recorded arguments exactly: ``[]`` must be refused again, not replayed as ``{}``
+        result = registry.call(record["action"], record.get("arguments"), actor=record.get("actor", "agent"),
                                round_id=record.get("round"))
         actual_state = registry.context.state()
         status = "ok" if result.ok else "error"

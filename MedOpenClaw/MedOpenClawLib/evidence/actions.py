@@ -31,10 +31,17 @@ def check_inside(node, ras) -> None:
         raise ActionError("outside_volume", f"RAS {list(ras)} lies outside {node.GetName()}")
 
 
-def add_markups(ctx, class_name: str, label: str, points) -> object:
-    node = ctx.engine.scene.AddNewNodeByClass(class_name, label or class_name)
+def add_markups(ctx, class_name: str, kind: str, label: str, points=()) -> object:
+    """A markups node for one evidence item. The user's label never becomes the node name: Slicer splices the
+    name into the control-point label format (``%N-%d``) and hands the result to ``snprintf`` as the format
+    (vtkMRMLMarkupsNode::GenerateControlPointLabel), so a label like ``%s%n`` would crash the process. The
+    label is set where Slicer treats it as plain text: each control point's label and a node attribute."""
+    node = ctx.engine.scene.AddNewNodeByClass(class_name, kind)
+    node.SetAttribute("MedOpenClaw.label", label)
     for point in points:
-        node.AddControlPoint(*[float(value) for value in point])
+        index = node.AddControlPoint(*[float(value) for value in point])
+        if label:
+            node.SetNthControlPointLabel(index, label)
     return node
 
 
@@ -82,7 +89,7 @@ def record_key_slices(ctx, axial_mm=None, sagittal_mm=None, coronal_mm=None, vol
 def record_point(ctx, ras, label: str = "", volume_name=None) -> Result:
     node = require_volume(ctx, volume_name)
     check_inside(node, ras)
-    markups = add_markups(ctx, "vtkMRMLMarkupsFiducialNode", label or "point", [ras])
+    markups = add_markups(ctx, "vtkMRMLMarkupsFiducialNode", "point", label, [ras])
     return capture(ctx, "point", label, {"ras": [round(float(v), 3) for v in ras], "volume_name": node.GetName()},
                    markups)
 
@@ -127,7 +134,7 @@ def draw_roi(ctx, view, shape, bbox_1000=None, center_1000=None, radius_1000=Non
         extent[axis] = thickness
         for point in (corners[0], corners[1]):
             check_inside(node, point)
-        markups = ctx.engine.scene.AddNewNodeByClass("vtkMRMLMarkupsROINode", label or "roi")
+        markups = add_markups(ctx, "vtkMRMLMarkupsROINode", "roi", label)
         markups.SetCenterWorld(*center)
         markups.SetSize(*extent)
         geometry = {"center_ras": center, "size_mm": extent}
@@ -139,7 +146,7 @@ def draw_roi(ctx, view, shape, bbox_1000=None, center_1000=None, radius_1000=Non
         polygon = in_plane_polygon(ctx, view, points_1000)
         for point in polygon:
             check_inside(node, point)
-        markups = add_markups(ctx, "vtkMRMLMarkupsClosedCurveNode", label or shape, polygon)
+        markups = add_markups(ctx, "vtkMRMLMarkupsClosedCurveNode", shape, label, polygon)
         area = polygon_area(np.array(polygon), CANONICAL_AXIS[view])
         geometry = {"points_ras": polygon, "area_mm2": area, "center_ras": np.mean(polygon, axis=0)}
     data = {"shape": shape, "view": view, "volume_name": node.GetName(),
@@ -175,7 +182,7 @@ def measure_line(ctx, view=None, start_1000=None, end_1000=None, start_ras=None,
         start, end = np.asarray(start_ras, dtype=float), np.asarray(end_ras, dtype=float)
     for point in (start, end):
         check_inside(node, point)
-    markups = add_markups(ctx, "vtkMRMLMarkupsLineNode", label or "line", [start, end])
+    markups = add_markups(ctx, "vtkMRMLMarkupsLineNode", "line", label, [start, end])
     length = float(np.linalg.norm(end - start))
     data = {"length_mm": round(length, 3), "start_ras": np.round(start, 3).tolist(),
             "end_ras": np.round(end, 3).tolist(), "volume_name": node.GetName()}

@@ -525,8 +525,8 @@ def import_dicom_seg(ctx, path, volume_name, size: int = 512) -> Result:
         segments = import_seg(resolved, scene_nodes.image_of(node, world=False))
     except DicomSegError as error:
         raise ActionError("dicom_seg_failed", str(error)) from error
-    except (OSError, ValueError, AttributeError) as error:  # not a readable SEG object
-        raise ActionError("unreadable_dicom", f"{Path(path).name} is not a readable DICOM SEG: {error}") from error
+    except (OSError, ValueError, AttributeError, KeyError, pydicom.errors.InvalidDicomError) as error:  # not a SEG
+        raise ActionError("unreadable_dicom", f"{resolved.name} is not a readable DICOM SEG: {error}") from error
     labelmap = np.zeros(node.GetImageData().GetDimensions()[::-1], np.int16)
     names = {}
     for value, (label, mask) in enumerate(segments, start=1):
@@ -543,13 +543,12 @@ def import_dicom_seg(ctx, path, volume_name, size: int = 512) -> Result:
 
 
 def _readable_path(ctx, path: str) -> Path:
-    candidate = Path(path)
-    if ctx.artifacts_dir is not None:
-        artifacts = Path(ctx.artifacts_dir).resolve()
-        real = candidate.resolve()
-        if (real == artifacts or artifacts in real.parents) and real.is_file():
-            return real
-    return ctx.policy.data_roots.resolve(path)
+    """A file under the data roots or this session's own artifact folder (e.g. a SEG it exported)."""
+    extra = (ctx.artifacts_dir,) if ctx.artifacts_dir is not None else ()
+    real = ctx.policy.data_roots.resolve(path, extra_roots=extra)
+    if not real.is_file():
+        raise ActionError("not_a_file", f"{Path(real).name} is not a file")
+    return real
 
 
 def _safe(name: str) -> str:

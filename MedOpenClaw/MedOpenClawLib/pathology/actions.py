@@ -129,7 +129,7 @@ def _safe_label(label: str) -> str:
     required=["case_path"],
 )
 def load_case(context: PathologyContext, case_path: str, image_name: str | None = None) -> Result:
-    image = resolve_case_image(case_path, image_name, context.policy.data_roots.resolve)
+    image = resolve_case_image(case_path, image_name, context.policy.data_roots)
     context.viewer.load_image(str(image))
     return Result(True, context.view_data(case=case_path))
 

@@ -1,22 +1,20 @@
 """Resolve what ``load_case`` names (a slide file, a case folder, or a QuPath project) to one slide file.
 
-Every candidate goes through the caller's path guard (the session's data-root policy), so a QuPath project
-cannot point the viewer at a file outside the allowed roots.
+Every candidate goes through the session's data-root policy (its resolver, and its confined scan for a case
+folder), so neither a QuPath project nor a link in a case folder can point the viewer outside the allowed roots.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from ..policy import DataRootPolicy
 from ..result import ActionError
 
 SLIDE_SUFFIXES = (".svs", ".tif", ".tiff", ".ndpi", ".mrxs", ".scn", ".svslide", ".bif", ".vms", ".vmu")
 PROJECT_FILE = "project.qpproj"
-
-PathGuard = Callable[[str], Path]
 
 
 def _project_images(project: Path) -> list[tuple[str, Path]]:
@@ -56,8 +54,9 @@ def _choose(candidates: list[tuple[str, Path]], image_name: str | None, where: s
     return candidates[0][1]
 
 
-def resolve_case_image(case_path: str, image_name: str | None, guard: PathGuard) -> Path:
+def resolve_case_image(case_path: str, image_name: str | None, roots: DataRootPolicy) -> Path:
     """The slide file of a case: the file itself, the project's (named) image, or the folder's only slide."""
+    guard = roots.resolve
     case = guard(case_path)
     if case.is_file():
         if case.suffix == ".qpproj":
@@ -68,5 +67,6 @@ def resolve_case_image(case_path: str, image_name: str | None, guard: PathGuard)
     project = case / PROJECT_FILE
     if project.is_file():
         return guard(str(_choose(_project_images(project), image_name, case.name)))
-    slides = [(path.name, path) for path in sorted(case.iterdir()) if path.suffix.lower() in SLIDE_SUFFIXES]
+    listing = roots.scan(case, recursive=False)
+    slides = [(path.name, path) for path in listing.files if path.suffix.lower() in SLIDE_SUFFIXES]
     return guard(str(_choose(slides, image_name, case.name)))

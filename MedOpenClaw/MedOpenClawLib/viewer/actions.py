@@ -13,6 +13,7 @@ from ..registry import Toolset
 from ..result import ActionError, Result
 from .engine import FUSION_MODES, LAYOUTS
 from .geometry import AXIS_LETTER, VIEWS, bbox_center, ijk_to_ras, screen_to_xy
+from .loading import discover_sources
 from .presets import PRESET_NAMES, preset_window_level
 from .rendering import montage, render_view
 
@@ -80,11 +81,16 @@ def ping(ctx) -> Result:
 def open_case(ctx, dicom_dir: str, spacing: float | None = None, slice_planes=None, view_layout=None,
               size: int = 512) -> Result:
     path = ctx.policy.data_roots.resolve(dicom_dir)
-    nodes = ctx.engine.open(path)
+    sources, skipped = discover_sources(path, ctx.policy.data_roots.scan)
+    nodes = ctx.engine.open(sources)
     if view_layout:
         ctx.engine.set_layout(view_layout)
     ctx.engine.default_step_mm = spacing
     data = {"loaded": [node.GetName() for node in nodes], **inventory(ctx)}
+    if skipped:
+        data["skipped_entries"] = skipped
+        data["warnings"] = [f"{skipped} entries under {path.name} lead outside the data roots or cannot be read; "
+                            "they were skipped"]
     return render(ctx, slice_planes or VIEWS, size, data)
 
 

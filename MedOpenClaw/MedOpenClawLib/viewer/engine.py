@@ -8,7 +8,6 @@ failed action leaves nothing behind.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import slicer
@@ -24,7 +23,7 @@ from .geometry import (
     voxel_center_bounds,
     vtk_to_numpy_matrix,
 )
-from .loading import discover_sources, load_sources
+from .loading import VolumeSource, load_sources
 
 LAYOUTS = {
     "conventional": (slicer.vtkMRMLLayoutNode.SlicerLayoutConventionalView, VIEWS),
@@ -83,9 +82,9 @@ class ViewerEngine:
         ]
         return [node for node in nodes if not node.IsA("vtkMRMLLabelMapVolumeNode") and node.GetImageData()]
 
-    def open(self, path: Path) -> list:
-        """Load every volume under ``path``; nothing is added if any of them fails."""
-        nodes = load_sources(self.app, discover_sources(path))
+    def open(self, sources: list[VolumeSource]) -> list:
+        """Load every source (see :func:`discover_sources`); nothing is added if any of them fails."""
+        nodes = load_sources(self.app, sources)
         if nodes:
             self.show_volume(nodes[0])
         return nodes

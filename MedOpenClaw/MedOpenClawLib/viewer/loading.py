@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import SimpleITK as sitk
 import vtk
 from vtk.util import numpy_support
 
+from ..policy import DirectoryScan
 from ..result import ActionError
 
 VOLUME_SUFFIXES = (".nii.gz", ".nii", ".nrrd", ".nhdr", ".mha", ".mhd")
@@ -54,31 +56,44 @@ def is_volume_file(path: Path) -> bool:
     return path.is_file() and path.name.lower().endswith(VOLUME_SUFFIXES)
 
 
-def discover_sources(path: Path) -> list[VolumeSource]:
-    """Every volume under ``path``: the file itself, or each volume file and DICOM series below a directory."""
+def discover_sources(path: Path, scan: Callable[[Path], DirectoryScan]) -> tuple[list[VolumeSource], int]:
+    """Every volume under ``path`` and how many scanned entries were skipped: the file itself, or each volume
+    file and DICOM series below a directory. ``scan`` is the data-root policy's confined directory scan, so
+    nothing found through a link that leads outside the roots is ever read."""
     if path.is_file():
         if not is_volume_file(path):
             raise ActionError("unsupported_format", f"{path.name}: expected NIfTI, NRRD or MetaImage")
-        return [VolumeSource("file", path)]
+        return [VolumeSource("file", path)], 0
+    listing = scan(path)
+    files_by_directory: dict[Path, list[Path]] = {}
+    for file in listing.files:
+        files_by_directory.setdefault(file.parent, []).append(file)
     sources: list[VolumeSource] = []
     warnings = sitk.ProcessObject.GetGlobalWarningDisplay()
     sitk.ProcessObject.SetGlobalWarningDisplay(False)  # GDCM warns on every folder without DICOM files
     try:
-        for directory in sorted([path, *[p for p in path.rglob("*") if p.is_dir()]]):
-            sources.extend(directory_sources(directory))
+        for directory in sorted(listing.directories):
+            sources.extend(directory_sources(directory, files_by_directory.get(directory, [])))
     finally:
         sitk.ProcessObject.SetGlobalWarningDisplay(warnings)
     if not sources:
-        raise ActionError("no_volumes", f"no NIfTI/NRRD file or DICOM series found under {path}")
-    return sources
+        skipped = f" ({listing.skipped} entries outside the data roots or unreadable were skipped)"
+        raise ActionError("no_volumes", f"no NIfTI/NRRD file or DICOM series found under {path.name}"
+                          + (skipped if listing.skipped else ""))
+    return sources, listing.skipped
 
 
-def directory_sources(directory: Path) -> list[VolumeSource]:
+def directory_sources(directory: Path, allowed: list[Path]) -> list[VolumeSource]:
+    """The DICOM series and volume files of one directory, restricted to the ``allowed`` files the scan kept."""
     sources = []
-    for series_uid in sitk.ImageSeriesReader.GetGDCMSeriesIDs(str(directory)) or ():
-        files = sitk.ImageSeriesReader.GetGDCMSeriesFileNames(str(directory), series_uid)
-        sources.append(VolumeSource("dicom", directory, tuple(files), series_uid))
-    sources.extend(VolumeSource("file", file) for file in sorted(directory.iterdir()) if is_volume_file(file))
+    kept = {str(file) for file in allowed}
+    if kept:
+        for series_uid in sitk.ImageSeriesReader.GetGDCMSeriesIDs(str(directory)) or ():
+            files = [name for name in sitk.ImageSeriesReader.GetGDCMSeriesFileNames(str(directory), series_uid)
+                     if name in kept]
+            if files:
+                sources.append(VolumeSource("dicom", directory, tuple(files), series_uid))
+    sources.extend(VolumeSource("file", file) for file in sorted(allowed) if is_volume_file(file))
     return sources
 
 

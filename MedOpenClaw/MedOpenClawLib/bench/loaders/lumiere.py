@@ -32,7 +32,7 @@ MEASURABLE_MM = 10.0
 
 
 def _week_key(name: str) -> tuple[int, int]:
-    match = re.match(r"week-(\d+)(?:-(\d+))?$", name)
+    match = re.fullmatch(r"week-(\d+)(?:-(\d+))?", name)
     return (int(match.group(1)), int(match.group(2) or 0)) if match else (10**9, 0)
 
 
