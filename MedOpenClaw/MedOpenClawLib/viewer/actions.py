@@ -161,8 +161,11 @@ def scroll(ctx, view, direction, num_slices: int = 1, step=None, output: str = "
 def zoom(ctx, view, factor, center_1000=None, size: int = 512) -> Result:
     ctx.engine.find_volume()
     center = screen_to_ras(ctx, view, center_1000) if center_1000 is not None else None
-    ctx.engine.zoom(view, float(factor), center)
-    return render(ctx, view, size, {"field_of_view_mm": ctx.engine.view_state(view)["field_of_view_mm"]})
+    limit = ctx.engine.zoom(view, float(factor), center)
+    data = {"field_of_view_mm": ctx.engine.view_state(view)["field_of_view_mm"]}
+    if limit:
+        data["warnings"] = [limit]
+    return render(ctx, view, size, data)
 
 
 @VIEWER.action("fit", "viewer", "Fit a slice view to the full volume, keeping its slice offset.",

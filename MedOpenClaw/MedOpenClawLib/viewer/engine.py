@@ -174,12 +174,27 @@ class ViewerEngine:
         for view in VIEWS:
             self.logic(view).GetSliceNode().JumpSliceByCentering(*[float(value) for value in ras])
 
-    def zoom(self, view: str, factor: float, center_ras: np.ndarray | None = None) -> None:
+    def zoom(self, view: str, factor: float, center_ras: np.ndarray | None = None) -> str | None:
+        """Scale the field of view by 1/``factor`` within :meth:`field_of_view_limits` (repeated zooms would
+        otherwise reach 0 or Infinity); returns a note when the limit cut the zoom short."""
         slice_node = self.logic(view).GetSliceNode()
         fov = slice_node.GetFieldOfView()
-        slice_node.SetFieldOfView(fov[0] / factor, fov[1] / factor, fov[2])
+        smallest, largest = self.field_of_view_limits(self.find_volume())
+        applied = min(max(factor, max(fov[0], fov[1]) / largest), min(fov[0], fov[1]) / smallest)
+        slice_node.SetFieldOfView(fov[0] / applied, fov[1] / applied, fov[2])
         if center_ras is not None:
             self._center_in_plane(slice_node, center_ras)
+        if abs(applied - factor) > 1e-9 * factor:
+            return "zoom-in limit reached" if factor > applied else "zoom-out limit reached"
+        return None
+
+    @staticmethod
+    def field_of_view_limits(node) -> tuple[float, float]:
+        """Narrowest and widest field of view (mm): 4 voxels across, and 4 times the volume's diagonal."""
+        bounds = voxel_center_bounds(node)
+        spacings = [spacing_along(node, axis) for axis in range(3)]
+        diagonal = float(np.linalg.norm(bounds[:, 1] - bounds[:, 0])) + max(spacings)
+        return 4.0 * min(spacings), 4.0 * diagonal
 
     def fit(self, view: str) -> None:
         offset = self.offset(view)
