@@ -31,6 +31,7 @@ from ..providers import ProviderConfig
 from .agents.base import Agent, AgentContext
 from .cases import PATHOLOGY_MODULES, Case, GroundTruth, load_cases, load_ground_truth
 from .episode import EpisodeConfig, EpisodePrompt, run_episode
+from .integrity import CaseIntegrityError
 from .parsers import parse_response
 from .preload import (
     Attachments,
@@ -224,6 +225,8 @@ class BenchmarkRunner:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
                 return self.attempt(slot.ensure(), task, attempt)
+            except CaseIntegrityError as changed:  # the package, not the worker: retrying cannot help
+                return self._record(task, attempt, response=None, invalid=f"case package changed: {changed}")
             except (WorkerFault, WorkerError, PreloadError) as fault:
                 slot.discard()
                 faults.append(f"attempt {attempt}: {type(fault).__name__}: {fault}")
