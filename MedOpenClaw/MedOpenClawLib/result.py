@@ -23,7 +23,11 @@ class ActionError(Exception):
 
 @dataclass
 class RenderedImage:
-    """One rendered view. PNG bytes are produced lazily because encoding dominates observe latency."""
+    """One rendered view. PNG bytes are produced lazily because encoding dominates observe latency.
+
+    ``geometry`` (e.g. a slice image's :class:`~MedOpenClawLib.viewer.image_geometry.SliceImageGeometry`) is how
+    the image maps to patient space; its ``image_id`` names the image for later 0..999 arguments.
+    """
 
     view: str
     width: int
@@ -31,7 +35,13 @@ class RenderedImage:
     slice_offset_mm: float | None = None
     pixels: Any = None  # numpy uint8 array (H, W) or (H, W, 3); encoded on demand
     path: str | None = None
+    geometry: Any = None  # an object with ``image_id`` and ``to_json()``
+    image_id: str | None = None
     _png: bytes | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if self.image_id is None and self.geometry is not None:
+            self.image_id = self.geometry.image_id
 
     def png_bytes(self) -> bytes:
         if self._png is None:
@@ -48,6 +58,8 @@ class RenderedImage:
             "width": self.width,
             "height": self.height,
             "slice_offset_mm": self.slice_offset_mm,
+            "image_id": self.image_id,
+            "geometry": self.geometry.to_json() if self.geometry is not None else None,
         }
         if self.path:
             item["path"] = self.path
