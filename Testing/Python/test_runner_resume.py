@@ -63,7 +63,8 @@ def test_oracle_run_is_perfect_and_traces_verify(cases, tmp_path):
     assert summary["invalid"] == 0 and summary["executed_now"] == 3
     for record in results(out).values():
         trace = out / record["trace"]
-        assert verify_trace(trace).ok
+        assert verify_trace(trace, anchor=record["trace_anchor"]).anchored  # result.json anchors its trace
+        assert verify_trace(trace, anchor=record["trace_anchor"]).ok
         kinds = [r.get("action") or r["kind"] for r in read_trace(trace)]
         assert {"open_case", "episode_prompt", "select_volume", "jump", "image_coords_to_ras",
                 "record_key_slices", "record_point", "tool_receipt", "episode_end"} <= set(kinds)

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..audit import read_anchor
 from ..pathology.actions import MODEL_VISIBLE_ACTIONS
 from ..providers import ProviderConfig
 from .agents.base import Agent, AgentContext
@@ -265,7 +266,8 @@ class BenchmarkRunner:
         env.end()
         record = self._record(task, attempt, response=outcome.final_text,
                               invalid=outcome.invalid_reason if outcome.status == "invalid" else None,
-                              trace=trace_path.relative_to(self.out).as_posix(), outcome=outcome.to_json(),
+                              trace=trace_path.relative_to(self.out).as_posix(), trace_anchor=read_anchor(trace_path),
+                              outcome=outcome.to_json(),
                               worker_pid=worker.pid)
         return record
 
