@@ -71,6 +71,21 @@ def redact(value: Any) -> Any:
     return value
 
 
+def anchor_path(trace_path: str | os.PathLike) -> Path:
+    """The sidecar beside a trace holding its record count and last hash, rewritten after every record."""
+    trace_path = Path(trace_path)
+    return trace_path.with_name(trace_path.name + ".anchor.json")
+
+
+def read_anchor(trace_path: str | os.PathLike) -> dict | None:
+    """``{"records", "head"}`` from the trace's sidecar, or None when there is none (or it is unreadable)."""
+    try:
+        anchor = json.loads(anchor_path(trace_path).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return anchor if isinstance(anchor, dict) else None
+
+
 def record_hash(record: dict) -> str:
     body = {key: value for key, value in record.items() if key != "hash"}
     return sha256_bytes(canonical_json(body).encode("utf-8"))
@@ -99,6 +114,7 @@ class AuditTrace:
             if self.path.exists():  # a new episode on the same path: its old records and images are stale
                 self.path.unlink()
                 shutil.rmtree(self.image_dir, ignore_errors=True)
+            anchor_path(self.path).unlink(missing_ok=True)
         self.record_event("session_start", header or {})
 
     @property
@@ -183,6 +199,7 @@ class AuditTrace:
             if self.path is not None:
                 with open(self.path, "a", encoding="utf-8") as handle:
                     handle.write(canonical_json(record) + "\n")
+                self._write_anchor(self.count + 1, record["hash"])
             self._last_hash = record["hash"]
             self.count += 1
             self.records.append(record)
@@ -191,6 +208,13 @@ class AuditTrace:
         for listener in self._listeners:
             listener(record)
         return record
+
+    def _write_anchor(self, count: int, head: str) -> None:
+        """Atomically, so a reader never sees a half-written anchor; a truncated trace then disagrees with it."""
+        target = anchor_path(self.path)
+        partial = target.with_name(target.name + ".partial")
+        partial.write_text(json.dumps({"records": count, "head": head}), encoding="utf-8")
+        os.replace(partial, target)
 
     def actions(self) -> list[dict]:
         return [record for record in self.records if record["kind"] == "action"]
@@ -207,13 +231,16 @@ class VerifyReport:
     records: int
     first_bad_seq: int | None = None
     message: str = ""
+    anchored: bool = False  # checked against a record count and head hash held outside the trace
 
     def to_json(self) -> dict:
-        return {"ok": self.ok, "records": self.records, "first_bad_seq": self.first_bad_seq, "message": self.message}
+        return {"ok": self.ok, "records": self.records, "first_bad_seq": self.first_bad_seq, "message": self.message,
+                "anchored": self.anchored}
 
 
-def verify_trace(path: str | os.PathLike, check_artifacts: bool = True) -> VerifyReport:
-    """Check sequence numbers, the hash chain and (optionally) artifact checksums of a trace file."""
+def verify_trace(path: str | os.PathLike, check_artifacts: bool = True, anchor: dict | None = None) -> VerifyReport:
+    """Check sequence numbers, the hash chain, (optionally) artifact checksums, and that the trace ends where
+    ``anchor`` (default: its sidecar) says: the chain alone cannot show records removed from the end."""
     try:
         records = read_trace(path)
     except (OSError, json.JSONDecodeError) as error:
@@ -235,4 +262,14 @@ def verify_trace(path: str | os.PathLike, check_artifacts: bool = True) -> Verif
                     message = f"artifact {artifact['path']} of record {index} is missing or changed"
                     return VerifyReport(False, len(records), index, message)
         previous = record["hash"]
-    return VerifyReport(True, len(records), None, f"{len(records)} records, chain intact")
+    anchor = anchor if anchor is not None else read_anchor(path)
+    if anchor is None:
+        message = f"{len(records)} records, chain intact (no anchor: removing final records would go unnoticed)"
+        return VerifyReport(True, len(records), None, message)
+    expected_count, expected_head = anchor.get("records"), anchor.get("head")
+    if (expected_count is not None and expected_count != len(records)) or (
+            expected_head is not None and expected_head != previous):
+        message = (f"the trace holds {len(records)} records (head {previous[:12]}) but its anchor says "
+                   f"{expected_count} (head {str(expected_head)[:12]}): records were removed or added at the end")
+        return VerifyReport(False, len(records), min(len(records), expected_count or len(records)), message, True)
+    return VerifyReport(True, len(records), None, f"{len(records)} records, chain intact, anchor matches", True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -23,7 +23,11 @@ class ActionError(Exception):
 
 @dataclass
 class RenderedImage:
-    """One rendered view. PNG bytes are produced lazily because encoding dominates observe latency."""
+    """One rendered view. PNG bytes are produced lazily because encoding dominates observe latency.
+
+    ``geometry`` (e.g. a slice image's :class:`~MedOpenClawLib.viewer.image_geometry.SliceImageGeometry`) is how
+    the image maps to patient space; its ``image_id`` names the image for later 0..999 arguments.
+    """
 
     view: str
     width: int
@@ -31,7 +35,13 @@ class RenderedImage:
     slice_offset_mm: float | None = None
     pixels: Any = None  # numpy uint8 array (H, W) or (H, W, 3); encoded on demand
     path: str | None = None
+    geometry: Any = None  # an object with ``image_id`` and ``to_json()``
+    image_id: str | None = None
     _png: bytes | None = field(default=None, repr=False)
+
+    def __post_init__(self):
+        if self.image_id is None and self.geometry is not None:
+            self.image_id = self.geometry.image_id
 
     def png_bytes(self) -> bytes:
         if self._png is None:
@@ -48,21 +58,14 @@ class RenderedImage:
             "width": self.width,
             "height": self.height,
             "slice_offset_mm": self.slice_offset_mm,
+            "image_id": self.image_id,
+            "geometry": self.geometry.to_json() if self.geometry is not None else None,
         }
         if self.path:
             item["path"] = self.path
         if inline:
             item["png_base64"] = base64.b64encode(self.png_bytes()).decode("ascii")
         return item
-
-    @classmethod
-    def from_json(cls, item: dict) -> RenderedImage:
-        """The inverse of ``to_json(inline=True)``: the image a viewer in another process rendered."""
-        known = {spec.name for spec in fields(cls) if spec.init and not spec.name.startswith("_")} - {"pixels"}
-        image = cls(**{key: value for key, value in item.items() if key in known})
-        if item.get("png_base64"):
-            image._png = base64.b64decode(item["png_base64"])
-        return image
 
 
 @dataclass
@@ -78,13 +81,6 @@ class Result:
     @classmethod
     def failure(cls, code: str, message: str) -> Result:
         return cls(ok=False, error={"code": code, "message": message})
-
-    @classmethod
-    def from_json(cls, value: dict) -> Result:
-        """The inverse of ``to_json(inline_images=True)``."""
-        return cls(ok=bool(value["ok"]), data=value.get("data") or {},
-                   images=[RenderedImage.from_json(item) for item in value.get("images") or []],
-                   error=value.get("error"), artifacts=list(value.get("artifacts") or []))
 
     def to_json(self, inline_images: bool = True) -> dict:
         return {

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from MedOpenClawLib.bench.cases import load_cases, load_ground_truth
+from MedOpenClawLib.bench.cases import CaseFormatError, load_cases, load_ground_truth
 from MedOpenClawLib.bench.loaders import prepare
 from MedOpenClawLib.bench.scoring.geometry import key_slice_in_range, mask_from_file, point_in_polygon
 from MedOpenClawLib.bench.synthetic.cohort import DATASET_DIRS, CohortConfig, write_cohort
@@ -75,7 +75,8 @@ def test_loaders_read_the_cohort_and_reference_evidence_passes(cohort, tmp_path,
                 assert not any(point_in_polygon(*region["reference_point"], other) for other in exclusions)
     if module == "nsclc":
         assert manifest["skipped"] == [
-            {"case_id": "AMC-001", "reason": "AMC case excluded by default (use --include-amc)"}
+            {"case_id": "AMC-001", "reason": "AMC case excluded by default (use --include-amc)",
+             "step": "exclude AMC (default)"}
         ]
 
 
@@ -159,8 +160,9 @@ def test_ucsf_fixture_quirks(tmp_path):
     assert not (tmp_path / "cases" / "data" / "UCSF-PDGM-0005").exists()
 
 
-def test_lumiere_fixture_quirks(tmp_path):
-    raw = tmp_path / "raw"
+def _lumiere_fixture(raw: Path, measured: bool) -> None:
+    """Four studies of one patient in the real layout; the segmentations use label 2 for the enhancing core and,
+    when ``measured``, each study ships the measured_volumes_in_mm3.json that says so."""
     affine = np.eye(4) * 2
     affine[3, 3] = 1
     for week, lesion in (("week-000-1", True), ("week-010", True), ("week-020", False), ("week-030", True)):
@@ -168,9 +170,18 @@ def test_lumiere_fixture_quirks(tmp_path):
         for name in ("CT1", "T1", "T2", "FLAIR"):
             write_nifti(study / f"{name}.nii.gz", _tiny_volume(50, False), affine)
         seg = np.zeros((10, 10, 10), dtype=np.uint8)
+        seg[0:2, 0:2, 0:2] = 3  # oedema
         if lesion:
             seg[2:8, 2:8, 4:6] = 2  # 12 mm x 12 mm: measurable
-        write_nifti(study / "DeepBraTumIA-segmentation" / "atlas" / "segmentation" / "seg_mask.nii.gz", seg, affine)
+        else:
+            seg[8:10, 8:10, 0:2] = 2  # 4 mm x 4 mm: non-measurable, away from the old tumour: new
+        seg[5, 5, 8] = 1  # one necrotic voxel
+        folder = study / "DeepBraTumIA-segmentation" / "atlas" / "segmentation"
+        write_nifti(folder / "seg_mask.nii.gz", seg, affine)
+        if measured:
+            volumes = {key: float((seg == label).sum() * 8) for key, label in
+                       (("Enhancing_Core", 2), ("Necrotic_NonEnhancing", 1), ("Edema_Compartment", 3))}
+            (folder / "measured_volumes_in_mm3.json").write_text(json.dumps(volumes))
     (raw / "Imaging" / "Patient-001" / "week-030" / "FLAIR.nii.gz").unlink()
     rating = "Rating (according to RANO, PD: Progressive disease, SD: Stable disease, PR: Partial response)"
     _write_csv(
@@ -179,27 +190,70 @@ def test_lumiere_fixture_quirks(tmp_path):
             ["Patient", "Date", "LessThan3Months", "NonMeasurableLesions", rating, "Rating rationale (T2-Progr.)"],
             ["Patient-001", "week-000-1", "", "", "Post-Op ", ""],
             ["Patient-001", "week-010", "x", "", "Post-Op/PD", "new L"],
-            ["Patient-001", "week-020", "", "x", " CR", "T2-Progr. none"],
+            ["Patient-001", "week-020", "", "x", " PD", "T2-Progr. new L"],
             ["Patient-001", "week-030", "", "", "PD", ""],
         ],
     )
+
+
+def test_lumiere_fixture_quirks(tmp_path):
+    raw = tmp_path / "raw"
+    _lumiere_fixture(raw, measured=True)
     manifest = prepare("lumiere", raw, tmp_path / "cases")
     assert [case["case_id"] for case in manifest["cases"]] == ["Patient-001__week-010__to__week-020"]
+    # the mapping comes from the dataset's own measured volumes, not from a guess
+    assert manifest["segmentation_labels"] == {"enhancing": 2, "necrosis": 1, "edema": 3,
+                                               "evidence": "verified against measured_volumes_in_mm3.json of 4 studies"}
     reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
     assert reasons["Patient-001__week-000-1__to__week-010"] == "rating 'Post-Op/PD' is not a RANO response label"
     assert "CURRENT study week-030 lacks" in reasons["Patient-001__week-020__to__week-030"]
+    assert [row["step"] for row in manifest["filters"]] == ["candidates", "RANO-rated CURRENT study",
+                                                            "complete imaging"]
+    assert [row["remaining"] for row in manifest["filters"]] == [3, 2, 1]
     truth = load_ground_truth(tmp_path / "cases", "Patient-001__week-010__to__week-020")
-    assert truth.answers == {"answer": "D"}
+    assert truth.answers == {"answer": "A"}
     assert truth.evidence_fields == {
         "non_measurable_lesion": True,
         "t2_progression": True,
         "current_target_lesion": False,
         "new_target_lesion": False,
-        "current_non_target_lesion": False,
-        "new_non_target_lesion": False,
+        "current_non_target_lesion": True,
+        "new_non_target_lesion": True,
     }
     case = load_cases(tmp_path / "cases")[0]
     assert sorted(volume.name for volume in case.volumes)[:2] == ["CURRENT_CT1", "CURRENT_FLAIR"]
+
+
+def test_lumiere_label_mapping_is_refused_when_measured_volumes_disagree(tmp_path):
+    raw = tmp_path / "raw"
+    _lumiere_fixture(raw, measured=True)
+    victim = raw / "Imaging" / "Patient-001" / "week-010" / "DeepBraTumIA-segmentation" / "atlas" / "segmentation"
+    volumes = json.loads((victim / "measured_volumes_in_mm3.json").read_text())
+    volumes["Enhancing_Core"] = 8.0  # one voxel: that is label 1 here, while the other studies say label 2
+    (victim / "measured_volumes_in_mm3.json").write_text(json.dumps(volumes))
+    with pytest.raises(CaseFormatError, match="Enhancing_Core = 8.0 mm3 .* label mapping is unknown"):
+        prepare("lumiere", raw, tmp_path / "cases")
+
+
+def test_lumiere_without_measured_volumes_uses_the_documented_default_and_says_so(tmp_path):
+    raw = tmp_path / "raw"
+    _lumiere_fixture(raw, measured=False)
+    manifest = prepare("lumiere", raw, tmp_path / "cases")
+    assert manifest["segmentation_labels"]["enhancing"] == 1
+    assert "not verified" in manifest["segmentation_labels"]["evidence"]
+
+
+def test_lumiere_cohort_filters_are_flags_with_a_count_per_step(tmp_path):
+    raw = tmp_path / "raw"
+    _lumiere_fixture(raw, measured=True)
+    (raw / "Imaging" / "Patient-001" / "week-010" / "DeepBraTumIA-segmentation" / "atlas" / "segmentation"
+     / "seg_mask.nii.gz").unlink()
+    manifest = prepare("lumiere", raw, tmp_path / "cases", require_evidence=True)
+    assert manifest["cases"] == []
+    assert [(row["step"], row["remaining"]) for row in manifest["filters"]] == [
+        ("candidates", 3), ("RANO-rated CURRENT study", 2), ("evidence available (both segmentations)", 1),
+        ("complete imaging", 0)]
+    assert manifest["paper_count"] == 139
 
 
 def test_nsclc_fixture_quirks(cohort, tmp_path):

@@ -85,7 +85,10 @@ def test_cli_cohort_then_prepare(tmp_path, capsys):
         ]
     )
     assert args.func(args) == 0
-    assert json.loads(capsys.readouterr().out)["cases"] == 2
+    printed = capsys.readouterr()
+    assert json.loads(printed.out)["cases"] == 2
+    # the cohort-filter count table, with the paper's count beside it, goes to stderr
+    assert "camelyon17 cohort filters:" in printed.err and "paper (Table 4)" in printed.err and "550" in printed.err
     assert [case.case_id for case in load_cases(tmp_path / "cases")] == ["patient_000_node_0", "patient_000_node_1"]
     missing = parser.parse_args(
         ["bench", "prepare", "--module", "bracs", "--source", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")]

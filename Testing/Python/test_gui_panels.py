@@ -117,9 +117,12 @@ def test_request_reader_frames_and_rejects_requests():
     request = reader.feed(b"  ")
     assert (request.method, request.target, request.headers["authorization"], request.body) == (
         "POST", "/v1/actions/ping", "Bearer x", b"{}  ")
-    for raw, status in ((b"GARBAGE\r\n\r\n", 400), (b"PATCH / HTTP/1.1\r\n\r\n", 405),
+    for raw, status in ((b"GARBAGE\r\n\r\n", 400), (b"BREW / HTTP/1.1\r\n\r\n", 405),
                         (b"POST / HTTP/1.1\r\nContent-Length: 99999999\r\n\r\n", 413),
-                        (b"GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n", 400)):
+                        (b"GET / HTTP/1.1\r\nContent-Length: x\r\n\r\n", 400),
+                        (b"POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400),
+                        (b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 411),
+                        (b"GET / HTTP/1.1\r\n" + b"X: y\r\n" * 65 + b"\r\n", 431)):
         with pytest.raises(HttpParseError) as error:
             HttpRequestReader().feed(raw)
         assert error.value.status == status

@@ -63,7 +63,8 @@ def test_oracle_run_is_perfect_and_traces_verify(cases, tmp_path):
     assert summary["invalid"] == 0 and summary["executed_now"] == 3
     for record in results(out).values():
         trace = out / record["trace"]
-        assert verify_trace(trace).ok
+        assert verify_trace(trace, anchor=record["trace_anchor"]).anchored  # result.json anchors its trace
+        assert verify_trace(trace, anchor=record["trace_anchor"]).ok
         kinds = [r.get("action") or r["kind"] for r in read_trace(trace)]
         assert {"open_case", "episode_prompt", "select_volume", "jump", "image_coords_to_ras",
                 "record_key_slices", "record_point", "tool_receipt", "episode_end"} <= set(kinds)
@@ -104,6 +105,19 @@ def test_hung_worker_twice_is_invalid_and_excluded(cases, tmp_path):
     assert record["attempts"] == 2 and record["invalid"].startswith("environment fault")
     assert "did not answer" in record["invalid"]
     assert summary["invalid"] == 1 and summary["n"] == 0
+
+
+def test_volume_truncated_after_prepare_makes_that_episode_invalid_before_scoring(tmp_path):
+    package = write_ucsf_package(tmp_path / "cases", cases=2)
+    victim = package / "data" / "UCSF-PDGM-0002" / "UCSF-PDGM-0002_T1c.nii.gz"
+    victim.write_bytes(victim.read_bytes()[:200])  # still a NIfTI header: it would load as zeros
+    summary = runner(package, tmp_path / "run").run()
+    records = {record["case_id"]: record for record in results(tmp_path / "run").values()}
+    assert records["UCSF-PDGM-0001"]["invalid"] is None and records["UCSF-PDGM-0001"]["score"]["task"] == 1.0
+    broken = records["UCSF-PDGM-0002"]
+    assert broken["invalid"].startswith("case package changed") and "UCSF-PDGM-0002_T1c.nii.gz" in broken["invalid"]
+    assert "truncated" in broken["invalid"] and broken["attempts"] == 1 and "trace" not in broken
+    assert summary["invalid"] == 1 and summary["n"] == 1 and summary["task"] == 1.0
 
 
 def test_random_agent_scores_near_chance(cases, tmp_path):

@@ -7,7 +7,7 @@ import json
 import pytest
 from runtime_fixtures import lesion_center_ras, oblique_lps_affine, phantom, write_nifti
 
-from MedOpenClawLib.audit import AuditTrace, read_trace, record_hash, verify_trace
+from MedOpenClawLib.audit import AuditTrace, anchor_path, read_anchor, read_trace, record_hash, verify_trace
 from MedOpenClawLib.cli import main
 from MedOpenClawLib.session import build_slicer_registry
 
@@ -103,6 +103,38 @@ def test_trace_verify_detects_tampering(recorded, tamper, capsys):
     assert main(["trace", "verify", str(path)]) == 1
     report = json.loads(capsys.readouterr().out)
     assert not report["ok"] and report["first_bad_seq"] is not None
+
+
+@pytest.mark.parametrize("removed", [1, 3])
+def test_trace_verify_detects_records_removed_from_the_end(recorded, capsys, tmp_path, removed):
+    """The chain of a shortened trace is intact; only the anchor (sidecar, result.json or --expect-*) shows it."""
+    path, _ = recorded
+    records = read_trace(path)
+    anchor = read_anchor(path)
+    assert anchor == {"records": len(records), "head": records[-1]["hash"]}
+    rewrite(path, records[:-removed])
+    assert main(["trace", "verify", str(path)]) == 1
+    report = json.loads(capsys.readouterr().out)
+    assert not report["ok"] and report["anchored"] and "removed" in report["message"]
+    anchor_path(path).unlink()  # without the sidecar, the episode's result.json or the caller still knows
+    result_json = tmp_path / "result.json"
+    result_json.write_text(json.dumps({"trace": path.name, "trace_anchor": anchor}))
+    assert main(["trace", "verify", str(path), "--anchor", str(result_json)]) == 1
+    assert main(["trace", "verify", str(path), "--expect-head", anchor["head"]]) == 1
+    assert main(["trace", "verify", str(path), "--expect-records", str(len(records))]) == 1
+    capsys.readouterr()
+    assert main(["trace", "verify", str(path)]) == 0  # nothing to compare with: chain intact, not anchored
+    assert json.loads(capsys.readouterr().out)["anchored"] is False
+
+
+def test_in_memory_window_is_bounded_while_the_file_keeps_everything(tmp_path):
+    trace = AuditTrace(tmp_path / "serve.jsonl", window=10)
+    for index in range(100):
+        trace.record_event("note", {"index": index})
+    assert len(trace.records) <= 20 and trace.records[-1]["payload"] == {"index": 99}
+    assert trace.count == 101 and len(read_trace(tmp_path / "serve.jsonl")) == 101
+    assert trace.records[-1]["seq"] == 100
+    assert verify_trace(tmp_path / "serve.jsonl").ok
 
 
 def test_untampered_trace_verifies_on_the_command_line(recorded, capsys):

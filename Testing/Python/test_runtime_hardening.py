@@ -298,3 +298,38 @@ def test_replay_of_refused_calls_matches(tmp_path, session):
     assert session.call("jump", {"ras": [float("nan"), 0, 0]}).error["code"] == "invalid_argument"
     report = replay_trace(session.trace.path)
     assert report.ok, report.message
+
+
+def test_field_of_view_is_bounded_by_the_volume_extent(session):
+    """Item 5: 237 valid zooms of factor 0.051 made the field of view Infinity."""
+    smallest, largest = session.context.engine.field_of_view_limits(session.context.engine.find_volume())
+    for _ in range(240):
+        result = call_ok(session, "zoom", view="axial", factor=0.051, size=64)
+    assert max(result.data["field_of_view_mm"]) <= largest * 1.001
+    assert result.data["warnings"] == ["zoom-out limit reached"]
+    for _ in range(240):
+        result = call_ok(session, "zoom", view="axial", factor=20, size=64)
+    assert min(result.data["field_of_view_mm"]) >= smallest * 0.999
+    assert json.loads(json.dumps(session.context.state(), allow_nan=False))
+
+
+@pytest.mark.parametrize("action, arguments", [
+    ("zoom", {"view": "axial", "factor": float("nan")}),
+    ("zoom", {"view": "axial", "factor": 2, "center_1000": [float("inf"), 1]}),
+    ("jump", {"ras": [float("nan"), 0, 0]}),
+    ("record_point", {"ras": [0, float("inf"), 0]}),
+    ("measure_line", {"start_ras": [0, 0, 0], "end_ras": [float("nan"), 0, 0]}),
+    ("wl", {"window": float("inf")}),
+    ("wl", {"level": float("nan")}),
+    ("fusion", {"background_volume_ref": "CT", "foreground_opacity": float("nan")}),
+    ("draw_roi", {"view": "axial", "shape": "circle", "center_1000": [500, 500], "radius_1000": float("nan")}),
+    ("open_case", {"dicom_dir": "CT.nii.gz", "spacing": float("inf")}),
+])
+def test_non_finite_numbers_never_reach_the_scene(session, action, arguments):
+    """Item 5: NaN/Infinity passed the schemas and ended in the state, the evidence and the trace."""
+    call_error(session, action, "invalid_argument", **arguments)
+
+
+def test_jump_with_nan_while_a_markup_exists_is_a_clear_error(session):
+    call_ok(session, "record_point", ras=lesion_center_ras(oblique_lps_affine()).tolist(), label="p")
+    call_error(session, "jump", "invalid_argument", ras=[float("nan"), 0.0, 0.0])

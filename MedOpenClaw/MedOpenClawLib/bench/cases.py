@@ -3,6 +3,8 @@
 Layout written by ``medopenclaw bench prepare --module M --source RAW --out CASES``::
 
     CASES/manifest.json      {"format": 1, "module", "source", "cases": [...], "skipped": [{case_id, reason}]}
+                             each case lists ``files``: {path: {size, sha256}} of its agent-visible files,
+                             verified when an episode opens it (bench.integrity)
     CASES/data/<case_id>/    agent-visible files; the runner's DataRootPolicy is [CASES/data]
     CASES/hidden/<case_id>/  ground_truth.json + masks; NEVER under a data root
 
@@ -60,6 +62,15 @@ MODULES = ("lumiere", "ucsf-pdgm", "nsclc", "bracs", "camelyon17")
 RADIOLOGY_MODULES = ("lumiere", "ucsf-pdgm", "nsclc")
 PATHOLOGY_MODULES = ("bracs", "camelyon17")
 MANIFEST_FORMAT = 1
+USABLE_STEP = "usable files and labels"  # the cohort-filter step of a case skipped for its own data
+# benchmark-eligible cases per module in the paper (Table 4; NSCLC without AMC, LUMIERE after its filters)
+PAPER_COUNTS = {"lumiere": 139, "ucsf-pdgm": 495, "nsclc": 162, "bracs": 113, "camelyon17": 550}
+# the order in which each module's loader applies its cohort filters (the count table follows it)
+FILTER_STEPS = {
+    "lumiere": ("RANO-rated CURRENT study", "evidence available (both segmentations)", "complete imaging",
+                USABLE_STEP, "label frequency"),
+    "nsclc": ("exclude AMC (default)", USABLE_STEP),
+}
 
 
 class CaseFormatError(ValueError):
@@ -112,6 +123,7 @@ class Case:
     slide: str | None = None
     questions: list[Question] = field(default_factory=list)
     brief: dict[str, Any] = field(default_factory=dict)
+    files: dict[str, dict] = field(default_factory=dict)  # agent-visible file -> {size, sha256} (integrity)
     cases_dir: Path | None = None
 
     def path(self, relative: str) -> Path:
@@ -149,6 +161,7 @@ class Case:
                     for q in body.get("questions", [])
                 ],
                 brief=dict(body.get("brief", {})),
+                files=dict(body.get("files", {})),
                 cases_dir=cases_dir,
             )
         except (KeyError, TypeError) as error:
@@ -249,6 +262,7 @@ class PackageWriter:
         self.source = str(source)
         self.cases: list[Case] = []
         self.skipped: list[dict] = []
+        self.notes: dict[str, Any] = {}  # loader findings worth keeping in the manifest (e.g. label mappings)
         (self.root / "data").mkdir(parents=True, exist_ok=True)
         (self.root / "hidden").mkdir(parents=True, exist_ok=True)
 
@@ -262,22 +276,47 @@ class PackageWriter:
         return Path(path).resolve().relative_to(self.root).as_posix()
 
     def add(self, case: Case, truth: GroundTruth) -> None:
+        """Record a finished case: its ground truth must pass :func:`.truth_check.require_consistent` (else
+        GroundTruthContradiction stops prepare), and its agent-visible files get size + sha256 records."""
+        from .integrity import file_records
+        from .truth_check import require_consistent
+
         if case.case_id != truth.case_id or case.module != self.module:
             raise CaseFormatError(f"case {case.case_id!r} and its ground truth disagree on id or module")
         hidden = self.hidden_dir(case.case_id)
         hidden.mkdir(parents=True, exist_ok=True)
+        truth.hidden_dir = hidden
+        require_consistent(case, truth)
+        case.files = file_records(self.data_dir(case.case_id), self.root)
         (hidden / "ground_truth.json").write_text(
             json.dumps(truth.to_json(), indent=1, sort_keys=True) + "\n"
         )
         case.cases_dir = self.root
         self.cases.append(case)
 
-    def skip(self, case_id: str, reason: str) -> None:
-        """Record an excluded case; partially written files of it are removed so the package stays clean."""
+    def skip(self, case_id: str, reason: str | Exception, step: str = USABLE_STEP) -> None:
+        """Record an excluded case under the cohort-filter ``step`` that excluded it (a loader's SkipCase
+        carries its own step); partially written files of it are removed so the package stays clean."""
+        step = getattr(reason, "step", step)
+        reason = str(reason)
         for directory in (self.data_dir(case_id), self.hidden_dir(case_id)):
             if directory.exists():
                 shutil.rmtree(directory)
-        self.skipped.append({"case_id": case_id, "reason": reason})
+        self.cases = [case for case in self.cases if case.case_id != case_id]
+        self.skipped.append({"case_id": case_id, "reason": reason, "step": step})
+
+    def filter_table(self) -> list[dict]:
+        """Cases remaining after each cohort-filter step, in the loader's filter order."""
+        remaining = len(self.cases) + len(self.skipped)
+        table = [{"step": "candidates", "excluded": 0, "remaining": remaining}]
+        order = FILTER_STEPS.get(self.module, ())
+        steps = sorted(dict.fromkeys(item["step"] for item in self.skipped),
+                       key=lambda step: order.index(step) if step in order else len(order))
+        for step in steps:
+            excluded = sum(item["step"] == step for item in self.skipped)
+            remaining -= excluded
+            table.append({"step": step, "excluded": excluded, "remaining": remaining})
+        return table
 
     def finish(self) -> dict:
         manifest = {
@@ -286,6 +325,9 @@ class PackageWriter:
             "source": self.source,
             "cases": [case.to_json() for case in sorted(self.cases, key=lambda c: c.case_id)],
             "skipped": sorted(self.skipped, key=lambda s: s["case_id"]),
+            "filters": self.filter_table(),
+            "paper_count": PAPER_COUNTS[self.module],
+            **self.notes,
         }
         (self.root / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         return manifest

@@ -83,23 +83,58 @@ def _add_prepare(subparsers) -> None:
     parser.add_argument(
         "--include-amc", action="store_true", help="nsclc: keep AMC cases (excluded by default)"
     )
+    parser.add_argument(
+        "--require-evidence",
+        action="store_true",
+        help="lumiere: keep only pairs whose OLD and CURRENT segmentations exist (evidence-availability filter)",
+    )
+    parser.add_argument(
+        "--min-label-cases",
+        type=int,
+        default=0,
+        metavar="N",
+        help="lumiere: drop RANO labels with fewer than N cases (label-frequency filter)",
+    )
     parser.set_defaults(func=_run_prepare)
+
+
+def prepare_options(args) -> dict:
+    """The loader options of ``bench prepare``: each cohort filter is an explicit flag of its module."""
+    if args.module == "nsclc":
+        return {"include_amc": args.include_amc}
+    if args.module == "lumiere":
+        return {"require_evidence": args.require_evidence, "min_label_cases": args.min_label_cases}
+    return {}
+
+
+def filter_table_text(manifest: dict) -> str:
+    """The per-step cohort counts with the paper's count beside the final one (printed on stderr)."""
+    lines = [f"{manifest['module']} cohort filters:", f"  {'step':<48} {'excluded':>8} {'remaining':>9}"]
+    for row in manifest.get("filters", []):
+        lines.append(f"  {row['step']:<48} {row['excluded']:>8} {row['remaining']:>9}")
+    lines.append(f"  {'paper (Table 4)':<48} {'':>8} {manifest.get('paper_count', '?'):>9}")
+    for name, value in sorted((manifest.get("class_counts") or {}).items()):
+        lines.append(f"  class {name}: {value}")
+    return "\n".join(lines)
 
 
 def _run_prepare(args) -> int:
     from .loaders import prepare
+    from .truth_check import GroundTruthContradiction
 
-    options = {"include_amc": args.include_amc} if args.module == "nsclc" else {}
     try:
-        manifest = prepare(args.module, args.source, args.out, **options)
-    except CaseFormatError as error:
+        manifest = prepare(args.module, args.source, args.out, **prepare_options(args))
+    except (CaseFormatError, GroundTruthContradiction) as error:
         return _fail(str(error))
+    print(filter_table_text(manifest), file=sys.stderr)
     _print_json(
         {
             "module": args.module,
             "out": str(Path(args.out).resolve()),
             "cases": len(manifest["cases"]),
             "skipped": manifest["skipped"],
+            "filters": manifest["filters"],
+            "paper_count": manifest["paper_count"],
         }
     )
     return 0

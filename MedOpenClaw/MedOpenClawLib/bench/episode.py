@@ -110,9 +110,12 @@ def feedback_text(result: dict) -> str:
         body["data"] = result.get("data", {})
     else:
         body["error"] = result.get("error")
-    views = [image.get("view") for image in result.get("images", [])]
-    if views:
-        body["images_attached"] = views
+    images = result.get("images", [])
+    if images:
+        body["images_attached"] = [image.get("view") for image in images]
+        image_ids = [image.get("image_id") for image in images]
+        if any(image_ids):  # 0..999 arguments may name the image they refer to
+            body["image_ids"] = image_ids
     return json.dumps(body, sort_keys=True, default=str)
 
 

@@ -2,6 +2,7 @@
 attached after the text prompt -- the scene inventory and the baseline axial, sagittal and coronal views
 (radiology), or the QuPath state summaries and screenshot (pathology) -- and fills the module's prompt.
 
+Before anything is opened, the case's files are verified against the manifest written by ``bench prepare``.
 All set-up calls are made with ``actor="system"``: they are audited but do not spend the agent's budget.
 """
 
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from ..providers.messages import ImageInput
 from .cases import PATHOLOGY_MODULES, Case
 from .episode import Environment, EpisodePrompt, result_images
+from .integrity import verify_case_files
 from .prompts import build_prompt, pathology_round_text
 
 BASELINE_SIZE = 512
@@ -69,6 +71,9 @@ def preload_pathology(env, case: Case) -> Attachments:
 
 
 def preload(env, case: Case) -> Attachments:
+    """Open the case for an episode: its files are first checked against the package manifest
+    (CaseIntegrityError -> the episode is INVALID, never scored against ground truth of other bytes)."""
+    verify_case_files(case)
     if case.module in PATHOLOGY_MODULES:
         return preload_pathology(env, case)
     return preload_radiology(env, case)

@@ -26,11 +26,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..audit import read_anchor
 from ..pathology.actions import MODEL_VISIBLE_ACTIONS
 from ..providers import ProviderConfig
 from .agents.base import Agent, AgentContext
 from .cases import PATHOLOGY_MODULES, Case, GroundTruth, load_cases, load_ground_truth
 from .episode import EpisodeConfig, EpisodePrompt, run_episode
+from .integrity import CaseIntegrityError
 from .parsers import parse_response
 from .preload import (
     Attachments,
@@ -224,6 +226,8 @@ class BenchmarkRunner:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
                 return self.attempt(slot.ensure(), task, attempt)
+            except CaseIntegrityError as changed:  # the package, not the worker: retrying cannot help
+                return self._record(task, attempt, response=None, invalid=f"case package changed: {changed}")
             except (WorkerFault, WorkerError, PreloadError) as fault:
                 slot.discard()
                 faults.append(f"attempt {attempt}: {type(fault).__name__}: {fault}")
@@ -262,7 +266,8 @@ class BenchmarkRunner:
         env.end()
         record = self._record(task, attempt, response=outcome.final_text,
                               invalid=outcome.invalid_reason if outcome.status == "invalid" else None,
-                              trace=trace_path.relative_to(self.out).as_posix(), outcome=outcome.to_json(),
+                              trace=trace_path.relative_to(self.out).as_posix(), trace_anchor=read_anchor(trace_path),
+                              outcome=outcome.to_json(),
                               worker_pid=worker.pid)
         return record
 

@@ -14,8 +14,9 @@ import slicer
 from ..audit import fresh_path, sha256_file
 from ..registry import Toolset
 from ..result import ActionError, Result
-from ..viewer.actions import POINT_1000, RAS, SIZE, VIEW, VOLUME_NAME, render, screen_to_ras
+from ..viewer.actions import POINT_1000, RAS, SIZE, VIEW, VOLUME_NAME, render, screen_points_to_ras, with_reference
 from ..viewer.geometry import CANONICAL_AXIS, VIEWS, voxel_center_bounds
+from ..viewer.image_geometry import IMAGE_ID
 
 EVIDENCE = Toolset("evidence")
 LABEL = {"type": "string", "maxLength": 200, "description": "short free-text label"}
@@ -50,6 +51,10 @@ def capture(ctx, kind: str, label: str, data: dict, node=None, view: str | None 
     if view:
         view_state["view"] = view
         view_state.update(ctx.engine.view_state(view))
+        # the image the evidence was read on (or the last one shown of its view), so overlays can be drawn on it
+        seen = ctx.engine.images.get(data["image_id"]) if "image_id" in data else ctx.engine.images.last(view)
+        if seen is not None:
+            view_state["image"] = {"image_id": seen.image_id, **seen.to_json()}
     item = ctx.evidence.add(kind, label, data, view_state, node.GetID() if node is not None else None)
     return Result(ok=True, data={"evidence_id": item.id, **data})
 
@@ -94,10 +99,6 @@ def record_point(ctx, ras, label: str = "", volume_name=None) -> Result:
                    markups)
 
 
-def in_plane_polygon(ctx, view: str, points_1000) -> list[np.ndarray]:
-    return [screen_to_ras(ctx, view, point) for point in points_1000]
-
-
 @EVIDENCE.action(
     "draw_roi", "evidence",
     "Draw a region of interest on a displayed slice in 0..999 screen coordinates: a box (bbox_1000), a circle "
@@ -107,11 +108,11 @@ def in_plane_polygon(ctx, view: str, points_1000) -> list[np.ndarray]:
                    "maxItems": 4},
      "center_1000": POINT_1000, "radius_1000": {"type": "number", "exclusiveMinimum": 0, "maximum": 999},
      "points_1000": {"type": "array", "items": POINT_1000, "minItems": 3, "maxItems": 64},
-     "label": LABEL, "size": SIZE},
+     "image_id": IMAGE_ID, "label": LABEL, "size": SIZE},
     required=["view", "shape"],
 )
 def draw_roi(ctx, view, shape, bbox_1000=None, center_1000=None, radius_1000=None, points_1000=None,
-             label: str = "", size: int = 512) -> Result:
+             image_id=None, label: str = "", size: int = 512) -> Result:
     node = require_volume(ctx)
     needed = {"box": ("bbox_1000",), "circle": ("center_1000", "radius_1000"), "polygon": ("points_1000",)}[shape]
     given = {"bbox_1000": bbox_1000, "center_1000": center_1000, "radius_1000": radius_1000,
@@ -126,7 +127,7 @@ def draw_roi(ctx, view, shape, bbox_1000=None, center_1000=None, radius_1000=Non
         x0, y0, x1, y1 = bbox_1000
         if x1 <= x0 or y1 <= y0:
             raise ActionError("invalid_argument", "bbox_1000 must be [x0, y0, x1, y1] with x1 > x0 and y1 > y0")
-        corners = in_plane_polygon(ctx, view, [(x0, y0), (x1, y1)])
+        corners, reference = screen_points_to_ras(ctx, view, [(x0, y0), (x1, y1)], image_id)
         axis = CANONICAL_AXIS[view]
         thickness = ctx.engine.offset_range(view)[2]
         center = (corners[0] + corners[1]) / 2.0
@@ -143,14 +144,15 @@ def draw_roi(ctx, view, shape, bbox_1000=None, center_1000=None, radius_1000=Non
             cx, cy = center_1000
             points_1000 = [(cx + radius_1000 * math.cos(t), cy + radius_1000 * math.sin(t))
                            for t in np.linspace(0, 2 * math.pi, 32, endpoint=False)]
-        polygon = in_plane_polygon(ctx, view, points_1000)
+        polygon, reference = screen_points_to_ras(ctx, view, points_1000, image_id)
         for point in polygon:
             check_inside(node, point)
         markups = add_markups(ctx, "vtkMRMLMarkupsClosedCurveNode", shape, label, polygon)
         area = polygon_area(np.array(polygon), CANONICAL_AXIS[view])
         geometry = {"points_ras": polygon, "area_mm2": area, "center_ras": np.mean(polygon, axis=0)}
-    data = {"shape": shape, "view": view, "volume_name": node.GetName(),
-            **{key: np.round(np.asarray(value, dtype=float), 3).tolist() for key, value in geometry.items()}}
+    data = with_reference({"shape": shape, "view": view, "volume_name": node.GetName(),
+                           **{key: np.round(np.asarray(value, dtype=float), 3).tolist()
+                              for key, value in geometry.items()}}, reference)
     result = capture(ctx, "roi", label, data, markups, view)
     result.images = render(ctx, view, size).images
     return result
@@ -168,16 +170,17 @@ def polygon_area(points: np.ndarray, normal_axis: int) -> float:
     "Measure a straight line between two screen points on a displayed slice (or two RAS points); returns its "
     "length in mm and stores it as a line markup.",
     {"view": VIEW, "start_1000": POINT_1000, "end_1000": POINT_1000, "start_ras": RAS, "end_ras": RAS,
-     "label": LABEL, "size": SIZE},
+     "image_id": IMAGE_ID, "label": LABEL, "size": SIZE},
     oneOf=[{"required": ["view", "start_1000", "end_1000"]}, {"required": ["start_ras", "end_ras"]}],
 )
 def measure_line(ctx, view=None, start_1000=None, end_1000=None, start_ras=None, end_ras=None,
-                 label: str = "", size: int = 512) -> Result:
+                 image_id=None, label: str = "", size: int = 512) -> Result:
     node = require_volume(ctx)
     if start_1000 is not None and start_ras is not None:
         raise ActionError("invalid_argument", "give screen points or RAS points, not both")
+    reference = None
     if start_1000 is not None:
-        start, end = in_plane_polygon(ctx, view, [start_1000, end_1000])
+        (start, end), reference = screen_points_to_ras(ctx, view, [start_1000, end_1000], image_id)
     else:
         start, end = np.asarray(start_ras, dtype=float), np.asarray(end_ras, dtype=float)
     for point in (start, end):
@@ -186,6 +189,8 @@ def measure_line(ctx, view=None, start_1000=None, end_1000=None, start_ras=None,
     length = float(np.linalg.norm(end - start))
     data = {"length_mm": round(length, 3), "start_ras": np.round(start, 3).tolist(),
             "end_ras": np.round(end, 3).tolist(), "volume_name": node.GetName()}
+    if reference is not None:
+        data = with_reference(data, reference)
     result = capture(ctx, "line", label, data, markups, view)
     if view:
         result.images = render(ctx, view, size).images

@@ -14,17 +14,21 @@ import socket
 from dataclasses import dataclass
 from http import HTTPStatus
 
-from ..server.rest import MAX_BODY_BYTES, RestService, error_response, is_loopback
+from ..hygiene import bounded_message
+from ..server.rest import (
+    CONNECTION_TIMEOUT_S,
+    LISTEN_BACKLOG,
+    HttpError,
+    RestService,
+    body_length,
+    check_headers,
+    error_response,
+    is_loopback,
+)
 from .qt_compat import qt
 
-MAX_HEADER_BYTES = 64 * 1024
-METHODS = ("GET", "POST", "PUT", "DELETE")
-
-
-class HttpParseError(ValueError):
-    def __init__(self, status: int, code: str, message: str):
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
+METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS")  # the service answers 405 where needed
+HttpParseError = HttpError  # the headless server's limits and error shape, one definition
 
 
 @dataclass
@@ -49,8 +53,7 @@ class HttpRequestReader:
         if self._head is None:
             end = self._buffer.find(b"\r\n\r\n")
             if end < 0:
-                if len(self._buffer) > MAX_HEADER_BYTES:
-                    raise HttpParseError(431, "headers_too_large", "request headers over 64 KiB")
+                check_headers(self._buffer.count(b"\r\n"), len(self._buffer))
                 return None
             self._head = self._parse_head(self._buffer[:end].decode("latin-1"))
             self._body_start = end + 4
@@ -64,22 +67,18 @@ class HttpRequestReader:
         lines = head.split("\r\n")
         parts = lines[0].split(" ")
         if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-            raise HttpParseError(400, "bad_request", "malformed request line")
+            raise HttpError(400, "bad_request", "malformed request line")
         method, target = parts[0], parts[1]
         if method not in METHODS:
-            raise HttpParseError(405, "method_not_allowed", f"{method} is not supported")
+            raise HttpError(405, "method_not_allowed", f"{bounded_message(method, 40)} is not supported")
+        check_headers(len(lines) - 1, len(head))
         headers = {}
         for line in lines[1:]:
             name, separator, value = line.partition(":")
             if not separator:
-                raise HttpParseError(400, "bad_request", "malformed header line")
+                raise HttpError(400, "bad_request", "malformed header line")
             headers[name.strip().lower()] = value.strip()
-        try:
-            self._length = int(headers.get("content-length", "0"))
-        except ValueError:
-            raise HttpParseError(400, "bad_request", "Content-Length is not a number") from None
-        if self._length < 0 or self._length > MAX_BODY_BYTES:
-            raise HttpParseError(413, "too_large", "request body over 1 MiB")
+        self._length = body_length(headers.get("content-length"), headers.get("transfer-encoding"))
         return method, target, headers
 
 
@@ -103,6 +102,11 @@ class _Connection:
         self.read_notifier = qt.QSocketNotifier(connection.fileno(), qt.QSocketNotifier.Read)
         self.read_notifier.activated.connect(self.on_readable)
         self.write_notifier = None
+        # an idle or trickling client is dropped, as the headless server's socket timeout does
+        self.deadline = qt.QTimer()
+        self.deadline.setSingleShot(True)
+        self.deadline.timeout.connect(self.close)
+        self.deadline.start(int(CONNECTION_TIMEOUT_S * 1000))
 
     def on_readable(self, *_args) -> None:
         try:
@@ -117,15 +121,22 @@ class _Connection:
             return
         try:
             request = self.reader.feed(data)
-        except HttpParseError as error:
-            self.respond(error_response(error.status, error.code, error.message))
+        except HttpError as error:
+            self.respond(error.response())
             return
         if request is not None:
-            self.respond(self.server.answer(request, self.peer))
+            try:
+                response = self.server.answer(request, self.peer)
+            except Exception as error:  # the client still gets an answer; the GUI thread goes on
+                response = error_response(500, "internal_error", bounded_message(f"{type(error).__name__}: {error}"))
+            self.respond(response, include_body=request.method != "HEAD")
 
-    def respond(self, response) -> None:
+    def respond(self, response, include_body: bool = True) -> None:
         self.read_notifier.setEnabled(False)
-        self.outgoing = encode_response(response.status, response.encode())
+        payload = response.encode()
+        self.outgoing = encode_response(response.status, payload)
+        if not include_body:
+            self.outgoing = self.outgoing[: len(self.outgoing) - len(payload)]
         self.write_notifier = qt.QSocketNotifier(self.socket.fileno(), qt.QSocketNotifier.Write)
         self.write_notifier.activated.connect(self.on_writable)
 
@@ -142,6 +153,7 @@ class _Connection:
             self.close()
 
     def close(self) -> None:
+        self.deadline.stop()
         for notifier in (self.read_notifier, self.write_notifier):
             if notifier is not None:
                 notifier.setEnabled(False)
@@ -177,7 +189,7 @@ class LoopbackRestServer:
         except OSError:
             listener.close()
             raise
-        listener.listen(16)
+        listener.listen(LISTEN_BACKLOG)
         listener.setblocking(False)
         self._listener = listener
         self.port = listener.getsockname()[1]

@@ -20,7 +20,8 @@ import pydicom.errors
 from ..audit import fresh_path, sha256_file
 from ..registry import Toolset
 from ..result import ActionError, Result
-from ..viewer.actions import POINT_1000, RAS, SIZE, VIEW, render, screen_to_ras, target_views
+from ..viewer.actions import POINT_1000, RAS, SIZE, VIEW, render, screen_points_to_ras, target_views
+from ..viewer.image_geometry import IMAGE_ID
 from . import brainsfit, scene_nodes, vista3d
 from .artifacts import VolumeArtifact
 from .dicom_seg import DicomSegError, Segment, export_seg, import_seg
@@ -70,10 +71,11 @@ def volume_node(ctx, ref: str | None):
         return ctx.engine.find_volume(volume_name=ref)
 
 
-def points_to_ijk(ctx, node, image: ImageVolume, points_ras, points_1000,
-                  view) -> tuple[np.ndarray, np.ndarray, list[dict]]:
-    """(RAS, voxel indices, space warnings) of the given points; refuses points that lie outside the volume, and
-    screen points read on a view showing a volume established to be in another space than ``node``."""
+def points_to_ijk(ctx, node, image: ImageVolume, points_ras, points_1000, view,
+                  image_id: str | None = None) -> tuple[np.ndarray, np.ndarray, list[dict]]:
+    """(RAS, voxel indices, warnings) of the given points; refuses points that lie outside the volume, and
+    screen points read on a view showing a volume established to be in another space than ``node``. Screen points
+    are read on the image the agent saw (``image_id``, else the last one returned for ``view``)."""
     if (points_ras is None) == (points_1000 is None):
         raise ActionError("invalid_argument", "give points either in RAS mm or as 0..999 screen points, not both")
     warnings: list[dict] = []
@@ -85,7 +87,8 @@ def points_to_ijk(ctx, node, image: ImageVolume, points_ras, points_1000,
         if shown is None:
             raise ActionError("no_volume", f"the {view} view shows no volume to read points on")
         warnings = region_space_warnings(ctx, shown, node, "the screen points were read on")
-        points_ras = [screen_to_ras(ctx, view, point) for point in points_1000]
+        points_ras, reference = screen_points_to_ras(ctx, view, points_1000, image_id)
+        warnings += reference.get("warnings", [])
     ras = np.asarray(points_ras, dtype=float)
     ijk = image.ras_to_ijk(ras)
     inside = image.contains_ijk(ijk)
@@ -140,7 +143,7 @@ def binding_warnings(graph, volume: VolumeArtifact, what: str) -> list[dict]:
     "volume and returns per-segment volume (ml), centroid RAS, bounding box and diameters.",
     {"volume_name": VOLUME,
      "label_prompt": {"type": "array", "items": {"type": ["string", "integer"]}, "minItems": 1, "maxItems": 16},
-     "point_prompts_ras": POINTS_RAS, "point_prompts_1000": POINTS_1000, "view": VIEW,
+     "point_prompts_ras": POINTS_RAS, "point_prompts_1000": POINTS_1000, "view": VIEW, "image_id": IMAGE_ID,
      "point_labels": {"type": "array", "items": {"type": "integer", "enum": [0, 1]}, "minItems": 1,
                       "maxItems": 16, "description": "1 = inside the structure, 0 = outside; default all 1"},
      "segmentation_name": NAME, "size": SIZE},
@@ -148,7 +151,7 @@ def binding_warnings(graph, volume: VolumeArtifact, what: str) -> list[dict]:
     anyOf=[{"required": ["label_prompt"]}, {"required": ["point_prompts_ras"]}, {"required": ["point_prompts_1000"]}],
 )
 def vista3d_segment(ctx, volume_name=None, label_prompt=None, point_prompts_ras=None, point_prompts_1000=None,
-                    view=None, point_labels=None, segmentation_name=None, size: int = 512) -> Result:
+                    view=None, image_id=None, point_labels=None, segmentation_name=None, size: int = 512) -> Result:
     started = time.perf_counter()
     node = volume_node(ctx, volume_name)
     image = scene_nodes.image_of(node)
@@ -158,7 +161,8 @@ def vista3d_segment(ctx, volume_name=None, label_prompt=None, point_prompts_ras=
         labels = [table.resolve(prompt) for prompt in label_prompt] if label_prompt else None
         points, warnings = None, []
         if point_prompts_ras is not None or point_prompts_1000 is not None:
-            points, _, warnings = points_to_ijk(ctx, node, image, point_prompts_ras, point_prompts_1000, view)
+            points, _, warnings = points_to_ijk(ctx, node, image, point_prompts_ras, point_prompts_1000, view,
+                                                image_id)
             if point_labels is not None and len(point_labels) != len(points):
                 raise ActionError("invalid_argument", "point_labels must have one entry per point")
         bundle = vista3d.bundle_from_environment()
@@ -334,7 +338,7 @@ def resample_volume(ctx, volume_name, transform_name, reference_volume, interpol
     "Segment a structure by region growing from seed points (RAS mm, or 0..999 points on a view): 'confidence' "
     "grows while intensities stay within mean +- multiplier x std of the region, 'threshold' within [lower, upper]. "
     "Returns the same statistics as vista3d_segment.",
-    {"volume_name": VOLUME, "seeds_ras": POINTS_RAS, "seeds_1000": POINTS_1000, "view": VIEW,
+    {"volume_name": VOLUME, "seeds_ras": POINTS_RAS, "seeds_1000": POINTS_1000, "view": VIEW, "image_id": IMAGE_ID,
      "method": {"type": "string", "enum": list(METHODS), "default": "confidence"},
      "lower": {"type": "number"}, "upper": {"type": "number"},
      "multiplier": {"type": "number", "exclusiveMinimum": 0, "maximum": 10, "default": 2.5},
@@ -342,12 +346,13 @@ def resample_volume(ctx, volume_name, transform_name, reference_volume, interpol
     tracks=TRACKS,
     anyOf=[{"required": ["seeds_ras"]}, {"required": ["seeds_1000"]}],
 )
-def segment_region(ctx, volume_name=None, seeds_ras=None, seeds_1000=None, view=None, method: str = "confidence",
-                   lower=None, upper=None, multiplier: float = 2.5, segment_name=None, size: int = 512) -> Result:
+def segment_region(ctx, volume_name=None, seeds_ras=None, seeds_1000=None, view=None, image_id=None,
+                   method: str = "confidence", lower=None, upper=None, multiplier: float = 2.5, segment_name=None,
+                   size: int = 512) -> Result:
     started = time.perf_counter()
     node = volume_node(ctx, volume_name)
     image = scene_nodes.image_of(node)
-    seeds, seeds_ijk, warnings = points_to_ijk(ctx, node, image, seeds_ras, seeds_1000, view)
+    seeds, seeds_ijk, warnings = points_to_ijk(ctx, node, image, seeds_ras, seeds_1000, view, image_id)
     parameters = GrowingParameters(method, lower, upper, multiplier)
     try:
         mask = grow_region(image, seeds_ijk.tolist(), parameters)

@@ -8,16 +8,21 @@ import os
 import threading
 from pathlib import Path
 
-from ..audit import verify_trace
+from ..audit import AuditTrace, verify_trace
 from ..replay import replay_trace
+from ..session import build_slicer_registry
 from .rest import RestService, SceneThreadExecutor, make_http_server, new_token
-from .sessions import add_session_arguments, close_session, session_registry
+
+SERVE_TRACE_WINDOW = 1000
 
 
 def add_commands(subparsers) -> None:
     serve = subparsers.add_parser("serve", help="serve the action registry over REST on 127.0.0.1")
-    add_session_arguments(serve)
+    serve.add_argument("--data-root", action="append", required=True, help="directory open_case may read (repeat)")
     serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--track", choices=["A", "B"], default="A")
+    serve.add_argument("--max-rounds", type=int, default=None)
+    serve.add_argument("--trace", type=Path, default=None, help="audit trace JSONL (default: none on disk)")
     serve.set_defaults(func=run_serve)
 
     tools = subparsers.add_parser("tools", help="print the registry's tools")
@@ -32,14 +37,22 @@ def add_commands(subparsers) -> None:
 
     trace = subparsers.add_parser("trace", help="audit trace utilities")
     trace_commands = trace.add_subparsers(dest="trace_command", required=True)
-    verify = trace_commands.add_parser("verify", help="check the hash chain and artifact checksums")
+    verify = trace_commands.add_parser(
+        "verify", help="check the hash chain, artifact checksums and the anchor (default: the trace's sidecar)")
     verify.add_argument("trace", type=Path)
+    verify.add_argument("--expect-head", default=None, help="hash the final record must have")
+    verify.add_argument("--expect-records", type=int, default=None, help="number of records the trace must hold")
+    verify.add_argument("--anchor", type=Path, default=None,
+                        help="a JSON file with the anchor: a sidecar, or an episode result.json (its trace_anchor)")
     verify.set_defaults(func=run_verify)
 
 
 def run_serve(args: argparse.Namespace) -> int:
     token = os.environ.get("MEDOPENCLAW_TOKEN") or new_token()
-    registry = session_registry(args, header={"front_end": "rest"}, save_images=args.trace is not None)
+    # the file keeps every record; memory keeps a window (a long-running server must not grow without bound)
+    trace = AuditTrace(args.trace, header={"front_end": "rest"}, save_images=args.trace is not None,
+                       window=SERVE_TRACE_WINDOW)
+    registry = build_slicer_registry(args.data_root, track=args.track, trace=trace, max_rounds=args.max_rounds)
     executor = SceneThreadExecutor()
     httpd = make_http_server(RestService(registry, token), executor, args.port)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -52,14 +65,11 @@ def run_serve(args: argparse.Namespace) -> int:
         pass
     finally:
         httpd.shutdown()
-        close_session(registry)
     return 0
 
 
 def tools_markdown(track: str, exclusive: bool = False) -> str:
     """A Markdown table of the tools on ``track``; ``exclusive`` keeps only those not offered on other tracks."""
-    from ..session import build_slicer_registry
-
     registry = build_slicer_registry([], track=track)
     lines = ["| tool | role | tracks | arguments | purpose |", "| --- | --- | --- | --- | --- |"]
     for action in registry.actions():
@@ -77,8 +87,6 @@ def run_tools(args: argparse.Namespace) -> int:
     if args.format == "markdown":
         print(tools_markdown(args.track))
         return 0
-    from ..session import build_slicer_registry
-
     registry = build_slicer_registry([], track=args.track)
     print(json.dumps(getattr(registry, f"{args.format}_tools")(), indent=2))
     return 0
@@ -90,7 +98,22 @@ def run_replay(args: argparse.Namespace) -> int:
     return 0 if report.ok else 1
 
 
+def expected_anchor(args: argparse.Namespace) -> dict | None:
+    """The anchor the command line names; None falls back to the trace's sidecar."""
+    anchor = None
+    if args.anchor is not None:
+        document = json.loads(args.anchor.read_text(encoding="utf-8"))
+        anchor = dict(document.get("trace_anchor") or document) if isinstance(document, dict) else None
+        if not anchor or not {"records", "head"} & set(anchor):
+            raise SystemExit(f"{args.anchor} holds no trace anchor (records, head)")
+    if args.expect_head is not None or args.expect_records is not None:
+        anchor = {**(anchor or {}), **{key: value for key, value in (("head", args.expect_head),
+                                                                       ("records", args.expect_records))
+                                       if value is not None}}
+    return anchor
+
+
 def run_verify(args: argparse.Namespace) -> int:
-    report = verify_trace(args.trace)
+    report = verify_trace(args.trace, anchor=expected_anchor(args))
     print(json.dumps(report.to_json()))
     return 0 if report.ok else 1

@@ -20,13 +20,19 @@ import secrets
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
+from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
+from ..hygiene import bounded_message
 from ..registry import ACTORS, ActionRegistry
 from ..result import Result
 
 MAX_BODY_BYTES = 1 << 20
+MAX_HEADERS = 64  # header lines per request
+MAX_HEADER_BYTES = 32 * 1024  # request line and headers together
+CONNECTION_TIMEOUT_S = 30.0  # an idle or trickling client loses its connection (and its thread) after this
+LISTEN_BACKLOG = 128
 TOOL_FORMATS = {"describe": "describe", "openai": "openai_tool", "anthropic": "anthropic_tool", "mcp": "mcp_tool"}
 
 
@@ -36,11 +42,50 @@ class Response:
     body: dict | list
 
     def encode(self) -> bytes:
-        return json.dumps(self.body, default=str).encode("utf-8")
+        """Strict JSON: a body holding NaN/Infinity (or unencodable text) becomes a 500 error, never invalid JSON."""
+        try:
+            return json.dumps(self.body, default=str, allow_nan=False).encode("utf-8")
+        except (ValueError, TypeError, RecursionError) as error:
+            self.status = 500
+            message = f"the response could not be encoded as JSON ({type(error).__name__})"
+            return json.dumps(Result.failure("unencodable_response", message).to_json()).encode("utf-8")
 
 
 def error_response(status: int, code: str, message: str) -> Response:
     return Response(status, Result.failure(code, message).to_json())
+
+
+class HttpError(ValueError):
+    """A request refused before it reaches the service (limits, malformed framing): answered as JSON."""
+
+    def __init__(self, status: int, code: str, message: str):
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+    def response(self) -> Response:
+        return error_response(self.status, self.code, self.message)
+
+
+def check_headers(count: int, size: int) -> None:
+    """The limits every front-end applies to a request's headers."""
+    if count > MAX_HEADERS:
+        raise HttpError(431, "too_many_headers", f"more than {MAX_HEADERS} request headers")
+    if size > MAX_HEADER_BYTES:
+        raise HttpError(431, "headers_too_large", f"request headers over {MAX_HEADER_BYTES // 1024} KiB")
+
+
+def body_length(content_length: str | None, transfer_encoding: str | None = None) -> int:
+    """The declared body size, checked before a single body byte is read."""
+    if transfer_encoding:
+        raise HttpError(411, "length_required", "send the body with a Content-Length, not a transfer encoding")
+    if content_length is None:
+        return 0
+    value = content_length.strip()
+    if not value.isascii() or not value.isdigit():
+        raise HttpError(400, "bad_request", "Content-Length must be a non-negative decimal integer")
+    if int(value) > MAX_BODY_BYTES:
+        raise HttpError(413, "too_large", f"request body over {MAX_BODY_BYTES // (1 << 20)} MiB")
+    return int(value)
 
 
 class RestService:
@@ -68,7 +113,7 @@ class RestService:
                 return error_response(400, "invalid_argument", f"format must be one of {', '.join(TOOL_FORMATS)}")
             return Response(200, [getattr(action, TOOL_FORMATS[fmt])() for action in self.registry.actions()])
         if path == "/v1/state" and method == "GET":
-            return Response(200, self.registry.state())
+            return Response(200, self.registry.context.state())
         if path == "/v1/trace" and method == "GET":
             return Response(200, self.registry.trace.records)
         if path.startswith("/v1/actions/") and method == "POST":
@@ -88,8 +133,9 @@ class RestService:
             return error_response(413, "too_large", "request body over 1 MiB")
         try:
             arguments = json.loads(body or b"{}")
-        except json.JSONDecodeError as error:
-            return error_response(400, "invalid_json", f"body is not JSON: {error}")
+        except (ValueError, RecursionError) as error:  # JSONDecodeError, invalid UTF-8, nesting beyond the parser
+            reason = "nested too deeply" if isinstance(error, RecursionError) else bounded_message(str(error), 200)
+            return error_response(400, "invalid_json", f"body is not JSON: {reason}")
         result = self.registry.call(name, arguments, actor=actor)
         status = 404 if (result.error or {}).get("code") == "unknown_action" else 200
         return Response(status, result.to_json())
@@ -129,44 +175,92 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def make_http_server(service: RestService, executor: SceneThreadExecutor, port: int = 0) -> ThreadingHTTPServer:
-    """An HTTP server bound to 127.0.0.1 whose request threads hand every request to ``executor``."""
+class _Handler(BaseHTTPRequestHandler):
+    """Every answer, including http.server's own refusals (bad request line, too many or too long headers,
+    unknown methods), has the JSON error shape; bodies are size-checked before they are read."""
 
-    class Handler(BaseHTTPRequestHandler):
-        server_version = "MedOpenClaw"
+    server_version = "MedOpenClaw"
+    timeout = CONNECTION_TIMEOUT_S  # per-connection socket timeout (StreamRequestHandler applies it)
+    service: RestService
+    executor: SceneThreadExecutor
 
-        def _dispatch(self, method: str) -> None:
-            if not is_loopback(self.client_address[0]):
-                response = error_response(403, "forbidden", "only loopback clients are served")
-            else:
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(min(length, MAX_BODY_BYTES + 1)) if length else b""
-                future = executor.submit(service.handle, method, self.path, body,
-                                         self.headers.get("Authorization"), self.headers.get("X-Actor"))
-                response = future.result()
-            payload = response.encode()
-            self.send_response(response.status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
+    def _dispatch(self, method: str) -> None:
+        try:
+            response = self._answer(method)
+        except HttpError as error:
+            response = error.response()
+            self.close_connection = True  # an unread body may follow
+        except Exception as error:  # the connection must still get an answer
+            response = error_response(500, "internal_error", bounded_message(f"{type(error).__name__}: {error}"))
+        self._send(response, include_body=method != "HEAD")
+
+    def _answer(self, method: str) -> Response:
+        if not is_loopback(self.client_address[0]):
+            return error_response(403, "forbidden", "only loopback clients are served")
+        check_headers(len(self.headers), sum(len(name) + len(value) + 4 for name, value in self.headers.items()))
+        length = body_length(self.headers.get("Content-Length"), self.headers.get("Transfer-Encoding"))
+        body = self.rfile.read(length) if length else b""
+        if len(body) < length:
+            raise HttpError(400, "bad_request", "the body ended before Content-Length bytes arrived")
+        future = self.executor.submit(self.service.handle, method, self.path, body,
+                                      self.headers.get("Authorization"), self.headers.get("X-Actor"))
+        return future.result()
+
+    def _send(self, response: Response, include_body: bool = True) -> None:
+        payload = response.encode()
+        self.send_response(response.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if include_body:
             self.wfile.write(payload)
 
-        def do_GET(self):  # noqa: N802 (http.server naming)
-            self._dispatch("GET")
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """http.server's refusals (400, 408, 414, 431, 501, ...) in the JSON error shape, not HTML."""
+        self.close_connection = True
+        codes = {400: "bad_request", 408: "timeout", 414: "uri_too_long", 431: "headers_too_large",
+                 501: "method_not_allowed"}
+        status = 405 if code == 501 else code
+        phrase = HTTPStatus(code).phrase if code in HTTPStatus._value2member_map_ else "request refused"
+        text = bounded_message(str(message or explain or phrase), 200)
+        self._send(error_response(status, codes.get(code, "bad_request"), text),
+                   include_body=getattr(self, "command", None) != "HEAD")
 
-        def do_POST(self):  # noqa: N802
-            self._dispatch("POST")
+    def do_GET(self):  # noqa: N802 (http.server naming)
+        self._dispatch("GET")
 
-        def do_PUT(self):  # noqa: N802
-            self._dispatch("PUT")
+    def do_POST(self):  # noqa: N802
+        self._dispatch("POST")
 
-        def do_DELETE(self):  # noqa: N802
-            self._dispatch("DELETE")
+    def do_PUT(self):  # noqa: N802
+        self._dispatch("PUT")
 
-        def log_message(self, format, *args):  # keep tokens and bodies out of stderr
-            return
+    def do_DELETE(self):  # noqa: N802
+        self._dispatch("DELETE")
 
-    return ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    def do_PATCH(self):  # noqa: N802
+        self._dispatch("PATCH")
+
+    def do_HEAD(self):  # noqa: N802
+        self._dispatch("HEAD")
+
+    def do_OPTIONS(self):  # noqa: N802
+        self._dispatch("OPTIONS")
+
+    def log_message(self, format, *args):  # keep tokens and bodies out of stderr
+        return
+
+
+class _Server(ThreadingHTTPServer):
+    request_queue_size = LISTEN_BACKLOG  # socketserver's default of 5 resets bursts of concurrent clients
+
+
+def make_http_server(service: RestService, executor: SceneThreadExecutor, port: int = 0) -> ThreadingHTTPServer:
+    """An HTTP server bound to 127.0.0.1 whose request threads hand every request to ``executor``."""
+    handler = type("Handler", (_Handler,), {"service": service, "executor": executor})
+    return _Server(("127.0.0.1", port), handler)
 
 
 def new_token() -> str:

@@ -12,7 +12,8 @@ from .. import __version__
 from ..registry import Toolset
 from ..result import ActionError, Result
 from .engine import FUSION_MODES, LAYOUTS
-from .geometry import AXIS_LETTER, VIEWS, bbox_center, ijk_to_ras, screen_to_xy
+from .geometry import AXIS_LETTER, VIEWS, bbox_center, ijk_to_ras
+from .image_geometry import IMAGE_ID
 from .loading import discover_sources
 from .presets import PRESET_NAMES, preset_window_level
 from .rendering import montage, render_view
@@ -56,9 +57,30 @@ def screen_point(point_1000, bbox_1000) -> tuple[float, float]:
     return tuple(point_1000)
 
 
-def screen_to_ras(ctx, view: str, point: tuple[float, float]) -> np.ndarray:
-    width, height = ctx.engine.logic(view).GetSliceNode().GetDimensions()[:2]
-    return ctx.engine.xy_to_ras(view, *screen_to_xy(point, width, height))
+def screen_points_to_ras(ctx, view: str, points, image_id: str | None = None) -> tuple[list[np.ndarray], dict]:
+    """RAS of 0..999 points read on the image the agent saw of ``view`` (``image_id``, else the last one
+    returned), and what to add to the result: the image id used, and a ``view_changed`` warning when the live
+    view no longer renders that image (the points are still mapped on the image the agent saw)."""
+    geometry = ctx.engine.images.seen(view, image_id)
+    reference: dict = {"image_id": geometry.image_id}
+    changes = ctx.engine.view_changes(geometry)
+    if changes:
+        reference["warnings"] = [{
+            "code": "view_changed",
+            "message": f"the {view} view changed after image {geometry.image_id} was returned ({'; '.join(changes)}); "
+                       f"the 0..999 coordinates were read on image {geometry.image_id}, the image you saw",
+            "image_id": geometry.image_id,
+        }]
+    return [geometry.screen_to_ras(point) for point in points], reference
+
+
+def with_reference(data: dict, reference: dict) -> dict:
+    """``data`` with the image reference of :func:`screen_points_to_ras` merged in (warnings appended)."""
+    warnings = list(data.get("warnings", [])) + reference.get("warnings", [])
+    merged = {**data, "image_id": reference["image_id"]}
+    if warnings:
+        merged["warnings"] = warnings
+    return merged
 
 
 @VIEWER.action("ping", "session", "Check that the viewer is responding.")
@@ -141,13 +163,16 @@ def scroll(ctx, view, direction, num_slices: int = 1, step=None, output: str = "
         engine.set_offset(view, target)
         offsets.append(round(engine.offset(view), 3))
         if output == "cine" or index == num_slices or index % max(1, num_slices // 4) == 0:
-            frames.append(render_view(engine, view, size if output == "keyframes" else 256))
+            frames.append(render_view(engine, view, size if output == "keyframes" else 256,
+                                      returned=output == "keyframes"))
         if target in (low, high):
             break
-    images = [montage(frames)] if output == "cine" else frames
+    frames = frames if output == "keyframes" else [montage(frames)]
+    if output == "cine":
+        frames[0].image_id = engine.images.next_id()
     data = {"offsets_mm": offsets, "final_offset_mm": offsets[-1], "reached_end": offsets[-1] in (
         round(low, 3), round(high, 3))}
-    return Result(ok=True, data=data, images=images)
+    return Result(ok=True, data=data, images=frames)
 
 
 @VIEWER.action(
@@ -155,14 +180,19 @@ def scroll(ctx, view, direction, num_slices: int = 1, step=None, output: str = "
     "Zoom a slice view relative to its current field of view (factor > 1 zooms in), optionally centred on a "
     "screen point.",
     {"view": VIEW, "factor": {"type": "number", "exclusiveMinimum": 0.05, "maximum": 20},
-     "center_1000": POINT_1000, "size": SIZE},
+     "center_1000": POINT_1000, "image_id": IMAGE_ID, "size": SIZE},
     required=["view", "factor"],
 )
-def zoom(ctx, view, factor, center_1000=None, size: int = 512) -> Result:
+def zoom(ctx, view, factor, center_1000=None, image_id=None, size: int = 512) -> Result:
     ctx.engine.find_volume()
-    center = screen_to_ras(ctx, view, center_1000) if center_1000 is not None else None
-    ctx.engine.zoom(view, float(factor), center)
-    return render(ctx, view, size, {"field_of_view_mm": ctx.engine.view_state(view)["field_of_view_mm"]})
+    center, reference = None, None
+    if center_1000 is not None:
+        (center,), reference = screen_points_to_ras(ctx, view, [center_1000], image_id)
+    limit = ctx.engine.zoom(view, float(factor), center)
+    data = {"field_of_view_mm": ctx.engine.view_state(view)["field_of_view_mm"]}
+    if limit:
+        data["warnings"] = [limit]
+    return render(ctx, view, size, with_reference(data, reference) if reference else data)
 
 
 @VIEWER.action("fit", "viewer", "Fit a slice view to the full volume, keeping its slice offset.",
@@ -208,15 +238,17 @@ def recover_standard_views(ctx, volume_id=None, volume_name=None, size: int = 51
 @VIEWER.action(
     "image_coords_to_ras", "viewer",
     "Convert a 0..999 screen point (or a box centre) on a displayed slice to RAS millimetres; also reports the "
-    "voxel index in the active (or named) volume and whether the point lies inside it.",
-    {"view": VIEW, "point_1000": POINT_1000, "bbox_1000": BBOX_1000, "volume_id": VOLUME_ID,
+    "voxel index in the active (or named) volume and whether the point lies inside it. The point is read on the "
+    "last image returned for the view (or the image named by image_id).",
+    {"view": VIEW, "point_1000": POINT_1000, "bbox_1000": BBOX_1000, "image_id": IMAGE_ID, "volume_id": VOLUME_ID,
      "volume_name": VOLUME_NAME},
     required=["view"],
 )
-def image_coords_to_ras(ctx, view, point_1000=None, bbox_1000=None, volume_id=None, volume_name=None) -> Result:
+def image_coords_to_ras(ctx, view, point_1000=None, bbox_1000=None, image_id=None, volume_id=None,
+                        volume_name=None) -> Result:
     point = screen_point(point_1000, bbox_1000)
     node = ctx.engine.find_volume(volume_id, volume_name)
-    ras = screen_to_ras(ctx, view, point)
+    (ras,), reference = screen_points_to_ras(ctx, view, [point], image_id)
     ijk = np.linalg.inv(ijk_to_ras(node)) @ np.array([*ras, 1.0])
     dims = np.array(node.GetImageData().GetDimensions())
     index = np.rint(ijk[:3]).astype(int)
@@ -226,7 +258,7 @@ def image_coords_to_ras(ctx, view, point_1000=None, bbox_1000=None, volume_id=No
             "displayed_volume": ctx.engine.view_state(view)["background"]}
     if data["displayed_volume"] != node.GetName():
         data["warning"] = f"{node.GetName()} is not the volume displayed in the {view} view"
-    return Result(ok=True, data=data)
+    return Result(ok=True, data=with_reference(data, reference))
 
 
 @VIEWER.action(

@@ -28,7 +28,8 @@ class SlicerApplication:
     volumes_logic: Any
     segmentations_logic: Any
     slice_logics: dict  # canonical view name -> vtkMRMLSliceLogic
-    embedded: bool  # True inside the 3D Slicer app
+    embedded: bool  # True inside the 3D Slicer app (its scene, modules and CLIs)
+    gui_views: bool = False  # True when the slice logics belong to the layout manager's slice widgets
 
     @classmethod
     def headless(cls) -> SlicerApplication:
@@ -36,7 +37,6 @@ class SlicerApplication:
         scene = slicer.vtkMRMLScene()
         app_logic = slicer.vtkSlicerApplicationLogic()
         app_logic.SetMRMLScene(scene)
-        app_logic.SetSliceLogics(vtk.vtkCollection())
         app_logic.SetViewLogics(vtk.vtkCollection())
 
         # the Colors module logic adds the default lookup tables (Grey, Labels, PET-Heat, ...) to the scene and
@@ -59,34 +59,25 @@ class SlicerApplication:
         segmentations_logic.SetMRMLApplicationLogic(app_logic)
         app_logic.SetModuleLogic("Segmentations", segmentations_logic)
 
-        # radiological convention (patient right on screen left), Slicer's default
-        slicer.vtkMRMLSliceNode.AddDefaultSliceOrientationPresets(scene, True)
-        slice_logics = {}
-        for view, (layout_name, orientation) in VIEW_NODES.items():
-            slice_node = scene.CreateNodeByClass("vtkMRMLSliceNode")
-            slice_node.UnRegister(None)
-            slice_node.SetName(layout_name)
-            slice_node.SetLayoutName(layout_name)
-            slice_node.SetSingletonTag(layout_name)
-            slice_node.SetDefaultOrientation(orientation)
-            scene.AddNode(slice_node)
-            slice_node.SetOrientation(orientation)
-            logic = slicer.vtkMRMLSliceLogic()
-            logic.SetMRMLApplicationLogic(app_logic)
-            logic.SetMRMLScene(scene)
-            logic.SetSliceNode(slice_node)
-            app_logic.GetSliceLogics().AddItem(logic)
-            slice_logics[view] = logic
+        slice_logics = build_slice_logics(scene, app_logic)
         return cls(scene, app_logic, color_logic, volumes_logic, segmentations_logic, slice_logics, embedded=False)
 
     @classmethod
     def running_app(cls) -> SlicerApplication:
-        """Bind to the 3D Slicer GUI application: its scene and its Red/Yellow/Green slice views."""
+        """Bind to the running 3D Slicer application: its scene and logics, and its Red/Yellow/Green slice views.
+
+        ``Slicer --no-main-window`` (benchmark workers) has no layout manager -- qSlicerMainWindow creates it --
+        so ``slicer.app.layoutManager()`` returns None; the slice logics are then built on the application's scene
+        exactly as the headless engine builds them.
+        """
         layout_manager = slicer.app.layoutManager()
-        slice_logics = {
-            view: layout_manager.sliceWidget(layout_name).sliceLogic()
-            for view, (layout_name, _) in VIEW_NODES.items()
-        }
+        if layout_manager is not None:
+            slice_logics = {
+                view: layout_manager.sliceWidget(layout_name).sliceLogic()
+                for view, (layout_name, _) in VIEW_NODES.items()
+            }
+        else:
+            slice_logics = build_slice_logics(slicer.mrmlScene, slicer.app.applicationLogic())
         return cls(
             slicer.mrmlScene,
             slicer.app.applicationLogic(),
@@ -95,6 +86,7 @@ class SlicerApplication:
             slicer.modules.segmentations.logic(),
             slice_logics,
             embedded=True,
+            gui_views=layout_manager is not None,
         )
 
     def close(self) -> None:
@@ -103,15 +95,16 @@ class SlicerApplication:
         Left to garbage collection, the color logic's destructor removes the lookup tables while a half-destroyed
         slice logic still observes their display nodes, which crashes the process.
         """
-        if self.embedded or self.scene is None:
+        if self.gui_views or self.scene is None:
             return
         for logic in self.slice_logics.values():
             logic.SetMRMLScene(None)
-        self.app_logic.GetSliceLogics().RemoveAllItems()
-        for logic in (self.volumes_logic, self.color_logic):
-            logic.SetMRMLScene(None)
-        self.app_logic.SetMRMLScene(None)
+            self.app_logic.GetSliceLogics().RemoveItem(logic)
         self.slice_logics = {}
+        if not self.embedded:  # the application's own scene and logics stay
+            for logic in (self.volumes_logic, self.color_logic):
+                logic.SetMRMLScene(None)
+            self.app_logic.SetMRMLScene(None)
         self.scene = None
 
     def __del__(self):
@@ -119,7 +112,36 @@ class SlicerApplication:
 
     @classmethod
     def create(cls) -> SlicerApplication:
-        """Inside the Slicer GUI bind to it; anywhere else build a headless scene."""
-        if getattr(slicer, "app", None) is not None and hasattr(slicer.app, "layoutManager"):
+        """Inside the Slicer application (with or without its main window) bind to it; else a headless scene."""
+        if getattr(slicer, "app", None) is not None:
             return cls.running_app()
         return cls.headless()
+
+
+def build_slice_logics(scene, app_logic) -> dict:
+    """Red/Yellow/Green slice nodes and logics on ``scene``, registered with ``app_logic`` (what Slicer's layout
+    manager does for its slice widgets); an existing singleton slice node of the same layout name is reused."""
+    if app_logic.GetSliceLogics() is None:  # null until a layout manager sets its collection (qSlicerApplication)
+        app_logic.SetSliceLogics(vtk.vtkCollection())
+    # radiological convention (patient right on screen left), Slicer's default
+    slicer.vtkMRMLSliceNode.AddDefaultSliceOrientationPresets(scene, True)
+    slice_logics = {}
+    for view, (layout_name, orientation) in VIEW_NODES.items():
+        slice_node = scene.GetSingletonNode(layout_name, "vtkMRMLSliceNode")
+        if slice_node is None:
+            slice_node = scene.CreateNodeByClass("vtkMRMLSliceNode")
+            slice_node.UnRegister(None)
+            slice_node.SetName(layout_name)
+            slice_node.SetLayoutName(layout_name)
+            slice_node.SetSingletonTag(layout_name)
+            slice_node.SetDefaultOrientation(orientation)
+            scene.AddNode(slice_node)
+        slice_node.SetOrientation(orientation)
+        logic = slicer.vtkMRMLSliceLogic()
+        logic.SetMRMLApplicationLogic(app_logic)
+        logic.SetMRMLScene(scene)
+        logic.SetSliceNode(slice_node)
+        app_logic.GetSliceLogics().AddItem(logic)
+        slice_logics[view] = logic
+    return slice_logics
+

@@ -20,9 +20,11 @@ from .geometry import (
     VIEWS,
     numpy_to_vtk_matrix,
     spacing_along,
+    square_side,
     voxel_center_bounds,
     vtk_to_numpy_matrix,
 )
+from .image_geometry import ImageLog, SliceImageGeometry
 from .loading import VolumeSource, load_sources
 
 LAYOUTS = {
@@ -68,6 +70,7 @@ class ViewerEngine:
         self.scene = self.app.scene
         self.layout = "conventional"
         self.default_step_mm: float | None = None
+        self.images = ImageLog()  # geometry of every slice image rendered for this session
 
     # ----------------------------------------------------------------- volumes
     def logic(self, view: str):
@@ -129,7 +132,8 @@ class ViewerEngine:
             logic = self.logic(view)
             slice_node = logic.GetSliceNode()
             slice_node.SetOrientation(slice_node.GetDefaultOrientation())
-            self._ensure_square(slice_node, DEFAULT_SIZE)
+            if not self.app.gui_views:  # a GUI view keeps its widget's shape; FitSliceToAll fits it
+                self._ensure_square(slice_node, DEFAULT_SIZE)
             logic.FitSliceToAll()
             self.set_offset(view, float(center[CANONICAL_AXIS[view]]), clamp=True)
 
@@ -174,12 +178,27 @@ class ViewerEngine:
         for view in VIEWS:
             self.logic(view).GetSliceNode().JumpSliceByCentering(*[float(value) for value in ras])
 
-    def zoom(self, view: str, factor: float, center_ras: np.ndarray | None = None) -> None:
+    def zoom(self, view: str, factor: float, center_ras: np.ndarray | None = None) -> str | None:
+        """Scale the field of view by 1/``factor`` within :meth:`field_of_view_limits` (repeated zooms would
+        otherwise reach 0 or Infinity); returns a note when the limit cut the zoom short."""
         slice_node = self.logic(view).GetSliceNode()
         fov = slice_node.GetFieldOfView()
-        slice_node.SetFieldOfView(fov[0] / factor, fov[1] / factor, fov[2])
+        smallest, largest = self.field_of_view_limits(self.find_volume())
+        applied = min(max(factor, max(fov[0], fov[1]) / largest), min(fov[0], fov[1]) / smallest)
+        slice_node.SetFieldOfView(fov[0] / applied, fov[1] / applied, fov[2])
         if center_ras is not None:
             self._center_in_plane(slice_node, center_ras)
+        if abs(applied - factor) > 1e-9 * factor:
+            return "zoom-in limit reached" if factor > applied else "zoom-out limit reached"
+        return None
+
+    @staticmethod
+    def field_of_view_limits(node) -> tuple[float, float]:
+        """Narrowest and widest field of view (mm): 4 voxels across, and 4 times the volume's diagonal."""
+        bounds = voxel_center_bounds(node)
+        spacings = [spacing_along(node, axis) for axis in range(3)]
+        diagonal = float(np.linalg.norm(bounds[:, 1] - bounds[:, 0])) + max(spacings)
+        return 4.0 * min(spacings), 4.0 * diagonal
 
     def fit(self, view: str) -> None:
         offset = self.offset(view)
@@ -203,39 +222,54 @@ class ViewerEngine:
         dims = slice_node.GetDimensions()
         if dims[0] == size and dims[1] == size:
             return
-        fov = slice_node.GetFieldOfView()
-        side = max(fov[0], fov[1])
+        side = square_side(slice_node.GetFieldOfView())
         slice_node.SetDimensions(size, size, 1)
-        slice_node.SetFieldOfView(side, side, fov[2])
+        slice_node.SetFieldOfView(side, side, slice_node.GetFieldOfView()[2])
 
-    def prepare_view(self, view: str, size: int):
+    def render_slice(self, view: str, size: int) -> tuple[np.ndarray, SliceImageGeometry]:
+        """The view as a ``size`` x ``size`` image: the slice logic's blended layers (background, foreground,
+        label) as an (H, W, 4) uint8 array, and the geometry it was rendered with.
+
+        The slice node is squared for the reslice and then given back its own dimensions and field of view:
+        inside the GUI those belong to the view widget, and an agent's observation must not reshape the
+        clinician's view.
+        """
         slice_node = self.logic(view).GetSliceNode()
+        dimensions, field_of_view = tuple(slice_node.GetDimensions()), tuple(slice_node.GetFieldOfView())
         self._ensure_square(slice_node, size)
-        return slice_node
+        try:
+            producer = self.logic(view).GetImageDataConnection().GetProducer()
+            producer.Update()
+            image = producer.GetOutputDataObject(0)
+            width, height, _ = image.GetDimensions()
+            pixels = numpy_support.vtk_to_numpy(image.GetPointData().GetScalars())
+            # copied (row-flipped to a top-left origin, a fast contiguous copy): the buffer belongs to the VTK
+            # pipeline and is reused or freed on its next update
+            rgba = np.flipud(pixels.reshape(height, width, 4)).copy()
+            geometry = SliceImageGeometry(
+                image_id=self.images.next_id(),
+                view=view,
+                width=width,
+                height=height,
+                xy_to_ras=vtk_to_numpy_matrix(slice_node.GetXYToRAS()),
+                slice_to_ras=vtk_to_numpy_matrix(slice_node.GetSliceToRAS()),
+                field_of_view_mm=tuple(slice_node.GetFieldOfView()),
+                slice_offset_mm=self.offset(view),
+            )
+        finally:
+            if tuple(slice_node.GetDimensions()) != dimensions:
+                slice_node.SetDimensions(*dimensions)
+                slice_node.SetFieldOfView(*field_of_view)
+        return rgba, geometry
 
-    def xy_to_ras(self, view: str, x: float, y: float) -> np.ndarray:
-        xy_to_ras = vtk_to_numpy_matrix(self.logic(view).GetSliceNode().GetXYToRAS())
-        return (xy_to_ras @ np.array([x, y, 0.0, 1.0]))[:3]
-
-    def ras_to_xy(self, view: str, ras) -> np.ndarray:
-        """XY pixel coordinates and the signed distance (mm) from the slice plane, as (x, y, d)."""
-        slice_node = self.logic(view).GetSliceNode()
-        xy = np.linalg.inv(vtk_to_numpy_matrix(slice_node.GetXYToRAS())) @ np.array([*ras, 1.0])
-        slice_to_ras = vtk_to_numpy_matrix(slice_node.GetSliceToRAS())
-        distance = float(np.dot(np.asarray(ras) - slice_to_ras[:3, 3], slice_to_ras[:3, 2]))
-        return np.array([xy[0], xy[1], distance])
-
-    def reslice_rgba(self, view: str, size: int) -> np.ndarray:
-        """The slice logic's blended layers (background, foreground, label) as an (H, W, 4) uint8 array."""
-        self.prepare_view(view, size)
-        producer = self.logic(view).GetImageDataConnection().GetProducer()
-        producer.Update()
-        image = producer.GetOutputDataObject(0)
-        width, height, _ = image.GetDimensions()
-        pixels = numpy_support.vtk_to_numpy(image.GetPointData().GetScalars())
-        # copied (row-flipped to a top-left origin, a fast contiguous copy): the buffer belongs to the VTK
-        # pipeline and is reused or freed on its next update
-        return np.flipud(pixels.reshape(height, width, 4)).copy()
+    def view_changes(self, geometry: SliceImageGeometry) -> list[str]:
+        """How the live view differs from the one ``geometry`` was rendered from (empty when it does not)."""
+        slice_node = self.logic(geometry.view).GetSliceNode()
+        dims, fov = slice_node.GetDimensions(), slice_node.GetFieldOfView()
+        side = square_side(fov) if (dims[0], dims[1]) != (geometry.width, geometry.height) else None
+        live_fov = (side, side, fov[2]) if side is not None else tuple(fov)
+        return geometry.changes_since(vtk_to_numpy_matrix(slice_node.GetSliceToRAS()), live_fov,
+                                      self.offset(geometry.view))
 
     def shows_only_grey(self, view: str) -> bool:
         """True when the view blends nothing but a grey-scale background, so its pixels have R = G = B."""
@@ -288,7 +322,7 @@ class ViewerEngine:
     def set_layout(self, layout: str) -> None:
         if layout not in LAYOUTS:
             raise ActionError("invalid_argument", f"layout must be one of {', '.join(LAYOUTS)}")
-        if self.app.embedded:  # only the GUI's layout manager knows the layout descriptions
+        if self.app.gui_views:  # only the GUI's layout manager knows the layout descriptions
             self.scene.GetFirstNodeByClass("vtkMRMLLayoutNode").SetViewArrangement(LAYOUTS[layout][0])
         self.layout = layout
 
@@ -369,7 +403,8 @@ class ViewerEngine:
         transformable = [self.scene.GetNodeByID(node_id) for node_id in nodes]
         parents = {node.GetID(): node.GetTransformNodeID() for node in transformable
                    if node.IsA("vtkMRMLTransformableNode")}
-        return {"views": views, "display": display, "parents": parents, "nodes": nodes, "layout": self.layout}
+        return {"views": views, "display": display, "parents": parents, "nodes": nodes, "layout": self.layout,
+                "images": self.images.checkpoint()}
 
     def rollback(self, checkpoint: dict) -> None:
         for node_id in self.managed_node_ids() - checkpoint["nodes"]:
@@ -405,4 +440,5 @@ class ViewerEngine:
                 display.AutoWindowLevelOff()
                 display.SetWindowLevel(wl["window"], wl["level"])
         self.set_layout(checkpoint["layout"])
+        self.images.rollback(checkpoint["images"])
 

@@ -63,6 +63,11 @@ def xy_to_pixel(x: float, y: float, height: int) -> tuple[float, float]:
     return x, height - 1.0 - y
 
 
+def square_side(field_of_view) -> float:
+    """Side (mm) of the square image a view is rendered as: its larger in-plane field of view."""
+    return float(max(field_of_view[0], field_of_view[1]))
+
+
 def bbox_center(bbox_1000: list[float]) -> tuple[float, float]:
     x0, y0, x1, y1 = bbox_1000
     return (x0 + x1) / 2.0, (y0 + y1) / 2.0

@@ -11,7 +11,8 @@ from PIL import Image, ImageDraw, ImageFont
 
 from ..result import RenderedImage
 from .engine import ViewerEngine
-from .geometry import AXIS_LETTER, xy_to_pixel
+from .geometry import AXIS_LETTER
+from .image_geometry import SliceImageGeometry
 
 MARKUP_COLORS = {
     "vtkMRMLMarkupsFiducialNode": (255, 220, 0),
@@ -48,18 +49,17 @@ def control_points(node) -> np.ndarray:
     return np.array([node.GetNthControlPointPositionWorld(i) for i in range(node.GetNumberOfControlPoints())])
 
 
-def draw_markups(engine: ViewerEngine, view: str, draw: ImageDraw.ImageDraw, size: int) -> bool:
-    """Draw markups lying on (or crossing) the current slice; returns whether anything was drawn."""
-    slice_node = engine.logic(view).GetSliceNode()
-    tolerance = max(slice_node.GetFieldOfView()[2] / 2.0, 0.5)
+def draw_markups(engine: ViewerEngine, geometry: SliceImageGeometry, draw: ImageDraw.ImageDraw) -> bool:
+    """Draw markups lying on (or crossing) the image's slice; returns whether anything was drawn."""
+    tolerance = max(geometry.field_of_view_mm[2] / 2.0, 0.5)
     drawn = False
     for node in markups_nodes(engine.scene):
         color = next((c for cls, c in MARKUP_COLORS.items() if node.IsA(cls)), (255, 255, 255))
         if node.IsA("vtkMRMLMarkupsROINode"):
-            drawn |= _draw_roi(engine, view, node, draw, size, color)
+            drawn |= _draw_roi(geometry, node, draw, color)
             continue
-        projected = np.array([engine.ras_to_xy(view, point) for point in control_points(node)])
-        pixels = [xy_to_pixel(x, y, size) for x, y, _ in projected]
+        projected = np.array([geometry.ras_to_pixel(point) for point in control_points(node)])
+        pixels = [(col, row) for col, row, _ in projected]
         on_plane = np.abs(projected[:, 2]) <= tolerance
         if node.IsA("vtkMRMLMarkupsFiducialNode"):
             for (col, row), visible in zip(pixels, on_plane):
@@ -73,31 +73,35 @@ def draw_markups(engine: ViewerEngine, view: str, draw: ImageDraw.ImageDraw, siz
     return drawn
 
 
-def _draw_roi(engine, view, node, draw, size, color) -> bool:
+def _draw_roi(geometry: SliceImageGeometry, node, draw, color) -> bool:
     center, size_mm = [0.0, 0.0, 0.0], [0.0, 0.0, 0.0]
     node.GetCenterWorld(center)
     node.GetSizeWorld(size_mm)
     center, radius = np.array(center), np.array(size_mm) / 2.0
-    distance = engine.ras_to_xy(view, center)[2]
-    normal_extent = float(np.abs(np.array(engine.logic(view).GetSliceNode().GetSliceToRAS().MultiplyPoint(
-        (0.0, 0.0, 1.0, 0.0))[:3])) @ radius)
+    distance = geometry.ras_to_xy(center)[2]
+    normal_extent = float(np.abs(geometry.normal) @ radius)
     if abs(distance) > normal_extent + 1e-6:
         return False
     corners = [center + np.array([sx, sy, sz]) * radius for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]
-    pixels = np.array([xy_to_pixel(*engine.ras_to_xy(view, corner)[:2], size) for corner in corners])
+    pixels = np.array([geometry.ras_to_pixel(corner)[:2] for corner in corners])
     draw.rectangle([*pixels.min(axis=0), *pixels.max(axis=0)], outline=color, width=2)
     return True
 
 
-def render_view(engine: ViewerEngine, view: str, size: int) -> RenderedImage:
-    """Reslice, draw markups and the corner overlay; grayscale output when nothing coloured is shown."""
-    image = Image.fromarray(engine.reslice_rgba(view, size), "RGBA").convert("RGB")
+def render_view(engine: ViewerEngine, view: str, size: int, returned: bool = True) -> RenderedImage:
+    """Reslice, draw markups and the corner overlay; grayscale output when nothing coloured is shown.
+
+    The image carries the geometry it was rendered with; ``returned`` images become the session's reference
+    for later 0..999 arguments on ``view`` (a frame that only goes into a montage is not).
+    """
+    rgba, geometry = engine.render_slice(view, size)
+    image = Image.fromarray(rgba, "RGBA").convert("RGB")
     state = engine.view_state(view)
     grayscale = engine.shows_only_grey(view)
     draw = ImageDraw.Draw(image)
-    if draw_markups(engine, view, draw, size):
+    if draw_markups(engine, geometry, draw):
         grayscale = False
-    top, bottom = overlay_text(view, state["background"], state["offset_mm"])
+    top, bottom = overlay_text(view, state["background"], geometry.slice_offset_mm)
     if state["foreground"]:
         top += f" + {state['foreground']} ({state['foreground_opacity']:.0%})"
     text_size = max(10, size // 32)
@@ -107,7 +111,11 @@ def render_view(engine: ViewerEngine, view: str, size: int) -> RenderedImage:
                   stroke_width=1, stroke_fill=(0, 0, 0))
     # white-on-black text keeps a grayscale view grayscale: one channel encodes about 3x faster
     pixels = np.asarray(image.getchannel(0) if grayscale else image)
-    return RenderedImage(view=view, width=size, height=size, slice_offset_mm=state["offset_mm"], pixels=pixels)
+    rendered = RenderedImage(view=view, width=geometry.width, height=geometry.height,
+                             slice_offset_mm=round(geometry.slice_offset_mm, 3), pixels=pixels, geometry=geometry)
+    if returned:
+        engine.images.returned([rendered])
+    return rendered
 
 
 def montage(images: list[RenderedImage], columns: int | None = None, tile: int = 256) -> RenderedImage:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from ..cases import CaseFormatError, Question
+from ..cases import USABLE_STEP, CaseFormatError, Question
 from ..labels import (
     BRACS_OPTIONS,
     METASTASIS_OPTIONS,
@@ -18,7 +18,12 @@ from ..scoring.geometry import VoxelMask, mask_from_file, point_in_polygon, poly
 
 
 class SkipCase(Exception):
-    """Raised inside a loader for one case: it is skipped with this message as the manifest reason."""
+    """Raised inside a loader for one case: it is skipped with this message as the manifest reason, counted
+    under the cohort-filter ``step`` that excluded it."""
+
+    def __init__(self, reason: str, step: str = USABLE_STEP):
+        super().__init__(reason)
+        self.step = step
 
 
 def decoded_nifti_shape(path: Path) -> tuple[int, ...]:

@@ -8,27 +8,39 @@ skull-stripped MRI) when present, else from the native ``{CT1,T1,T2,FLAIR}.nii.g
 Evidence fields of the CURRENT study:
 - non_measurable_lesion: the CSV's NonMeasurableLesions column (``x``/yes/1 = true, empty/no/0 = false).
 - t2_progression: the rating rationale mentions ``T2-Progr``; null when the rationale is empty.
-- current/new target and non-target lesions: from the DeepBraTumIA segmentations (labels 1 necrosis,
-  2 contrast enhancing, 3 oedema; atlas space, so OLD and CURRENT share a grid). Each connected enhancing
-  component of CURRENT is a target lesion when on some axial slice its R and A extents are both >= 10 mm
-  (RANO measurability), else non-target; it is new when it does not touch OLD's tumour (any label, dilated
-  by one voxel). Null when a segmentation is missing.
+- current/new target and non-target lesions: from the DeepBraTumIA segmentations (atlas space, so OLD and
+  CURRENT share a grid) by ``truth_check.lesion_fields`` (the one rule the ground-truth checker re-applies):
+  each connected enhancing component of CURRENT is a target lesion when on some axial slice its R and A
+  extents are both >= 10 mm (RANO measurability), else non-target; it is new when it does not touch OLD's
+  tumour (any label, dilated by one voxel). Null when a segmentation is missing.
+
+DeepBraTumIA label mapping (which value is the enhancing core): not guessed. Each study ships
+``atlas/segmentation/measured_volumes_in_mm3.json`` (``Enhancing_Core``, ``Necrotic_NonEnhancing``,
+``Edema_Compartment``); :func:`derive_label_mapping` compares every compartment volume with the voxel volume of
+each label of ``seg_mask.nii.gz`` and keeps the labels that match in every study. Public analyses of the real
+archive report ``Enhancing_Core`` = label 1 in 599/599 masks (label 2 = necrotic/non-enhancing, 3 = oedema),
+which is the default when no study has the file; a study whose file matches no label refuses prepare, and the
+mapping used (with its evidence) is written to the manifest as ``segmentation_labels``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import numpy as np
 
-from ..cases import Case, GroundTruth, PackageWriter, VolumeRef, place_file
-from ..labels import LUMIERE_EVIDENCE_FIELDS, RANO_OPTIONS, normalize_rano
+from ..cases import Case, CaseFormatError, GroundTruth, PackageWriter, VolumeRef, place_file
+from ..labels import RANO_OPTIONS, normalize_rano
+from ..truth_check import label_map, lesion_fields_of_files
 from .common import SkipCase, column, decoded_nifti_shape, find_one, questions_for, read_csv_rows
 
 MODALITIES = ("CT1", "T1", "T2", "FLAIR")
-ENHANCING_LABEL = 2
-MEASURABLE_MM = 10.0
+COMPARTMENT_KEYS = {"enhancing": "Enhancing_Core", "necrosis": "Necrotic_NonEnhancing", "edema": "Edema_Compartment"}
+DEFAULT_LABELS = {"enhancing": 1, "necrosis": 2, "edema": 3}  # public analyses: Enhancing_Core == label 1
+MEASURED_VOLUMES = "measured_volumes_in_mm3.json"
+EVIDENCE_STEP = "evidence available (both segmentations)"
 
 
 def _week_key(name: str) -> tuple[int, int]:
@@ -52,74 +64,130 @@ def _segmentation(study: Path) -> Path | None:
     return path if path.is_file() else None
 
 
-def lesion_fields(old_seg: Path | None, current_seg: Path | None) -> dict[str, bool | None]:
-    """The four target/non-target fields of CURRENT from the two segmentations (see module docstring)."""
-    import nibabel as nib
-    from scipy import ndimage
-
-    if old_seg is None or current_seg is None:
-        return dict.fromkeys(LUMIERE_EVIDENCE_FIELDS[2:])
+def _measured_volumes(study: Path) -> dict | None:
+    path = study / "DeepBraTumIA-segmentation" / "atlas" / "segmentation" / MEASURED_VOLUMES
     try:
-        old_image, current_image = nib.load(old_seg), nib.load(current_seg)
-        old, current = np.asarray(old_image.dataobj), np.asarray(current_image.dataobj)
-    except Exception as error:  # nibabel and gzip raise EOFError, zlib.error, OSError, ... for broken files
-        raise SkipCase(f"unreadable DeepBraTumIA segmentation: {type(error).__name__}: {error}") from error
-    if old.shape != current.shape:
-        return dict.fromkeys(LUMIERE_EVIDENCE_FIELDS[2:])
-    spacing = np.sqrt((current_image.affine[:3, :3] ** 2).sum(axis=0))
-    old_tumour = ndimage.binary_dilation(old > 0)
-    components, count = ndimage.label(current == ENHANCING_LABEL)
-    fields = dict.fromkeys(LUMIERE_EVIDENCE_FIELDS[2:], False)
-    for index, region in enumerate(ndimage.find_objects(components), 1):
-        component = components[region] == index
-        measurable = False
-        for k in range(component.shape[2]):
-            indices = np.argwhere(component[:, :, k])
-            if len(indices):
-                extent = (indices.max(axis=0) - indices.min(axis=0) + 1) * spacing[:2]
-                measurable = measurable or bool(min(extent) >= MEASURABLE_MM)
-        new = not old_tumour[region][component].any()
-        kind = "target" if measurable else "non_target"
-        fields[f"current_{kind}_lesion"] = True
-        fields[f"new_{kind}_lesion"] = fields[f"new_{kind}_lesion"] or new
-    return fields
+        return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+    except (OSError, ValueError) as error:
+        raise CaseFormatError(f"{path}: unreadable measured volumes: {error}") from error
+
+
+def matching_labels(measured: dict, segmentation: Path) -> dict[str, set[int]]:
+    """Per compartment with a non-zero measured volume: the labels whose voxel volume equals it (within one
+    voxel or 0.5 %)."""
+    loaded = label_map(segmentation)
+    if loaded is None:
+        return {}
+    labels, spacing = loaded
+    voxel = float(np.prod(spacing))
+    values, counts = np.unique(labels[labels > 0], return_counts=True)
+    volumes = {int(value): float(count) * voxel for value, count in zip(values, counts, strict=True)}
+    matches = {}
+    for compartment, key in COMPARTMENT_KEYS.items():
+        expected = float(measured.get(key) or 0.0)
+        if expected > 0:
+            tolerance = max(voxel, 0.005 * expected)
+            matches[compartment] = {label for label, volume in volumes.items() if abs(volume - expected) <= tolerance}
+    return matches
+
+
+def derive_label_mapping(studies: list[Path]) -> tuple[dict[str, int], str]:
+    """(compartment -> label, evidence sentence) from every study's measured volumes; CaseFormatError when a
+    study's measured volumes match no label, or when the studies disagree."""
+    candidates = {compartment: set(DEFAULT_LABELS.values()) for compartment in COMPARTMENT_KEYS}
+    checked = 0
+    for study in studies:
+        measured, segmentation = _measured_volumes(study), _segmentation(study)
+        if measured is None or segmentation is None:
+            continue
+        try:
+            matches = matching_labels(measured, segmentation)
+        except Exception:  # noqa: BLE001 - an unreadable mask skips its case later; it is no mapping evidence
+            continue
+        checked += 1
+        for compartment, labels in matches.items():
+            if not labels & candidates[compartment]:
+                raise CaseFormatError(
+                    f"{study}: {COMPARTMENT_KEYS[compartment]} = {measured.get(COMPARTMENT_KEYS[compartment])} mm3 "
+                    f"in {MEASURED_VOLUMES} matches no label of seg_mask.nii.gz consistent with the other studies "
+                    f"(candidates {sorted(candidates[compartment])}); the DeepBraTumIA label mapping is unknown"
+                )
+            candidates[compartment] &= labels
+    if checked == 0:
+        return dict(DEFAULT_LABELS), (
+            f"no study has {MEASURED_VOLUMES}: default DeepBraTumIA mapping (enhancing core = label 1, as public "
+            "analyses of the archive report), not verified on this copy"
+        )
+    mapping = {}
+    for compartment, labels in candidates.items():
+        default = DEFAULT_LABELS[compartment]
+        mapping[compartment] = next(iter(labels)) if len(labels) == 1 else default
+    if len(set(mapping.values())) != len(mapping):
+        raise CaseFormatError(f"{MEASURED_VOLUMES} gives no one-to-one DeepBraTumIA label mapping: {candidates}")
+    return mapping, f"verified against {MEASURED_VOLUMES} of {checked} studies"
 
 
 def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("x", "yes", "y", "1", "true")
 
 
-def prepare_lumiere(source: Path, writer: PackageWriter) -> None:
+def prepare_lumiere(source: Path, writer: PackageWriter, require_evidence: bool = False,
+                    min_label_cases: int = 0) -> None:
+    """Cohort filters (paper: 360 questions -> 139): ``require_evidence`` keeps pairs whose OLD and CURRENT
+    segmentations both exist (every lesion field scorable); ``min_label_cases`` drops RANO labels rarer
+    than that."""
     ratings = {}
     for row in read_csv_rows(find_one(source, "LUMIERE-ExpertRating*.csv", "expert rating CSV")):
         ratings[(row.get("Patient", ""), row.get("Date", ""))] = row
     imaging = source / "Imaging"
     if not imaging.is_dir():
         imaging = find_one(source, "Patient-*", "patient folder").parent
-    for patient_dir in sorted(path for path in imaging.glob("Patient-*") if path.is_dir()):
-        studies = sorted(
-            (path for path in patient_dir.glob("week-*") if path.is_dir()), key=lambda p: _week_key(p.name)
-        )
+    patients = {
+        patient_dir: sorted((path for path in patient_dir.glob("week-*") if path.is_dir()),
+                            key=lambda p: _week_key(p.name))
+        for patient_dir in sorted(path for path in imaging.glob("Patient-*") if path.is_dir())
+    }
+    labels, evidence = derive_label_mapping([study for studies in patients.values() for study in studies])
+    writer.notes["segmentation_labels"] = {**labels, "evidence": evidence}
+    rano_labels = {}
+    for patient_dir, studies in patients.items():
         for old, current in zip(studies, studies[1:], strict=False):
             case_id = f"{patient_dir.name}__{old.name}__to__{current.name}"
             row = ratings.get((patient_dir.name, current.name))
             try:
                 if row is None:
-                    raise SkipCase("no expert rating for the CURRENT study")
-                _prepare_case(case_id, old, current, row, writer)
+                    raise SkipCase("no expert rating for the CURRENT study", "RANO-rated CURRENT study")
+                rano_labels[case_id] = _prepare_case(case_id, old, current, row, writer, labels, require_evidence)
             except SkipCase as reason:
-                writer.skip(case_id, str(reason))
+                writer.skip(case_id, reason)
+    if min_label_cases:
+        drop_rare_labels(writer, rano_labels, min_label_cases)
 
 
-def _prepare_case(case_id: str, old: Path, current: Path, row: dict, writer: PackageWriter) -> None:
+def drop_rare_labels(writer: PackageWriter, rano_labels: dict[str, str], min_cases: int) -> None:
+    """The label-frequency filter: RANO labels with fewer than ``min_cases`` cases are dropped."""
+    from collections import Counter
+
+    counts = Counter(rano_labels.values())
+    for case_id, label in sorted(rano_labels.items()):
+        if counts[label] < min_cases:
+            writer.skip(case_id, f"RANO label {label} has {counts[label]} cases (< {min_cases})", "label frequency")
+
+
+def _prepare_case(case_id: str, old: Path, current: Path, row: dict, writer: PackageWriter, labels: dict,
+                  require_evidence: bool) -> str:
     raw_rating = column(row, "rating (") or ""
     label = normalize_rano(raw_rating)
     if label is None:
-        raise SkipCase(f"rating {raw_rating!r} is not a RANO response label")
+        raise SkipCase(f"rating {raw_rating!r} is not a RANO response label", "RANO-rated CURRENT study")
+    segmentations = {"old_seg.nii.gz": _segmentation(old), "current_seg.nii.gz": _segmentation(current)}
+    if require_evidence and None in segmentations.values():
+        raise SkipCase("a DeepBraTumIA segmentation is missing: lesion fields not scorable", EVIDENCE_STEP)
     images = {"OLD": _images(old), "CURRENT": _images(current)}
     for role, files in images.items():
         if files is None:
-            raise SkipCase(f"{role} study {(old if role == 'OLD' else current).name} lacks CT1/T1/T2/FLAIR")
+            raise SkipCase(f"{role} study {(old if role == 'OLD' else current).name} lacks CT1/T1/T2/FLAIR",
+                           "complete imaging")
         for path in files.values():
             decoded_nifti_shape(path)
     data_dir = writer.data_dir(case_id)
@@ -129,14 +197,18 @@ def _prepare_case(case_id: str, old: Path, current: Path, row: dict, writer: Pac
             target = place_file(path, data_dir / f"{role}_{modality}.nii.gz")
             volumes.append(VolumeRef(f"{role}_{modality}", writer.relative(target), "MR", role))
     rationale = column(row, "rationale") or ""
+    hidden = {name: place_file(path, writer.hidden_dir(case_id) / name)
+              for name, path in segmentations.items() if path is not None}
+    try:
+        lesions = lesion_fields_of_files(hidden.get("old_seg.nii.gz"), hidden.get("current_seg.nii.gz"),
+                                         labels["enhancing"])
+    except Exception as error:  # nibabel and gzip raise EOFError, zlib.error, OSError, ... for broken files
+        raise SkipCase(f"unreadable DeepBraTumIA segmentation: {type(error).__name__}: {error}") from error
     fields = {
         "non_measurable_lesion": _truthy(column(row, "nonmeasurable")),
         "t2_progression": bool(re.search(r"T2[- ]?Progr", rationale, re.IGNORECASE)) if rationale else None,
-        **lesion_fields(_segmentation(old), _segmentation(current)),
+        **lesions,
     }
-    current_seg = _segmentation(current)
-    if current_seg is not None:
-        place_file(current_seg, writer.hidden_dir(case_id) / "current_seg.nii.gz")
     patient = case_id.split("__")[0]
     letter = {text: letter for letter, text in RANO_OPTIONS}[label]
     case = Case(
@@ -154,6 +226,8 @@ def _prepare_case(case_id: str, old: Path, current: Path, row: dict, writer: Pac
         },
     )
     truth = GroundTruth(
-        "lumiere", case_id, {"answer": letter}, {"answer": label, "rationale": rationale}, evidence_fields=fields
+        "lumiere", case_id, {"answer": letter},
+        {"answer": label, "rationale": rationale, "segmentation_labels": labels}, evidence_fields=fields,
     )
     writer.add(case, truth)
+    return label

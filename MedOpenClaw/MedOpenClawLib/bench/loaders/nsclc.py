@@ -130,12 +130,12 @@ def prepare_nsclc(source: Path, writer: PackageWriter, include_amc: bool = False
         series_by_subject.setdefault(row.get("Subject ID", ""), []).append(row)
     for case_id in sorted(set(series_by_subject) | set(clinical)):
         if case_id.upper().startswith("AMC") and not include_amc:
-            writer.skip(case_id, "AMC case excluded by default (use --include-amc)")
+            writer.skip(case_id, "AMC case excluded by default (use --include-amc)", "exclude AMC (default)")
             continue
         try:
             _prepare_case(case_id, clinical.get(case_id), series_by_subject.get(case_id, []), writer)
         except SkipCase as reason:
-            writer.skip(case_id, str(reason))
+            writer.skip(case_id, reason)
 
 
 def _prepare_case(case_id: str, row: dict | None, series: list[dict], writer: PackageWriter) -> None:

@@ -126,7 +126,7 @@ def prepare_bracs(source: Path, writer: PackageWriter) -> None:
                 GroundTruth("bracs", case_id, {"answer": label}, {"answer": label}, regions=regions, slide_size=size),
             )
         except (SkipCase, ValueError, KeyError, TypeError, IndexError) as reason:
-            writer.skip(case_id, str(reason))
+            writer.skip(case_id, reason)
 
 
 def asap_regions(path: Path) -> list[tuple[str, str, list]]:
@@ -174,4 +174,4 @@ def prepare_camelyon(source: Path, writer: PackageWriter) -> None:
                 GroundTruth("camelyon17", case_id, answers, dict(answers), regions=regions, slide_size=size),
             )
         except (SkipCase, ValueError, TypeError) as reason:
-            writer.skip(case_id, str(reason))
+            writer.skip(case_id, reason)

@@ -57,7 +57,7 @@ def prepare_ucsf(source: Path, writer: PackageWriter) -> None:
         try:
             _prepare_case(case_id, folder, metadata.get(_number(case_id)), writer)
         except SkipCase as reason:
-            writer.skip(case_id, str(reason))
+            writer.skip(case_id, reason)
 
 
 def _prepare_case(case_id: str, folder: Path, row: dict | None, writer: PackageWriter) -> None:

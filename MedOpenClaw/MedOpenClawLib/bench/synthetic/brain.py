@@ -235,7 +235,8 @@ def diagnosis_compartments(option: str, rng: np.random.Generator) -> list[Compar
 
 # --- LUMIERE: RANO states from lesion lists ---
 
-DEEPBRATUMIA_LABELS = {"necrosis": 1, "enhancing": 2, "edema": 3}
+# the real archive's convention (its measured_volumes_in_mm3.json: Enhancing_Core = label 1)
+DEEPBRATUMIA_LABELS = {"enhancing": 1, "necrosis": 2, "edema": 3}
 MEASURABLE_MM = 10.0
 
 

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 
+import numpy as np
+
+from ..loaders.lumiere import COMPARTMENT_KEYS
+from ..truth_check import lesion_fields
 from .brain import (
     DEEPBRATUMIA_LABELS,
     SEQUENCES,
@@ -101,14 +106,19 @@ def write_ucsf(root: Path, seed: int, cases: int, spacing_mm: int) -> list[str]:
     return written
 
 
-def _write_timepoint(folder: Path, timepoint: Timepoint, template, rng) -> None:
+def _write_timepoint(folder: Path, timepoint: Timepoint, template, rng) -> np.ndarray:
+    """The study's four sequences, its DeepBraTumIA mask and measured volumes; returns the label map."""
     compartments = [part for lesion in timepoint.lesions for part in lesion.compartments(DEEPBRATUMIA_LABELS)]
     images, labels = render(template, compartments, rng)
     for sequence, file_name in LUMIERE_FILE_NAMES.items():
         write_nifti(folder / f"{file_name}.nii.gz", images[sequence], template.affine)
-    write_nifti(
-        folder / "DeepBraTumIA-segmentation" / "atlas" / "segmentation" / "seg_mask.nii.gz", labels, template.affine
-    )
+    segmentation = folder / "DeepBraTumIA-segmentation" / "atlas" / "segmentation"
+    write_nifti(segmentation / "seg_mask.nii.gz", labels, template.affine)
+    voxel_mm3 = float(abs(np.linalg.det(template.affine[:3, :3])))
+    measured = {key: round(float((labels == DEEPBRATUMIA_LABELS[name]).sum()) * voxel_mm3, 3)
+                for name, key in COMPARTMENT_KEYS.items()}
+    (segmentation / "measured_volumes_in_mm3.json").write_text(json.dumps(measured, indent=4, sort_keys=True))
+    return labels
 
 
 def _rationale(label: str, fields: dict) -> str:
@@ -132,6 +142,7 @@ def write_lumiere(root: Path, seed: int, cases: int, spacing_mm: int) -> list[st
     a ``Pre-Op`` row without imaging, and patient 2 a ``"Post-Op/PD"`` row, as in the distributed CSV.
     """
     template = load_template(spacing_mm)
+    spacing = np.sqrt((template.affine[:3, :3] ** 2).sum(axis=0))
     patients = max(1, (cases + 1) // 2)
     rows, written = [], []
     for number in range(1, patients + 1):
@@ -141,14 +152,16 @@ def write_lumiere(root: Path, seed: int, cases: int, spacing_mm: int) -> list[st
         timepoint = baseline_timepoint(weeks[0], rng)
         rows.append([patient, "week-000-1", "", "", "Pre-Op", ""])
         rows.append([patient, weeks[0], "x", "", "Post-Op/PD" if number == 2 else "Post-Op ", "PRET"])
-        _write_timepoint(root / "Imaging" / patient / weeks[0], timepoint, template, rng)
+        labels = _write_timepoint(root / "Imaging" / patient / weeks[0], timepoint, template, rng)
         for target, week in zip(RANO_SEQUENCES[(number - 1) % len(RANO_SEQUENCES)], weeks[1:], strict=True):
             following = evolve(timepoint, target, week, rng)
-            label, fields = rano_assessment(timepoint, following)
-            _write_timepoint(root / "Imaging" / patient / week, following, template, rng)
-            rows.append(
-                [patient, week, "", "x" if fields["non_measurable_lesion"] else "", label, _rationale(label, fields)]
-            )
+            label, model_fields = rano_assessment(timepoint, following)
+            previous, labels = labels, _write_timepoint(root / "Imaging" / patient / week, following, template, rng)
+            # the lesion states a rater would read off the drawn masks: the rule the loader and the ground-truth
+            # checker apply (the model's nominal diameters can sit a voxel from the 10 mm threshold)
+            fields = {**model_fields, **lesion_fields(previous, labels, spacing, DEEPBRATUMIA_LABELS["enhancing"])}
+            non_measurable = fields["current_non_target_lesion"]
+            rows.append([patient, week, "", "x" if non_measurable else "", label, _rationale(label, fields)])
             written.append(f"{patient}__{timepoint.week}__to__{week}")
             timepoint = following
     with open(root / "LUMIERE-ExpertRating-v202211.csv", "w", newline="", encoding="utf-8") as handle:

@@ -1,0 +1,216 @@
+"""Ground-truth self-consistency: one rule set derives every ground-truth field that can be derived from
+masks and labels, and :func:`check_ground_truth` re-derives them from the files a package actually holds.
+
+``PackageWriter.add`` runs the check for every case of every module (real datasets, the synthetic cohort and
+hand-written fixtures alike); a contradiction stops ``bench prepare`` with the case named, because a package
+whose answer key disagrees with its own masks would score agents against an impossible reference.
+
+Rules (each a function below, used by the loaders, the synthetic generators and this checker):
+
+- answers: every question of the case has an answer that is one of its options, and ``labels`` names the same
+  option; "No tumor" answers have no localization and tumour answers have one.
+- localization: the mask exists and is non-empty; ``ras_ranges`` equal the mask's (half-voxel rule);
+  ``reference_ras`` lies in the mask; ``reference_key_slices`` lie in the ranges; ``source_volume_name`` is
+  one of the case's volumes.
+- LUMIERE lesion fields: recomputed from the hidden DeepBraTumIA segmentations with :func:`lesion_fields`;
+  a ``new_*`` lesion is also a ``current_*`` one; NonMeasurableLesions = yes requires a non-target
+  (non-measurable) enhancing lesion in the CURRENT mask.
+- Pathology regions: each reference point lies inside its polygon and outside every exclusion; a negative
+  CAMELYON17 slide has no tumour region and its presence answer matches its metastasis category.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .cases import Case, GroundTruth
+
+MEASURABLE_MM = 10.0  # RANO: both axial diameters of an enhancing lesion >= 10 mm
+NO_TUMOR = "No tumor"
+RANGE_TOLERANCE_MM = 1e-3
+
+
+class GroundTruthContradiction(Exception):
+    """A ground-truth field disagrees with what the package's own masks and labels imply. Not a ValueError:
+    loaders skip a case on ValueError, and a contradiction must stop prepare instead."""
+
+
+# --------------------------------------------------------------------------------------------- the rules
+def lesion_fields(old: np.ndarray | None, current: np.ndarray | None, spacing_mm, enhancing_label: int) -> dict:
+    """The four target/non-target fields of CURRENT from two label maps on one grid (None when unknown).
+
+    Each connected enhancing component of CURRENT is a target lesion when on some axial slice its R and A
+    extents (voxel count x spacing) are both >= 10 mm, else non-target; it is new when it does not touch
+    OLD's tumour (any label, dilated by one voxel).
+    """
+    from scipy import ndimage
+
+    names = ("current_target_lesion", "new_target_lesion", "current_non_target_lesion", "new_non_target_lesion")
+    if old is None or current is None or old.shape != current.shape:
+        return dict.fromkeys(names)
+    spacing = np.asarray(spacing_mm, dtype=float)[:2]
+    old_tumour = ndimage.binary_dilation(old > 0)
+    components, _ = ndimage.label(current == enhancing_label)
+    fields = dict.fromkeys(names, False)
+    for index, region in enumerate(ndimage.find_objects(components), 1):
+        component = components[region] == index
+        measurable = False
+        for k in range(component.shape[2]):
+            indices = np.argwhere(component[:, :, k])
+            if len(indices):
+                extent = (indices.max(axis=0) - indices.min(axis=0) + 1) * spacing
+                measurable = measurable or bool(min(extent) >= MEASURABLE_MM)
+        new = not old_tumour[region][component].any()
+        kind = "target" if measurable else "non_target"
+        fields[f"current_{kind}_lesion"] = True
+        fields[f"new_{kind}_lesion"] = fields[f"new_{kind}_lesion"] or new
+    return fields
+
+
+def label_map(path) -> tuple[np.ndarray, np.ndarray] | None:
+    """(integer label array, voxel spacing in mm) of a segmentation NIfTI, or None when there is none."""
+    import nibabel as nib
+
+    if path is None or not path.is_file():
+        return None
+    image = nib.load(path)
+    return np.asarray(image.dataobj), np.sqrt((np.asarray(image.affine)[:3, :3] ** 2).sum(axis=0))
+
+
+def lesion_fields_of_files(old_path, current_path, enhancing_label: int) -> dict:
+    old, current = label_map(old_path), label_map(current_path)
+    if old is None or current is None:
+        return lesion_fields(None, None, (1.0, 1.0, 1.0), enhancing_label)
+    return lesion_fields(old[0], current[0], current[1], enhancing_label)
+
+
+# ------------------------------------------------------------------------------------------- the checker
+def _answer_problems(case: Case, truth: GroundTruth) -> list[str]:
+    problems = []
+    for question in case.questions:
+        value = truth.answers.get(question.qid)
+        options = dict(question.options)
+        letter = value if value in options else next((k for k, v in options.items() if v == value), None)
+        if letter is None:
+            problems.append(f"answer {question.qid}={value!r} is not an option of the question")
+            continue
+        label = truth.labels.get(question.qid)
+        if label is not None and label != options[letter] and label != letter:
+            problems.append(f"answer {question.qid}={value!r} ({options[letter]}) but its label says {label!r}")
+    return problems
+
+
+def _says_no_tumor(case: Case, truth: GroundTruth) -> bool:
+    """Whether the answer key says there is no lesion: a "No tumor" option chosen for the first question."""
+    if not case.questions:
+        return False
+    question = case.questions[0]
+    value = truth.answers.get(question.qid)
+    return dict(question.options).get(value, value) == NO_TUMOR
+
+
+def _localization_problems(case: Case, truth: GroundTruth) -> list[str]:
+    from .scoring.geometry import key_slice_in_range, mask_from_file
+
+    block = truth.localization
+    if case.module not in ("ucsf-pdgm", "nsclc"):
+        return []
+    if block is None:
+        return [] if _says_no_tumor(case, truth) else ["a tumour answer has no localization"]
+    if _says_no_tumor(case, truth):
+        return ["a 'No tumor' answer has a lesion localization"]
+    problems = []
+    if case.volumes and block.get("source_volume_name") not in {volume.name for volume in case.volumes}:
+        problems.append(f"source_volume_name {block.get('source_volume_name')!r} is not a volume of the case")
+    path = truth.mask_path
+    if path is None or not path.is_file():
+        return [*problems, f"localization mask {block.get('mask')!r} is missing"]
+    mask = mask_from_file(path)
+    if not mask.data.any():
+        return [*problems, "localization mask is empty"]
+    ranges = mask.ras_ranges()
+    stored = block.get("ras_ranges") or {}
+    for axis, (low, high) in ranges.items():
+        got = stored.get(axis)
+        if got is None or abs(got[0] - low) > RANGE_TOLERANCE_MM or abs(got[1] - high) > RANGE_TOLERANCE_MM:
+            problems.append(f"ras_ranges[{axis}]={got} but the mask covers [{low:.4f}, {high:.4f}]")
+    if not mask.contains(block.get("reference_ras") or [np.nan] * 3):
+        problems.append(f"reference_ras {block.get('reference_ras')} is not inside the mask")
+    for view, offset in (block.get("reference_key_slices") or {}).items():
+        if not key_slice_in_range(offset, ranges, view):
+            problems.append(f"reference key slice {view}={offset} is outside the mask")
+    return problems
+
+
+def enhancing_label_of(truth: GroundTruth) -> int:
+    """The DeepBraTumIA label the LUMIERE loader took as enhancing tumour (recorded in the hidden labels)."""
+    return int((truth.labels.get("segmentation_labels") or {}).get("enhancing", 2))
+
+
+def _lumiere_problems(truth: GroundTruth) -> list[str]:
+    enhancing_label = enhancing_label_of(truth)
+    hidden = truth.hidden_dir
+    stored = truth.evidence_fields
+    problems = []
+    if hidden is not None:
+        derived = lesion_fields_of_files(hidden / "old_seg.nii.gz", hidden / "current_seg.nii.gz", enhancing_label)
+        for name, value in derived.items():
+            if stored.get(name) != value:
+                problems.append(f"{name}={stored.get(name)} but the segmentations give {value}")
+    for kind in ("target", "non_target"):
+        if stored.get(f"new_{kind}_lesion") and stored.get(f"current_{kind}_lesion") is False:
+            problems.append(f"new_{kind}_lesion is true but current_{kind}_lesion is false")
+    if stored.get("non_measurable_lesion") and stored.get("current_non_target_lesion") is False:
+        problems.append(
+            "NonMeasurableLesions = yes but the CURRENT segmentation has no non-measurable enhancing lesion "
+            "(current_non_target_lesion = false)"
+        )
+    return problems
+
+
+def _region_problems(case: Case, truth: GroundTruth) -> list[str]:
+    from .scoring.geometry import point_in_polygon
+
+    problems = []
+    exclusions = [region["polygon"] for region in truth.regions if region.get("kind") == "exclusion"]
+    for region in truth.regions:
+        if region.get("kind") == "exclusion":
+            continue
+        point = region.get("reference_point")
+        if point is None or not point_in_polygon(*point, region["polygon"]):
+            problems.append(f"{region.get('kind')} region {region.get('label')!r}: reference point not inside it")
+        elif any(point_in_polygon(*point, polygon) for polygon in exclusions):
+            problems.append(f"{region.get('kind')} region {region.get('label')!r}: reference point in an exclusion")
+    if case.module == "camelyon17":
+        category = truth.answers.get("largest_metastasis")
+        presence = truth.answers.get("tumor_presence")
+        if (category == "negative") != (presence == "no_tumor"):
+            problems.append(f"tumor_presence={presence!r} contradicts largest_metastasis={category!r}")
+        if category == "negative" and any(region.get("kind") == "tumor" for region in truth.regions):
+            problems.append("a negative slide has tumour regions")
+    size = truth.slide_size
+    if case.module in ("bracs", "camelyon17") and not (size and len(size) == 2 and min(size) > 0):
+        problems.append(f"slide_size {size} is not a positive width and height")
+    return problems
+
+
+def check_ground_truth(case: Case, truth: GroundTruth) -> list[str]:
+    """Every contradiction between ``truth`` and what its masks/labels imply (empty when consistent).
+
+    ``truth.hidden_dir`` must point at the case's hidden directory (where masks and segmentations are).
+    """
+    problems = _answer_problems(case, truth) + _localization_problems(case, truth)
+    if case.module == "lumiere":
+        problems += _lumiere_problems(truth)
+    if case.module in ("bracs", "camelyon17"):
+        problems += _region_problems(case, truth)
+    return problems
+
+
+def require_consistent(case: Case, truth: GroundTruth) -> None:
+    """Raise :class:`GroundTruthContradiction` naming the case when :func:`check_ground_truth` finds any."""
+    problems = check_ground_truth(case, truth)
+    if problems:
+        raise GroundTruthContradiction(
+            f"ground truth of {case.module} case {case.case_id} contradicts itself: " + "; ".join(problems)
+        )

@@ -1,0 +1,123 @@
+"""Case-package integrity (manifest of agent-visible files) and the ground-truth self-consistency checker."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+from agents_cases import write_ucsf_package
+
+from MedOpenClawLib.bench import integrity
+from MedOpenClawLib.bench.cases import GroundTruth, load_cases, load_ground_truth
+from MedOpenClawLib.bench.integrity import CaseIntegrityError, verify_case_files
+from MedOpenClawLib.bench.loaders import prepare
+from MedOpenClawLib.bench.synthetic.cohort import DATASET_DIRS, CohortConfig, write_cohort
+from MedOpenClawLib.bench.truth_check import GroundTruthContradiction, check_ground_truth, lesion_fields
+
+
+@pytest.fixture()
+def package(tmp_path):
+    return write_ucsf_package(tmp_path / "cases", cases=2)
+
+
+def test_manifest_records_every_agent_visible_file(package):
+    case = load_cases(package)[0]
+    on_disk = sorted(path.relative_to(package).as_posix() for path in case.data_root.rglob("*") if path.is_file())
+    assert sorted(case.files) == on_disk and len(on_disk) == 4
+    for relative, record in case.files.items():
+        assert record["size"] == (package / relative).stat().st_size
+        assert record["sha256"] == integrity.sha256_of(package / relative)
+    assert not any("hidden" in relative for relative in case.files)
+    verify_case_files(case)
+
+
+@pytest.mark.parametrize("damage", ["truncate", "same_size_edit", "delete", "add"])
+def test_changed_case_files_are_refused_with_the_file_named(package, damage):
+    case = load_cases(package)[1]
+    victim = case.data_root / f"{case.case_id}_T1c.nii.gz"
+    verify_case_files(case)  # cached as verified
+    if damage == "truncate":
+        victim.write_bytes(victim.read_bytes()[:100])
+    elif damage == "same_size_edit":
+        data = bytearray(victim.read_bytes())
+        data[-1] ^= 0xFF
+        stat = victim.stat()
+        victim.write_bytes(bytes(data))
+        os.utime(victim, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1))
+    elif damage == "delete":
+        victim.unlink()
+    else:
+        (case.data_root / "extra.nii.gz").write_bytes(b"x")
+    with pytest.raises(CaseIntegrityError, match=case.case_id) as raised:
+        verify_case_files(case)
+    named = "extra.nii.gz" if damage == "add" else victim.name
+    assert named in str(raised.value)
+
+
+def test_verification_hashes_a_file_once_while_its_size_and_mtime_hold(package, monkeypatch):
+    case = load_cases(package)[0]
+    verify_case_files(case)
+    calls = []
+    monkeypatch.setattr(integrity, "sha256_of", lambda path: calls.append(path) or "")
+    verify_case_files(case)
+    assert calls == []
+
+
+def test_case_without_file_records_is_refused(package):
+    case = load_cases(package)[0]
+    case.files = {}
+    with pytest.raises(CaseIntegrityError, match="re-run bench prepare"):
+        verify_case_files(case)
+
+
+def test_checker_names_each_contradiction(package):
+    case = load_cases(package)[0]
+    truth = load_ground_truth(package, case.case_id)
+    assert check_ground_truth(case, truth) == []
+    body = truth.to_json()
+    body["localization"]["ras_ranges"]["S"][1] += 5.0
+    body["localization"]["reference_ras"] = [999.0, 999.0, 999.0]
+    body["labels"]["answer"] = "No tumor"
+    broken = GroundTruth.from_json(body, truth.hidden_dir)
+    problems = check_ground_truth(case, broken)
+    assert any("ras_ranges[S]" in p for p in problems) and any("reference_ras" in p for p in problems)
+    assert any("label says 'No tumor'" in p for p in problems)
+    body = truth.to_json()
+    body["localization"] = None
+    assert check_ground_truth(case, GroundTruth.from_json(body, truth.hidden_dir)) == [
+        "a tumour answer has no localization"]
+
+
+def test_lesion_rule_counts_voxel_extents():
+    current = np.zeros((20, 20, 4), dtype=np.uint8)
+    current[2:7, 2:7, 1] = 1  # 5 voxels x 2 mm = 10 mm: measurable
+    current[12:16, 12:16, 1] = 1  # 8 mm: non-measurable, and new
+    old = np.zeros_like(current)
+    old[2:4, 2:4, 1] = 3
+    fields = lesion_fields(old, current, (2.0, 2.0, 2.0), enhancing_label=1)
+    assert fields == {"current_target_lesion": True, "new_target_lesion": False,
+                      "current_non_target_lesion": True, "new_non_target_lesion": True}
+    assert set(lesion_fields(None, current, (2, 2, 2), 1).values()) == {None}
+
+
+def test_default_synthetic_lumiere_cohort_is_consistent_and_contradictions_stop_prepare(tmp_path):
+    """Seed 0 once had Patient-003 week-024 rated NonMeasurable while its mask held only measurable lesions."""
+    raw = tmp_path / "raw"
+    write_cohort(raw, CohortConfig(seed=0, cases=6, mri_spacing_mm=2), modules=["lumiere"])
+    manifest = prepare("lumiere", raw / DATASET_DIRS["lumiere"], tmp_path / "cases")
+    assert len(manifest["cases"]) == 6
+    for case in load_cases(tmp_path / "cases"):
+        truth = load_ground_truth(tmp_path / "cases", case.case_id)
+        assert check_ground_truth(case, truth) == []
+        assert truth.evidence_fields["non_measurable_lesion"] == truth.evidence_fields["current_non_target_lesion"]
+    filtered = prepare("lumiere", raw / DATASET_DIRS["lumiere"], tmp_path / "filtered", min_label_cases=2)
+    assert filtered["filters"][-1] == {"step": "label frequency", "excluded": 2, "remaining": 4}  # one SD, one CR
+    rating = raw / DATASET_DIRS["lumiere"] / "LUMIERE-ExpertRating-v202211.csv"
+    rows = rating.read_text().splitlines()
+    rows = [row.replace("Patient-002,week-012,,,", "Patient-002,week-012,,x,") for row in rows]
+    rating.write_text("\n".join(rows) + "\n")
+    with pytest.raises(GroundTruthContradiction, match="Patient-002__week-003__to__week-012.*NonMeasurable"):
+        prepare("lumiere", raw / DATASET_DIRS["lumiere"], tmp_path / "again")
+    assert json.loads((tmp_path / "cases" / "manifest.json").read_text())["segmentation_labels"]["enhancing"] == 1

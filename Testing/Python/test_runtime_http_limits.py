@@ -1,0 +1,164 @@
+"""HTTP hardening of the headless REST server, over a real socket: every answer is JSON, bodies are checked
+before they are read, limits on headers, a per-connection timeout and a backlog that absorbs bursts."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+
+import pytest
+from runtime_fixtures import oblique_lps_affine, phantom, write_nifti
+
+from MedOpenClawLib.server import rest
+from MedOpenClawLib.server.rest import BackgroundRestServer
+from MedOpenClawLib.session import build_slicer_registry
+
+TOKEN = "limits-token"
+AUTH = f"Authorization: Bearer {TOKEN}\r\n"
+
+
+@pytest.fixture()
+def server(tmp_path, monkeypatch):
+    monkeypatch.setattr(rest._Handler, "timeout", 1.0)
+    root = tmp_path / "data"
+    root.mkdir()
+    write_nifti(root / "CT.nii.gz", phantom(0), oblique_lps_affine())
+    registry = build_slicer_registry([root])
+    with BackgroundRestServer(registry, TOKEN) as running:
+        yield running
+
+
+def exchange(port: int, raw: bytes, timeout: float = 10.0) -> tuple[int, dict | None, bytes]:
+    """Send raw bytes, read until the server closes; (status, JSON body or None, raw headers)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as client:
+        client.sendall(raw)
+        try:
+            client.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass
+        chunks = []
+        while True:
+            try:
+                chunk = client.recv(65536)
+            except ConnectionResetError:
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+    data = b"".join(chunks)
+    head, _, body = data.partition(b"\r\n\r\n")
+    status = int(head.split(b" ")[1])
+    return status, (json.loads(body) if body else None), head
+
+
+def request(method: str, path: str, body: bytes = b"", headers: str = AUTH, length: str | None = None) -> bytes:
+    declared = str(len(body)) if length is None else length
+    return (f"{method} {path} HTTP/1.1\r\nHost: x\r\n{headers}Content-Length: {declared}\r\n\r\n").encode() + body
+
+
+def assert_json_error(answer, status: int, code: str) -> None:
+    got_status, body, head = answer
+    assert got_status == status, (got_status, body)
+    assert b"application/json" in head
+    assert body["ok"] is False and body["error"]["code"] == code
+
+
+def test_invalid_utf8_and_deep_bodies_get_json_errors(server):
+    assert_json_error(exchange(server.port, request("POST", "/v1/actions/ping", b'{"a": "\xff\xfe"}')), 400,
+                      "invalid_json")
+    deep = b"[" * 10_000 + b"]" * 10_000
+    assert_json_error(exchange(server.port, request("POST", "/v1/actions/ping", deep)), 400, "invalid_json")
+    nested = json.dumps({"view": json.loads("[" * 900 + "]" * 900)}).encode()
+    assert_json_error(exchange(server.port, request("POST", "/v1/actions/observe", nested)), 200,
+                      "invalid_argument")
+
+
+@pytest.mark.parametrize("length, status, code", [("abc", 400, "bad_request"), ("-1", 400, "bad_request"),
+                                                  ("1e3", 400, "bad_request"),
+                                                  (str(50 << 20), 413, "too_large")])
+def test_content_length_is_checked_before_reading(server, length, status, code):
+    started = time.perf_counter()
+    assert_json_error(exchange(server.port, request("POST", "/v1/actions/ping", b"{}", length=length)), status, code)
+    assert time.perf_counter() - started < 5
+
+
+def test_a_huge_declared_stream_is_never_read(server):
+    """Content-Length: -1 followed by 50 MB used to be read whole before the 413 (+100 MiB RSS): now the
+    server answers and closes at once, so the sender is stopped long before 50 MB."""
+    sent = 0
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as client:
+        client.sendall(request("POST", "/v1/actions/ping", length="-1"))
+        try:
+            while sent < 50 << 20:
+                client.sendall(b"x" * (1 << 20))
+                sent += 1 << 20
+        except OSError:
+            pass
+    assert sent < 50 << 20
+
+
+@pytest.mark.parametrize("method", ["PATCH", "HEAD", "OPTIONS", "BREW"])
+def test_every_method_gets_the_json_shape(server, method):
+    status, body, head = exchange(server.port, request(method, "/v1/state"))
+    assert status == 405 and b"application/json" in head
+    if method != "HEAD":
+        assert body["error"]["code"] == "method_not_allowed"
+    else:
+        assert body is None  # HEAD answers carry no body
+
+
+def test_header_limits_answer_json(server):
+    many = "".join(f"X-Filler-{index}: {index}\r\n" for index in range(rest.MAX_HEADERS + 5))
+    assert_json_error(exchange(server.port, request("GET", "/v1/state", headers=AUTH + many)), 431,
+                      "too_many_headers")
+    lots = "".join(f"X-Filler-{index}: {index}\r\n" for index in range(150))
+    assert_json_error(exchange(server.port, request("GET", "/v1/state", headers=AUTH + lots)), 431,
+                      "headers_too_large")
+    wide = f"X-Wide: {'w' * (rest.MAX_HEADER_BYTES + 10)}\r\n"
+    assert_json_error(exchange(server.port, request("GET", "/v1/state", headers=AUTH + wide)), 431,
+                      "headers_too_large")
+
+
+
+def test_malformed_request_lines_get_json(server):
+    for raw in (b"NONSENSE\r\n\r\n", b"GET /v1/state HTTP/1.1 extra\r\n\r\n"):
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as client:
+            client.sendall(raw)
+            data = b""
+            while chunk := client.recv(65536):
+                data += chunk
+        # no parsable version: http.server answers HTTP/0.9-style (body only), still in the JSON shape
+        body = json.loads(data.partition(b"\r\n\r\n")[2] if data.startswith(b"HTTP/") else data)
+        assert body["ok"] is False and body["error"]["code"] == "bad_request"
+
+
+def test_idle_clients_are_disconnected(server):
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as idle:
+        idle.sendall(b"GET /v1/state HTTP/1.1\r\n")  # never finishes its headers
+        started = time.perf_counter()
+        assert idle.recv(65536) == b""  # closed by the server's per-connection timeout (1 s here)
+        assert 0.5 < time.perf_counter() - started < 8
+
+
+def test_state_is_always_strict_json(server):
+    status, body, _ = exchange(server.port, request("GET", "/v1/state"))
+    assert status == 200 and body["active_volume"] is None
+    response = rest.Response(200, {"fov": float("inf")})
+    payload = json.loads(response.encode())
+    assert response.status == 500 and payload["error"]["code"] == "unencodable_response"
+
+
+def test_sixteen_concurrent_clients_are_all_answered(server):
+    answers = []
+
+    def one():
+        answers.append(exchange(server.port, request("POST", "/v1/actions/ping", b"{}"))[0])
+
+    threads = [threading.Thread(target=one) for _ in range(32)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert answers == [200] * 32
