@@ -25,7 +25,7 @@ from ..server.rest import (
     error_response,
     is_loopback,
 )
-from .qt_compat import qt
+from .qt_compat import connect_activated, qt
 
 METHODS = ("GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS")  # the service answers 405 where needed
 HttpParseError = HttpError  # the headless server's limits and error shape, one definition
@@ -100,7 +100,7 @@ class _Connection:
         self.outgoing = b""
         connection.setblocking(False)
         self.read_notifier = qt.QSocketNotifier(connection.fileno(), qt.QSocketNotifier.Read)
-        self.read_notifier.activated.connect(self.on_readable)
+        connect_activated(self.read_notifier, self.on_readable)
         self.write_notifier = None
         # an idle or trickling client is dropped, as the headless server's socket timeout does
         self.deadline = qt.QTimer()
@@ -138,7 +138,7 @@ class _Connection:
         if not include_body:
             self.outgoing = self.outgoing[: len(self.outgoing) - len(payload)]
         self.write_notifier = qt.QSocketNotifier(self.socket.fileno(), qt.QSocketNotifier.Write)
-        self.write_notifier.activated.connect(self.on_writable)
+        connect_activated(self.write_notifier, self.on_writable)
 
     def on_writable(self, *_args) -> None:
         try:
@@ -194,7 +194,7 @@ class LoopbackRestServer:
         self._listener = listener
         self.port = listener.getsockname()[1]
         self._notifier = qt.QSocketNotifier(listener.fileno(), qt.QSocketNotifier.Read)
-        self._notifier.activated.connect(self._on_connection)
+        connect_activated(self._notifier, self._on_connection)
         return self.port
 
     def stop(self) -> None:

@@ -61,5 +61,19 @@ def pixmap_from_png(data: bytes) -> Any:
     return pixmap
 
 
+def connect_activated(notifier: Any, slot: Any) -> None:
+    """Connect a ``QSocketNotifier``'s ``activated`` signal to ``slot(socket)``.
+
+    The signal is overloaded (``activated(int)`` and, since Qt 5.15, ``activated(QSocketDescriptor,
+    QSocketNotifier::Type)``); PythonQt resolves ``notifier.activated.connect`` to an overload it cannot convert,
+    so inside Slicer connect with the explicit signature, as Slicer's WebServer module does
+    (Modules/Scripted/WebServer/WebServerLib/SlicerHTTPServer.py: ``connect('activated(int)', ...)``).
+    """
+    if getattr(qt, "BINDING", None) == "PythonQt":
+        notifier.connect("activated(int)", slot)
+    else:
+        notifier.activated.connect(slot)
+
+
 def process_events() -> None:
     qt.QApplication.processEvents()

@@ -53,12 +53,33 @@ def run_brainsresample(moving, reference, transform_node, output, interpolation:
     _run("brainsresample", parameters)
 
 
+ERROR_TEXT_CHARS = 800  # the tail of a CLI's standard error kept in the action's error message
+
+
 def _run(module_name: str, parameters: dict) -> None:
+    """Run a CLI module to completion and refuse its outputs unless it completed without errors.
+
+    ``slicer.cli.runSync`` (Base/Python/slicer/cli.py) returns the CLI node whatever happened: a failed run
+    leaves status ``CompletedWithErrors`` (``GetStatus() & ErrorsMask``) with the CLI's standard error in
+    ``GetErrorText()``, and its outputs are not reloaded (vtkSlicerCLIModuleLogic.cxx) -- the transform keeps its
+    pre-filled identity, the output volume its zeros. ``update_display=False``: with the default True, Slicer shows
+    the output as background, clears the foreground and resets the field of view of every slice view.
+    """
     import slicer
 
     module = getattr(slicer.modules, module_name)
+    title = getattr(module, "title", None) or module_name
     try:
-        cli_node = slicer.cli.runSync(module, None, parameters)
-    except (RuntimeError, ValueError) as error:  # runSync raises when the CLI ends with errors
-        raise ActionError("registration_failed", f"{module.name} failed: {error}") from error
-    slicer.mrmlScene.RemoveNode(cli_node)
+        cli_node = slicer.cli.runSync(module, None, parameters, update_display=False)
+    except (RuntimeError, ValueError) as error:  # later Slicer versions raise on CLI failure
+        raise ActionError("registration_failed", f"{title} failed: {error}") from error
+    if cli_node is None:
+        raise ActionError("registration_failed", f"{title} could not be started (no CLI logic)")
+    try:
+        status = cli_node.GetStatus()
+        if status & cli_node.ErrorsMask or status == cli_node.Cancelled:
+            stderr = (cli_node.GetErrorText() or "").strip()
+            detail = f": {stderr[-ERROR_TEXT_CHARS:]}" if stderr else " (no error output)"
+            raise ActionError("registration_failed", f"{title} {cli_node.GetStatusString().lower()}{detail}")
+    finally:
+        slicer.mrmlScene.RemoveNode(cli_node)

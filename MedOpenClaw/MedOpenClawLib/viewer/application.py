@@ -34,31 +34,7 @@ class SlicerApplication:
     @classmethod
     def headless(cls) -> SlicerApplication:
         """A fresh scene with the application, color, volumes and segmentations logics and three slice logics."""
-        scene = slicer.vtkMRMLScene()
-        app_logic = slicer.vtkSlicerApplicationLogic()
-        app_logic.SetMRMLScene(scene)
-        app_logic.SetViewLogics(vtk.vtkCollection())
-
-        # the Colors module logic adds the default lookup tables (Grey, Labels, PET-Heat, ...) to the scene and
-        # reads optional colour files from <home>/<share>/ColorFiles
-        (EMPTY_SLICER_HOME / "share" / "ColorFiles").mkdir(parents=True, exist_ok=True)
-        app_logic.SetHomeDirectory(str(EMPTY_SLICER_HOME))
-        app_logic.SetShareDirectory("share")
-        color_logic = slicer.vtkSlicerColorLogic()
-        color_logic.SetMRMLApplicationLogic(app_logic)
-        color_logic.SetMRMLScene(scene)
-        app_logic.SetModuleLogic("Colors", color_logic)
-
-        volumes_logic = slicer.vtkSlicerVolumesLogic()
-        volumes_logic.SetMRMLScene(scene)
-        volumes_logic.SetMRMLApplicationLogic(app_logic)
-        app_logic.SetModuleLogic("Volumes", volumes_logic)
-
-        segmentations_logic = slicer.vtkSlicerSegmentationsModuleLogic()
-        segmentations_logic.SetMRMLScene(scene)
-        segmentations_logic.SetMRMLApplicationLogic(app_logic)
-        app_logic.SetModuleLogic("Segmentations", segmentations_logic)
-
+        scene, app_logic, color_logic, volumes_logic, segmentations_logic = build_core_logics()
         slice_logics = build_slice_logics(scene, app_logic)
         return cls(scene, app_logic, color_logic, volumes_logic, segmentations_logic, slice_logics, embedded=False)
 
@@ -116,6 +92,36 @@ class SlicerApplication:
         if getattr(slicer, "app", None) is not None:
             return cls.running_app()
         return cls.headless()
+
+
+def build_core_logics() -> tuple:
+    """A scene with the application logic and the Colors, Volumes and Segmentations module logics, wired as the
+    3D Slicer application wires them at start-up: (scene, app_logic, color, volumes, segmentations)."""
+    scene = slicer.vtkMRMLScene()
+    app_logic = slicer.vtkSlicerApplicationLogic()
+    app_logic.SetMRMLScene(scene)
+    app_logic.SetViewLogics(vtk.vtkCollection())
+
+    # the Colors module logic adds the default lookup tables (Grey, Labels, PET-Heat, ...) to the scene and
+    # reads optional colour files from <home>/<share>/ColorFiles
+    (EMPTY_SLICER_HOME / "share" / "ColorFiles").mkdir(parents=True, exist_ok=True)
+    app_logic.SetHomeDirectory(str(EMPTY_SLICER_HOME))
+    app_logic.SetShareDirectory("share")
+    color_logic = slicer.vtkSlicerColorLogic()
+    color_logic.SetMRMLApplicationLogic(app_logic)
+    color_logic.SetMRMLScene(scene)
+    app_logic.SetModuleLogic("Colors", color_logic)
+
+    volumes_logic = slicer.vtkSlicerVolumesLogic()
+    volumes_logic.SetMRMLScene(scene)
+    volumes_logic.SetMRMLApplicationLogic(app_logic)
+    app_logic.SetModuleLogic("Volumes", volumes_logic)
+
+    segmentations_logic = slicer.vtkSlicerSegmentationsModuleLogic()
+    segmentations_logic.SetMRMLScene(scene)
+    segmentations_logic.SetMRMLApplicationLogic(app_logic)
+    app_logic.SetModuleLogic("Segmentations", segmentations_logic)
+    return scene, app_logic, color_logic, volumes_logic, segmentations_logic
 
 
 def build_slice_logics(scene, app_logic) -> dict:

@@ -1,0 +1,211 @@
+"""A test double of the running 3D Slicer application, built on slicer-core's real MRML classes.
+
+``install`` adds to the ``slicer`` module what the Slicer application adds at start-up (``slicer.app``,
+``slicer.mrmlScene``, ``slicer.modules``, ``slicer.cli``). Every behaviour MedOpenClaw depends on is reproduced
+from Slicer's sources, each cited where it is encoded:
+
+- no layout manager without the main window (``Slicer --no-main-window``), and an application logic whose slice
+  logic collection is null until a layout manager sets it;
+- slice widgets whose resize calls ``vtkMRMLSliceLogic::ResizeSliceNode`` (slicer-core's real method);
+- ``slicer.cli.runSync`` returning the CLI node whatever happened (``CompletedWithErrors`` with the error text,
+  outputs not reloaded), and with ``update_display=True`` resetting the slice views to show the output.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+import slicer
+
+from MedOpenClawLib.viewer.application import VIEW_NODES, build_core_logics
+from MedOpenClawLib.viewer.geometry import numpy_to_vtk_matrix
+
+
+class SliceWidget:
+    """qMRMLSliceWidget: a slice view with its own slice logic."""
+
+    def __init__(self, logic):
+        self._logic = logic
+
+    def sliceLogic(self):  # noqa: N802 - Qt's name
+        return self._logic
+
+    def resize(self, width: int, height: int) -> None:
+        """The user resizes the view. Mirrors Libs/MRML/Widgets/qMRMLSliceControllerWidget.cxx,
+        ``setSliceViewSize``: ``d->SliceLogic->ResizeSliceNode(newSize.width(), newSize.height())``."""
+        self._logic.ResizeSliceNode(float(width), float(height))
+
+
+class LayoutManager:
+    """qSlicerLayoutManager: created by the main window only (Base/QTGUI/qSlicerMainWindow.cxx, setupUi, then
+    ``qSlicerApplication::setLayoutManager``, which hands its slice logic collection to the application logic,
+    Base/QTGUI/qSlicerApplication.cxx). qMRMLLayoutManager creates one slice node and logic per view."""
+
+    def __init__(self, scene, app_logic):
+        import vtk
+
+        # qMRMLLayoutManager's vtkMRMLLayoutLogic (slicer-core's real class) adds the singleton layout node with
+        # Slicer's standard layout descriptions
+        self.layout_logic = slicer.vtkMRMLLayoutLogic()
+        self.layout_logic.SetMRMLScene(scene)
+        self.layout_node = self.layout_logic.GetLayoutNode()
+        self.logics = vtk.vtkCollection()
+        slicer.vtkMRMLSliceNode.AddDefaultSliceOrientationPresets(scene, True)
+        self.widgets = {}
+        for layout_name, orientation in VIEW_NODES.values():
+            node = scene.AddNewNodeByClass("vtkMRMLSliceNode", layout_name)
+            node.SetLayoutName(layout_name)
+            node.SetSingletonTag(layout_name)
+            node.SetDefaultOrientation(orientation)
+            node.SetOrientation(orientation)
+            node.SetDimensions(731, 412, 1)  # a widget's shape, not a square
+            logic = slicer.vtkMRMLSliceLogic()
+            logic.SetMRMLApplicationLogic(app_logic)
+            logic.SetMRMLScene(scene)
+            logic.SetSliceNode(node)
+            self.logics.AddItem(logic)
+            self.widgets[layout_name] = SliceWidget(logic)
+        app_logic.SetSliceLogics(self.logics)
+
+    def sliceWidget(self, name: str) -> SliceWidget:  # noqa: N802 - Qt's name
+        return self.widgets[name]
+
+
+@dataclass
+class CliModule:
+    """A CLI module (qSlicerCLIModule) whose executable is ``run(parameters) -> (ok, error text)``; on success it
+    has already written its outputs into the scene nodes named by the parameters."""
+
+    name: str
+    title: str
+    run: Callable[[dict], tuple[bool, str]]
+    calls: list[dict] = field(default_factory=list)
+
+
+class CliRunner:
+    """``slicer.cli`` (Base/Python/slicer/cli.py): ``runSync`` returns the vtkMRMLCommandLineModuleNode and never
+    raises when the module fails."""
+
+    def __init__(self, scene, app_logic):
+        self.scene, self.app_logic = scene, app_logic
+        scene.RegisterNodeClass(slicer.vtkMRMLCommandLineModuleNode())
+
+    def runSync(self, module: CliModule, node=None, parameters=None, delete_temporary_files=True,  # noqa: N802
+                update_display=True):
+        parameters = dict(parameters or {})
+        module.calls.append({"parameters": parameters, "update_display": update_display})
+        cli_node = node or self.scene.AddNewNodeByClass("vtkMRMLCommandLineModuleNode", module.name)
+        ok, error_text = module.run(parameters)
+        cli_node.SetErrorText(error_text)
+        if not ok:
+            # Base/QTCLI/vtkSlicerCLIModuleLogic.cxx: a non-zero exit sets CompletedWithErrors; outputs are only
+            # reloaded while the status is Completing, so the scene keeps what the output nodes held before
+            cli_node.SetStatus(cli_node.CompletedWithErrors)
+            return cli_node
+        cli_node.SetStatus(cli_node.Completed)
+        output_id = parameters.get("outputVolume")
+        if update_display and output_id:
+            self._display(output_id)
+        return cli_node
+
+    def _display(self, volume_id: str) -> None:
+        """vtkSlicerCLIModuleLogic.cxx: "displayData causes resetting of slice views (the output volume is shown in
+        the background, the foreground volume is cleared, the middle slice is selected, the FOV is reset, etc.)",
+        through vtkSlicerApplicationLogic::PropagateVolumeSelection."""
+        logics = self.app_logic.GetSliceLogics()
+        for index in range(logics.GetNumberOfItems() if logics is not None else 0):
+            logic = logics.GetItemAsObject(index)
+            composite = logic.GetSliceCompositeNode()
+            composite.SetBackgroundVolumeID(volume_id)
+            composite.SetForegroundVolumeID(None)
+            logic.FitSliceToAll()
+
+
+class Modules:
+    """``slicer.modules``: module objects with ``logic()``; CLI modules are added by the tests."""
+
+    def __init__(self, color_logic, volumes_logic, segmentations_logic):
+        for name, logic in (("colors", color_logic), ("volumes", volumes_logic),
+                            ("segmentations", segmentations_logic)):
+            setattr(self, name, _LoadableModule(logic))
+
+
+@dataclass
+class _LoadableModule:
+    _logic: object
+
+    def logic(self):
+        return self._logic
+
+
+class Application:
+    """``slicer.app`` (qSlicerApplication): ``layoutManager()`` is None unless the main window was created."""
+
+    def __init__(self, main_window: bool):
+        self.scene, self.app_logic, self.color_logic, self.volumes_logic, self.segmentations_logic = (
+            build_core_logics())
+        # the application logic's slice logic collection is null until qSlicerApplication::setLayoutManager
+        # (Base/QTGUI/qSlicerApplication.cxx) hands it the layout manager's
+        self.app_logic.SetSliceLogics(None)
+        self._layout_manager = LayoutManager(self.scene, self.app_logic) if main_window else None
+        self.modules = Modules(self.color_logic, self.volumes_logic, self.segmentations_logic)
+        self.cli = CliRunner(self.scene, self.app_logic)
+
+    def layoutManager(self):  # noqa: N802 - Qt's name
+        return self._layout_manager
+
+    def applicationLogic(self):  # noqa: N802 - Qt's name
+        return self.app_logic
+
+    def close(self) -> None:
+        """Detach in the order Slicer tears down: slice logics, module logics, then the application logic."""
+        logics = self.app_logic.GetSliceLogics()
+        for index in range(logics.GetNumberOfItems() if logics is not None else 0):
+            logics.GetItemAsObject(index).SetMRMLScene(None)
+        if self._layout_manager is not None:
+            self._layout_manager.layout_logic.SetMRMLScene(None)
+        for logic in (self.segmentations_logic, self.volumes_logic, self.color_logic):
+            logic.SetMRMLScene(None)
+        self.app_logic.SetMRMLScene(None)
+
+
+def install(monkeypatch, main_window: bool) -> Application:
+    """Make ``import slicer`` look like the inside of the Slicer application for the rest of the test."""
+    app = Application(main_window)
+    monkeypatch.setattr(slicer, "app", app, raising=False)
+    monkeypatch.setattr(slicer, "mrmlScene", app.scene, raising=False)
+    monkeypatch.setattr(slicer, "modules", app.modules, raising=False)
+    monkeypatch.setattr(slicer, "cli", app.cli, raising=False)
+    return app
+
+
+def brains_modules(app: Application, fail_fit: str | None = None, fail_resample: str | None = None,
+                   matrix: np.ndarray | None = None) -> tuple[CliModule, CliModule]:
+    """BRAINSFit and BRAINSResample doubles (parameter names from BRAINSTools' XML). On success BRAINSFit writes
+    ``matrix`` into ``linearTransform`` and BRAINSResample copies the moving voxels into ``outputVolume``;
+    with ``fail_*`` the module exits non-zero with that text on standard error and writes nothing."""
+    matrix = np.eye(4) if matrix is None else matrix
+
+    def brainsfit(parameters: dict) -> tuple[bool, str]:
+        if fail_fit is not None:
+            return False, fail_fit
+        transform = app.scene.GetNodeByID(parameters["linearTransform"])
+        transform.SetMatrixTransformToParent(numpy_to_vtk_matrix(matrix))
+        return True, ""
+
+    def brainsresample(parameters: dict) -> tuple[bool, str]:
+        if fail_resample is not None:
+            return False, fail_resample
+        moving = slicer.util.arrayFromVolume(app.scene.GetNodeByID(parameters["inputVolume"]))
+        output = app.scene.GetNodeByID(parameters["outputVolume"])
+        target = slicer.util.arrayFromVolume(output)
+        target[...] = moving.astype(target.dtype) if moving.shape == target.shape else 1
+        slicer.util.arrayFromVolumeModified(output)
+        return True, ""
+
+    fit = CliModule("brainsfit", "General Registration (BRAINS)", brainsfit)
+    resample = CliModule("brainsresample", "Resample Image (BRAINS)", brainsresample)
+    app.modules.brainsfit, app.modules.brainsresample = fit, resample
+    return fit, resample
