@@ -4,6 +4,7 @@ retries with backoff, timeouts, token/image counting, and that the API key never
 from __future__ import annotations
 
 import base64
+import time
 
 import pytest
 from agents_fakes import FakeModelServer, Scripted, anthropic_reply, openai_reply
@@ -17,7 +18,9 @@ from MedOpenClawLib.providers import (
     ToolCall,
     make_provider,
 )
+from MedOpenClawLib.providers.http import post_json, retry_after_seconds
 from MedOpenClawLib.providers.messages import parse_tool_arguments
+from MedOpenClawLib.providers.pricing import Price, load_price
 
 KEY = "sk-test-SECRET-0123456789"
 PNG = ImageInput(base64.b64encode(b"\x89PNG fake").decode(), "observe:axial")
@@ -131,7 +134,7 @@ def test_anthropic_wire_format_cache_and_tool_use():
     assert reply.tool_calls[0].arguments == {"size": 64} and reply.tool_calls[0].id == "toolu_0"
     assert (
         reply.usage.cache_read_tokens == 80
-        and reply.usage.input_tokens == 120
+        and reply.usage.input_tokens == 200  # 120 uncached + 80 read from the cache
         and reply.usage.images_sent == 2
     )
 
@@ -186,3 +189,88 @@ def test_anthropic_provider_sends_no_empty_api_key_header():
     keyless = make_provider(ProviderConfig(kind="anthropic", model="m-1", base_url="http://127.0.0.1:9", api_key=""))
     assert "x-api-key" not in keyless._headers()
     assert provider("anthropic", "http://127.0.0.1:9")._headers()["x-api-key"] == KEY
+
+
+def test_retry_after_accepts_seconds_and_http_dates():
+    assert retry_after_seconds("2") == 2.0 and retry_after_seconds(None) is None
+    assert retry_after_seconds("Wed, 21 Oct 2015 07:28:10 GMT", now=1445412480.0) == 10.0
+    assert retry_after_seconds("soon") is None
+
+
+def test_retry_after_is_honoured_but_the_deadline_bounds_the_call():
+    waits: list[float] = []
+    policy = RetryPolicy(max_retries=9, backoff_s=0.01, deadline_s=5.0)
+    script = [Scripted({"error": "slow down"}, 429, headers={"Retry-After": "2"})] * 4
+    with FakeModelServer(script) as server:
+        config = ProviderConfig(kind="openai", model="m-1", base_url=server.url, api_key=KEY, retry=policy)
+        chosen = make_provider(config)
+        clock = iter(float(t) for t in range(100))
+        with pytest.raises(ProviderError, match="retry deadline") as caught:
+            post_json(chosen.session, f"{server.url}/chat/completions", {}, {}, 5.0, policy,
+                      sleep=waits.append, clock=lambda: next(clock))
+    assert waits == [2.0] and caught.value.retryable and not caught.value.fatal
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "fatal", "text"),
+    [
+        (401, {"error": {"message": "Incorrect API key"}}, True, "API key was refused"),
+        (403, {"error": {"message": "forbidden"}}, True, "API key was refused"),
+        (404, {"error": {"message": "The model `nope` does not exist"}}, True, "unknown model"),
+        (400, {"error": {"message": "nope is not a valid model ID"}}, True, "unknown model"),
+        (400, {"error": {"message": "context length exceeded"}}, False, "context length exceeded"),
+        (400, {"detail": "bad image"}, False, "bad image"),
+    ],
+)
+def test_client_errors_are_classified_with_the_providers_message(status, body, fatal, text):
+    with FakeModelServer([Scripted(body, status)]) as server:
+        with pytest.raises(ProviderError, match=text) as caught:
+            provider("openai", server.url).complete(conversation(), TOOLS)
+    assert caught.value.fatal is fatal and not caught.value.retryable and len(server.requests) == 1
+
+
+def test_reasoning_model_options_extra_body_and_default_temperature():
+    usage = {"prompt_tokens": 1000, "completion_tokens": 300, "prompt_tokens_details": {"cached_tokens": 400},
+             "completion_tokens_details": {"reasoning_tokens": 200}}
+    reply = openai_reply("ANSWER: A")
+    reply["usage"] = usage
+    price = Price(input=2.0, output=10.0, cached_input=0.5)
+    with FakeModelServer([Scripted(reply)]) as server:
+        answer = provider("openai", server.url, token_limit_field="max_completion_tokens", max_tokens=999,
+                          extra_body={"reasoning_effort": "low", "top_k": 20}, price=price).complete(
+            conversation(), TOOLS)
+    body = server.requests[0]["body"]
+    assert body["max_completion_tokens"] == 999 and "max_tokens" not in body and "temperature" not in body
+    assert body["reasoning_effort"] == "low" and body["top_k"] == 20
+    usage = answer.usage
+    assert (usage.input_tokens, usage.cache_read_tokens, usage.reasoning_tokens) == (1000, 400, 200)
+    assert answer.usage.cost_usd == pytest.approx((600 * 2.0 + 400 * 0.5 + 300 * 10.0) / 1e6)
+    assert answer.usage.to_json()["cost_usd"] == round(answer.usage.cost_usd, 6)
+    with pytest.raises(ValueError, match="max_tokens"):
+        ProviderConfig(kind="anthropic", model="c", base_url="http://x", token_limit_field="max_completion_tokens")
+
+
+def test_price_table_matches_model_prefixes_and_rejects_bad_entries(tmp_path):
+    table = tmp_path / "prices.json"
+    table.write_text('{"gpt-4o": {"input": 2.5, "output": 10}, "gpt-4o-mini": {"input": 0.15, "output": 0.6}}')
+    assert load_price(table, "gpt-4o-mini-2024-07-18").input == 0.15
+    assert load_price(table, "gpt-4o-2024-08-06").output == 10.0 and load_price(table, "llama") is None
+    table.write_text('{"m": {"input": -1, "output": 1}}')
+    with pytest.raises(ValueError, match="finite number >= 0"):
+        load_price(table, "m")
+    with pytest.raises(ValueError, match="cannot read"):
+        load_price(tmp_path / "missing.json", "m")
+
+
+def test_preflight_fails_fast_on_a_bad_key_and_an_unreachable_url_but_not_on_a_busy_server():
+    with FakeModelServer([Scripted({"error": {"message": "bad key"}}, 401)]) as server:
+        with pytest.raises(ProviderError, match="API key was refused") as caught:
+            provider("anthropic", server.url).preflight()
+    assert caught.value.fatal and server.requests[0]["body"]["max_tokens"] == 1
+    started = time.monotonic()
+    with pytest.raises(ProviderError, match="connection failed") as caught:
+        provider("openai", "http://127.0.0.1:9").preflight()
+    assert caught.value.fatal and time.monotonic() - started < 20
+    busy = [Scripted({"error": "overloaded"}, 503, headers={"Retry-After": "60"})]
+    with FakeModelServer(busy) as server:
+        assert "busy" in provider("openai", server.url).preflight()

@@ -110,15 +110,18 @@ class AnthropicProvider(Provider):
                     )
                 )
         usage = response.get("usage") or {}
+        cache_read = int(usage.get("cache_read_input_tokens") or 0)
+        cache_write = int(usage.get("cache_creation_input_tokens") or 0)
         return ModelReply(
             text="".join(texts),
             tool_calls=calls,
             raw=content,
             usage=Usage(
-                input_tokens=int(usage.get("input_tokens") or 0),
+                # Anthropic's input_tokens excludes the cached prefix: count every prompt token, as OpenAI does
+                input_tokens=int(usage.get("input_tokens") or 0) + cache_read + cache_write,
                 output_tokens=int(usage.get("output_tokens") or 0),
-                cache_read_tokens=int(usage.get("cache_read_input_tokens") or 0),
-                cache_write_tokens=int(usage.get("cache_creation_input_tokens") or 0),
+                cache_read_tokens=cache_read,
+                cache_write_tokens=cache_write,
             ),
             stop_reason=response.get("stop_reason"),
         )

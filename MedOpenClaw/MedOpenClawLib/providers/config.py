@@ -10,8 +10,10 @@ import os
 from dataclasses import dataclass, field
 
 from .http import RetryPolicy
+from .pricing import Price
 
 PROVIDER_KINDS = ("openai", "anthropic")
+TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")  # reasoning models take only the second
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 ENV_PREFIX = "MEDOPENCLAW_"
 
@@ -22,18 +24,36 @@ class ProviderConfig:
     model: str
     base_url: str
     api_key: str = field(default="", repr=False)
-    temperature: float | None = 0.0
+    temperature: float | None = None  # None: the server's default (reasoning models reject any other)
     seed: int | None = None
     max_tokens: int = 2048
+    token_limit_field: str = "max_tokens"  # OpenAI-compatible: or "max_completion_tokens"
+    extra_body: dict = field(default_factory=dict)  # server-specific request fields (vLLM, Ollama, OpenRouter)
     timeout_s: float = 120.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    price: Price | None = None
 
     def __post_init__(self):
         if self.kind not in PROVIDER_KINDS:
             raise ValueError(f"provider must be one of {PROVIDER_KINDS}, got {self.kind!r}")
         if not self.model:
             raise ValueError(f"a model name is required (--model or {ENV_PREFIX}MODEL)")
+        if self.token_limit_field not in TOKEN_LIMIT_FIELDS:
+            raise ValueError(f"token_limit_field must be one of {TOKEN_LIMIT_FIELDS}")
+        if self.kind == "anthropic" and self.token_limit_field != "max_tokens":
+            raise ValueError("the Anthropic Messages API takes max_tokens (--max-tokens), not max_completion_tokens")
+        if not isinstance(self.extra_body, dict):
+            raise ValueError("extra body must be a JSON object")
         self.base_url = self.base_url.rstrip("/")
+
+    def request_body(self, body: dict) -> dict:
+        """The vendor body with the server-specific fields merged in (they may override defaults)."""
+        return {**body, **self.extra_body}
+
+    def identity(self) -> dict:
+        """What changes a run's results: a resumed run must match it (timeouts and retries may differ)."""
+        keys = ("kind", "model", "base_url", "temperature", "seed", "max_tokens", "token_limit_field", "extra_body")
+        return {key: getattr(self, key) for key in keys}
 
     def public(self) -> dict:
         """Everything but the key: safe for manifests, traces and logs."""
@@ -44,8 +64,11 @@ class ProviderConfig:
             "temperature": self.temperature,
             "seed": self.seed,
             "max_tokens": self.max_tokens,
+            "token_limit_field": self.token_limit_field,
+            "extra_body": self.extra_body,
             "timeout_s": self.timeout_s,
             "max_retries": self.retry.max_retries,
+            "retry_deadline_s": self.retry.deadline_s,
         }
 
     @classmethod

@@ -1,14 +1,22 @@
-"""HTTP transport shared by the providers: per-call timeout, retries with backoff, and key scrubbing.
+"""HTTP transport shared by the providers: per-call timeout, retries with backoff, error classes, key scrubbing.
 
-Rate limits (429), overload (5xx, Anthropic's 529) and timeouts are transient in practice, so they are
-retried with exponential backoff (honouring ``Retry-After``); other 4xx errors are the request's fault and
-fail at once.
+Three kinds of failure, because a batch run must react differently to each:
+
+- *transient* -- rate limits (429), overload (5xx, Anthropic's 529), timeouts, refused or dropped connections:
+  retried with exponential backoff and jitter, honouring ``Retry-After``, all within one total deadline;
+- *fatal* -- a rejected key (401/403) or an unknown model/endpoint (404, or a 400 that says the model does
+  not exist): no episode of the run can succeed, so the run stops with one clear line;
+- anything else (another 4xx, a body that is not JSON): this request's fault, an episode error that carries
+  the provider's own message.
 """
 
 from __future__ import annotations
 
+import email.utils
+import json
 import logging
 import random
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,29 +26,60 @@ import requests
 log = logging.getLogger(__name__)
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+AUTH_STATUSES = frozenset({401, 403})
+UNKNOWN_MODEL = re.compile(
+    r"model[^.]{0,120}\b(not found|does not exist|not exist|is not a valid|invalid model|unknown)"
+    r"|(unknown|invalid|no such|not a valid) model|model_not_found",
+    re.IGNORECASE,
+)
 
 
 class ProviderError(Exception):
-    """A model call that failed for good; ``status`` is the last HTTP status (None for network failures)."""
+    """A model call that failed for good; ``status`` is the last HTTP status (None for network failures).
 
-    def __init__(self, message: str, status: int | None = None, retryable: bool = False):
+    ``retryable``: the failure was transient (running the episode again later may succeed);
+    ``fatal``: no request of this run can succeed (key, URL or model is wrong) -- stop the run.
+    """
+
+    def __init__(self, message: str, status: int | None = None, retryable: bool = False, fatal: bool = False):
         super().__init__(message)
         self.status = status
         self.retryable = retryable
+        self.fatal = fatal
+
+    def to_json(self) -> dict:
+        return {"message": str(self), "status": self.status, "retryable": self.retryable, "fatal": self.fatal}
+
+
+def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
+    """``Retry-After`` as seconds to wait: delta-seconds or an HTTP-date (RFC 9110 §10.2.3); None if absent."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        moment = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(moment.timestamp() - (time.time() if now is None else now), 0.0)
 
 
 @dataclass
 class RetryPolicy:
-    max_retries: int = 4
+    """Exponential backoff with jitter; ``deadline_s`` bounds the whole call, retries and waits included."""
+
+    max_retries: int = 6
     backoff_s: float = 1.0
     max_backoff_s: float = 30.0
+    deadline_s: float = 300.0
 
     def delay(self, attempt: int, retry_after: str | None) -> float:
-        if retry_after:
-            try:
-                return min(float(retry_after), self.max_backoff_s)
-            except ValueError:
-                pass  # an HTTP-date: fall back to our own schedule
+        asked = retry_after_seconds(retry_after)
+        if asked is not None:
+            return asked  # the server knows best; the deadline still bounds it
         base = min(self.backoff_s * (2**attempt), self.max_backoff_s)
         return base * (0.5 + random.random() / 2)  # noqa: S311 - jitter, not cryptography
 
@@ -58,6 +97,33 @@ def scrub(text: str, secrets: tuple[str, ...]) -> str:
     return text
 
 
+def provider_message(response: requests.Response) -> str:
+    """The provider's own explanation: ``error.message`` (OpenAI, Anthropic, vLLM), ``error`` or ``detail``
+    (Ollama, FastAPI servers), else the start of the body."""
+    try:
+        body = response.json()
+    except ValueError:
+        return response.text[:500].strip()
+    if isinstance(body, dict):
+        error = body.get("error", body.get("detail"))
+        if isinstance(error, dict):
+            error = error.get("message") or json.dumps(error)
+        if isinstance(error, str) and error:
+            return error[:500]
+    return json.dumps(body)[:500]
+
+
+def classify(status: int, message: str) -> tuple[bool, bool, str]:
+    """``(retryable, fatal, what)`` for an HTTP error status and the provider's message."""
+    if status in RETRY_STATUSES:
+        return True, False, f"HTTP {status}"
+    if status in AUTH_STATUSES:
+        return False, True, f"the API key was refused (HTTP {status})"
+    if status == 404 or (status in (400, 422) and UNKNOWN_MODEL.search(message)):
+        return False, True, f"unknown model or endpoint (HTTP {status}): check --model and --base-url"
+    return False, False, f"request rejected (HTTP {status})"
+
+
 def post_json(
     session: requests.Session,
     url: str,
@@ -67,14 +133,18 @@ def post_json(
     retry: RetryPolicy,
     secrets: tuple[str, ...] = (),
     sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
 ) -> tuple[dict, int]:
     """POST ``body``; return ``(json_response, retries_used)`` or raise :class:`ProviderError`."""
+    started = clock()
     attempt = 0
     while True:
         status = None
         retry_after = None
+        fatal = False
+        remaining = retry.deadline_s - (clock() - started)
         try:
-            response = session.post(url, headers=headers, json=body, timeout=timeout_s)
+            response = session.post(url, headers=headers, json=body, timeout=min(timeout_s, max(remaining, 0.5)))
             status = response.status_code
             if status < 400:
                 try:
@@ -82,8 +152,8 @@ def post_json(
                 except ValueError as error:
                     raise ProviderError(f"{url}: response is not JSON ({error})", status) from None
             retry_after = response.headers.get("retry-after")
-            message = f"HTTP {status}: {scrub(response.text[:500], secrets)}"
-            retryable = status in RETRY_STATUSES
+            retryable, fatal, what = classify(status, provider_message(response))
+            message = f"{what}: {scrub(provider_message(response), secrets)}"
         except requests.Timeout:
             message, retryable = f"no response within {timeout_s:g} s", True
         except requests.ConnectionError as error:
@@ -93,11 +163,18 @@ def post_json(
             # message quotes the key) is not, and must still end as a scrubbed ProviderError, never a crash
             retryable = isinstance(error, requests.exceptions.ChunkedEncodingError)
             message = f"request failed: {type(error).__name__}: {scrub(str(error), secrets)}"
+        where = scrub(url, secrets)
         if not retryable or attempt >= retry.max_retries:
-            raise ProviderError(
-                f"{scrub(url, secrets)}: {message} (after {attempt + 1} attempts)", status, retryable
-            )
+            raise ProviderError(f"{where}: {message} (after {attempt + 1} attempts)", status, retryable, fatal)
         delay = retry.delay(attempt, retry_after)
+        elapsed = clock() - started
+        if elapsed + delay > retry.deadline_s:
+            raise ProviderError(
+                f"{where}: {message} (gave up after {attempt + 1} attempts: waiting {delay:.1f} s more would "
+                f"pass the {retry.deadline_s:g} s retry deadline)",
+                status,
+                retryable,
+            )
         log.warning("model call failed (%s); retry %d in %.1f s", message, attempt + 1, delay)
         sleep(delay)
         attempt += 1

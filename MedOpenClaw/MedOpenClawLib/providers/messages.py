@@ -76,25 +76,48 @@ class Message:
 
 @dataclass
 class Usage:
-    """Token and image accounting, summed over the calls of an episode."""
+    """Token, image, latency and cost accounting of one call, or summed over the calls of an episode or run.
+
+    ``input_tokens`` counts every prompt token, cached ones included; ``cache_read_tokens`` (served from the
+    prompt cache) and ``cache_write_tokens`` (written to it) are parts of it. ``reasoning_tokens`` are part of
+    ``output_tokens``. ``model_seconds`` is the latency of the call (summed: time spent waiting for the model).
+    ``cost_usd`` is None when no price table covers the model.
+    """
 
     calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    reasoning_tokens: int = 0
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
     images_sent: int = 0  # image inputs over all calls (a resent history image counts again)
     retries: int = 0
     model_seconds: float = 0.0
+    cost_usd: float | None = None
 
     def add(self, other: Usage) -> None:
         for name in self.__dataclass_fields__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
+            if name != "cost_usd":
+                setattr(self, name, getattr(self, name) + getattr(other, name))
+        if other.cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + other.cost_usd
 
     def to_json(self) -> dict:
         data = {name: getattr(self, name) for name in self.__dataclass_fields__}
         data["model_seconds"] = round(self.model_seconds, 3)
+        if self.cost_usd is not None:
+            data["cost_usd"] = round(self.cost_usd, 6)
         return data
+
+    @classmethod
+    def from_json(cls, data: dict | None) -> Usage:
+        """Read back a recorded usage (unknown keys ignored, missing ones zero): run totals sum episodes."""
+        usage = cls()
+        for name in cls.__dataclass_fields__:
+            value = (data or {}).get(name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                setattr(usage, name, value)
+        return usage
 
 
 @dataclass

@@ -71,7 +71,8 @@ class OpenAIChatProvider(Provider):
             else:
                 wire.append({"role": message.role, "content": _content(message.text, message.images)})
         flush_tool_images()
-        body: dict = {"model": self.config.model, "messages": wire, "max_tokens": self.config.max_tokens}
+        body: dict = {"model": self.config.model, "messages": wire}
+        body[self.config.token_limit_field] = self.config.max_tokens
         if self.config.temperature is not None:
             body["temperature"] = self.config.temperature
         if self.config.seed is not None:
@@ -119,6 +120,7 @@ class OpenAIChatProvider(Provider):
             )
         usage = response.get("usage") or {}
         details = usage.get("prompt_tokens_details") or {}
+        output_details = usage.get("completion_tokens_details") or {}
         return ModelReply(
             text=content,
             tool_calls=calls,
@@ -126,6 +128,7 @@ class OpenAIChatProvider(Provider):
             usage=Usage(
                 input_tokens=int(usage.get("prompt_tokens") or 0),
                 output_tokens=int(usage.get("completion_tokens") or 0),
+                reasoning_tokens=int(output_details.get("reasoning_tokens") or 0),
                 cache_read_tokens=int(details.get("cached_tokens") or 0),
             ),
             stop_reason=choice.get("finish_reason"),
