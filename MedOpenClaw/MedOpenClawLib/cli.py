@@ -1,14 +1,17 @@
 """The ``medopenclaw`` command. Each subsystem contributes its sub-commands through ``add_commands``.
 
 Sub-command modules are imported lazily so ``medopenclaw --help`` stays fast and a missing optional
-dependency of one subsystem never breaks the others.
+dependency of one subsystem never breaks the others. A user's mistake (a missing file, a bad value) ends as
+one ``error:`` line and exit status 2, never a traceback; ``MEDOPENCLAW_DEBUG=1`` shows the traceback.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+from pathlib import Path
 
 # module path -> it defines add_commands(subparsers) registering one or more sub-commands
 COMMAND_MODULES = (
@@ -16,6 +19,22 @@ COMMAND_MODULES = (
     "MedOpenClawLib.server.commands",
     "MedOpenClawLib.server.mcp",
 )
+EXIT_USAGE, EXIT_INTERRUPTED = 2, 130
+
+
+def existing_directory(text: str) -> str:
+    """argparse type of ``--data-root`` and friends: a directory that exists, checked before anything starts."""
+    if not Path(text).is_dir():
+        problem = "is not a directory" if Path(text).exists() else "does not exist"
+        raise argparse.ArgumentTypeError(f"{text} {problem}")
+    return text
+
+
+def existing_file(text: str) -> Path:
+    if not Path(text).is_file():
+        problem = "is not a file" if Path(text).exists() else "does not exist"
+        raise argparse.ArgumentTypeError(f"{text} {problem}")
+    return Path(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,9 +48,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def describe(error: BaseException) -> str:
+    """One line for a failure a user can act on."""
+    if isinstance(error, OSError) and error.strerror:
+        return f"{error.strerror}: {error.filename}" if error.filename else error.strerror
+    return str(error) or type(error).__name__
+
+
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = build_parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    args.argv = argv  # so a command can print itself (e.g. how to resume a run)
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except Exception as error:
+        if os.environ.get("MEDOPENCLAW_DEBUG"):
+            raise
+        print(f"error: {describe(error)}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -27,10 +27,12 @@ class Scripted:
 
 
 class FakeModelServer:
-    """Serves scripted answers in order and records every request (path, headers, JSON body)."""
+    """Serves scripted answers in order, then ``fallback`` (default: a 500), and records every request (path,
+    headers, JSON body)."""
 
-    def __init__(self, script: list[Scripted]):
+    def __init__(self, script: list[Scripted], fallback: Scripted | None = None, port: int = 0):
         self.script = list(script)
+        self.fallback = fallback or Scripted({"error": "script empty"}, 500)
         self.requests: list[dict] = []
         server = self
 
@@ -39,7 +41,7 @@ class FakeModelServer:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length))
                 server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-                answer = server.script.pop(0) if server.script else Scripted({"error": "script empty"}, 500)
+                answer = server.script.pop(0) if server.script else server.fallback
                 time.sleep(answer.delay_s)
                 payload = json.dumps(answer.body).encode()
                 try:
@@ -56,7 +58,7 @@ class FakeModelServer:
             def log_message(self, *args):
                 pass
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
     @property

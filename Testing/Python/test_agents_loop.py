@@ -124,8 +124,10 @@ def test_one_call_per_round_for_pathology(tmp_path):
     assert second[-1]["content"][-1]["type"] == "image"
 
 
-def test_provider_timeout_ends_the_episode_invalid(tmp_path):
+def test_provider_timeout_ends_the_episode_in_error_not_invalid(tmp_path):
+    """A provider failure is an *error* (re-run later), never an INVALID episode excluded from the score."""
     script = [Scripted(openai_reply("late"), delay_s=0.6)] * 2
     outcome, records, _, _, trace_path = episode(tmp_path, "openai", script, timeout_s=0.2)
-    assert outcome.status == "invalid" and "no response within 0.2 s" in outcome.invalid_reason
-    assert events(records, "episode_end")[0]["status"] == "invalid" and verify_trace(trace_path).ok
+    assert outcome.status == "error" and "no response within 0.2 s" in outcome.error["message"]
+    assert outcome.error["retryable"] and not outcome.error["fatal"]
+    assert events(records, "episode_end")[0]["status"] == "error" and verify_trace(trace_path).ok

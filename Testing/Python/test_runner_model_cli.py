@@ -27,6 +27,7 @@ def test_model_agent_run_through_the_cli(tmp_path, capsys, monkeypatch):
     cases = write_ucsf_package(tmp_path / "cases", cases=1)
     truth = load_ground_truth(cases, "UCSF-PDGM-0001")
     script = [
+        Scripted(openai_reply("OK")),  # the pre-flight request
         Scripted(openai_reply(calls=[("select_volume", '{"volume_name": "UCSF-PDGM-0001_T1c", "size": 64}')])),
         Scripted(openai_reply(calls=[("image_coords_to_ras", '{"view": "axial", "point_1000": [500, 500]}'),
                                      ("run_python", '{"code": "import os"}')])),
@@ -42,12 +43,14 @@ def test_model_agent_run_through_the_cli(tmp_path, capsys, monkeypatch):
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert (summary["n"], summary["task"], summary["strict"], summary["loc"], summary["invalid"]) == (1, 1, 1, 1, 0)
 
-    assert len(model.requests) == 3
-    first = model.requests[0]["body"]
+    assert len(model.requests) == 4
+    preflight = model.requests[0]["body"]
+    assert preflight["max_tokens"] == 1 and "tools" not in preflight and "temperature" not in preflight
+    first = model.requests[1]["body"]
     assert first["model"] == "scripted" and {tool["function"]["name"] for tool in first["tools"]} >= {"jump", "observe"}
     assert any(part.get("type") == "image_url" for message in first["messages"]
                for part in (message["content"] if isinstance(message["content"], list) else []))
-    assert model.requests[0]["headers"]["Authorization"] == f"Bearer {SECRET}"
+    assert model.requests[1]["headers"]["Authorization"] == f"Bearer {SECRET}"
 
     trace_path = next(out.rglob("trace-*.jsonl"))
     assert verify_trace(trace_path).ok

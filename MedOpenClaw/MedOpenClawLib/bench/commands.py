@@ -2,7 +2,7 @@
 
 Extension hook (agreed with the runner/agents owner): every module named in :data:`EXTENSION_MODULES` may
 define ``add_bench_subcommand(bench_subparsers)``. It is called with the ``bench`` sub-parser collection after
-the sub-commands of this file are registered, so ``bench run`` lives in ``MedOpenClawLib/bench/runner.py`` and
+the sub-commands of this file are registered, so ``bench run`` lives in ``MedOpenClawLib/bench/run_command.py`` and
 registers itself there with ``bench_subparsers.add_parser("run", ...)`` and ``set_defaults(func=...)``.
 A listed module that does not exist yet is skipped; any other import error propagates.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from .cases import MODULES, CaseFormatError
 
-EXTENSION_MODULES = ("MedOpenClawLib.bench.runner",)
+EXTENSION_MODULES = ("MedOpenClawLib.bench.run_command",)
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:

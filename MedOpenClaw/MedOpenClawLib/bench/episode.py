@@ -55,11 +55,13 @@ class EpisodeConfig:
     # pathology: after each round the model sees the current viewer state summary and screenshot again;
     # called with the environment and the number of tool rounds used so far
     round_observation: Callable[[Environment, int], tuple[str, list[ImageInput]]] | None = None
+    # live progress: called after every model turn with the outcome so far and what the model did
+    on_round: Callable[[EpisodeOutcome, str], None] | None = None
 
 
 @dataclass
 class EpisodeOutcome:
-    status: str  # "completed" | "invalid"
+    status: str  # "completed" | "error" (the model provider failed: re-run later)
     final_text: str | None
     rounds: int = 0
     tool_calls: int = 0
@@ -68,7 +70,7 @@ class EpisodeOutcome:
     budget_exhausted: bool = False
     images_received: int = 0
     usage: Usage = field(default_factory=Usage)
-    invalid_reason: str | None = None
+    error: dict | None = None  # ProviderError.to_json() when status == "error"
     tool_seconds: float = 0.0  # time inside the environment (viewer work + transport)
     wall_seconds: float = 0.0
 
@@ -88,7 +90,7 @@ class EpisodeOutcome:
             "budget_exhausted": self.budget_exhausted,
             "images_received": self.images_received,
             "usage": self.usage.to_json(),
-            "invalid_reason": self.invalid_reason,
+            "error": self.error,
             "tool_seconds": round(self.tool_seconds, 4),
             "harness_seconds": round(self.harness_seconds, 4),
             "wall_seconds": round(self.wall_seconds, 4),
@@ -124,7 +126,8 @@ def rejection(code: str, message: str) -> dict:
 
 
 class EpisodeLoop:
-    """Drives one agent against one environment; environment faults propagate, model failures end INVALID."""
+    """Drives one agent against one environment; environment faults propagate, a failed model call ends the
+    episode in error (re-run later) with the provider's message."""
 
     def __init__(self, agent: Agent, env: Environment, config: EpisodeConfig):
         self.agent = agent
@@ -154,8 +157,8 @@ class EpisodeLoop:
         try:
             self._loop()
         except ProviderError as error:
-            self.outcome.status = "invalid"
-            self.outcome.invalid_reason = f"model provider failed: {error}"
+            self.outcome.status = "error"
+            self.outcome.error = error.to_json()
         self.outcome.wall_seconds = time.perf_counter() - started
         self.env.record_event("episode_end", self.outcome.to_json())
         return self.outcome
@@ -187,14 +190,20 @@ class EpisodeLoop:
                 # tool calls after the budget are not executed: the text is the answer
                 outcome.rejected_calls += len(reply.tool_calls)
                 outcome.final_text = reply.text
+                self._report("answer")
                 return
             outcome.rounds += 1
             for index, call in enumerate(reply.tool_calls):
                 self._execute(call, outcome.rounds, index)
+            self._report(", ".join(call.name for call in reply.tool_calls))
             if self.config.round_observation is not None:
                 text, images = self.config.round_observation(self.env, outcome.rounds)
                 outcome.images_received += len(images)
                 self.conversation.append(Message("user", text, images=images))
+
+    def _report(self, action: str) -> None:
+        if self.config.on_round is not None:
+            self.config.on_round(self.outcome, action)
 
     def _execute(self, call: ToolCall, round_id: int, index: int) -> None:
         outcome = self.outcome

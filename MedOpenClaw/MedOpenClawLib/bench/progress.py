@@ -1,7 +1,9 @@
-"""Live progress of a benchmark run on stderr: done/total, ETA and the running Task/Strict means.
+"""Live progress of a benchmark run on stderr: done/total, ETA, the running Task/Strict means and the outcome
+counts -- read from the same :class:`~.outcomes.Tally` that summary.json is written from, so they agree.
 
-On a terminal it redraws one line; otherwise (CI logs, files) it prints one line per finished episode, so
-logs stay readable. stdout is left alone: the runner's last stdout line is the aggregate JSON.
+On a terminal it redraws one line, which also shows the latest episode's round, last action and tokens while
+it runs; otherwise (CI logs, files) it prints one line per finished episode, so logs stay readable. stdout is
+left alone: the runner's last stdout line is the aggregate JSON.
 """
 
 from __future__ import annotations
@@ -11,53 +13,77 @@ import threading
 import time
 from typing import TextIO
 
+from .episode import EpisodeOutcome
+from .outcomes import ERROR, INVALID, Tally
+from .tasks import EpisodeTask
+
 
 def _clock(seconds: float) -> str:
     seconds = int(max(seconds, 0))
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
 
 
+def _tokens(count: int) -> str:
+    return f"{count / 1000:.1f}k" if count >= 1000 else str(count)
+
+
 class Progress:
-    def __init__(self, total: int, already_done: int = 0, stream: TextIO | None = None, width: int = 24):
-        self.total = total
-        self.done = already_done
+    def __init__(self, tally: Tally, stream: TextIO | None = None, max_rounds: int = 0, width: int = 24):
+        self.tally = tally
         self.stream = stream or sys.stderr
+        self.max_rounds = max_rounds
         self.width = width
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self.started = time.monotonic()
         self.fresh = 0  # episodes finished in this invocation (the ETA is based on these)
-        self.task: list[float] = []
-        self.strict: list[float] = []
-        self.invalid = 0
+        self.resumed = bool(tally.records)
         self._lock = threading.Lock()
 
     def line(self, label: str = "") -> str:
+        tally = self.tally
         elapsed = time.monotonic() - self.started
-        remaining = self.total - self.done
+        remaining = tally.total - tally.finished
         eta = elapsed / self.fresh * remaining if self.fresh else None
-        filled = int(self.width * self.done / self.total) if self.total else self.width
+        filled = int(self.width * tally.finished / tally.total) if tally.total else self.width
         bar = "#" * filled + "." * (self.width - filled)
+        task, strict = tally.means()
 
-        def mean(values: list[float]) -> str:
-            return f"{sum(values) / len(values):.3f}" if values else "-"
+        def shown(value: float | None) -> str:
+            return "-" if value is None else f"{value:.3f}"
 
-        return (f"[{bar}] {self.done}/{self.total} elapsed {_clock(elapsed)} "
-                f"ETA {_clock(eta) if eta is not None else '?'} task {mean(self.task)} strict {mean(self.strict)} "
-                f"invalid {self.invalid}" + (f" | {label}" if label else ""))
+        return (f"[{bar}] {tally.finished}/{tally.total} elapsed {_clock(elapsed)} "
+                f"ETA {_clock(eta) if eta is not None else '?'} task {shown(task)} strict {shown(strict)} "
+                f"invalid {tally.count(INVALID)} errors {tally.count(ERROR)}" + (f" | {label}" if label else ""))
 
-    def update(self, episode_id: str, score: dict | None, invalid: bool) -> None:
+    def update(self, episode_id: str) -> None:
+        """An episode's record joined the tally."""
         with self._lock:
-            self.done += 1
             self.fresh += 1
-            if invalid:
-                self.invalid += 1
-            elif score is not None:
-                self.task.append(score["task"])
-                self.strict.append(score["strict"])
             self._write(self.line(episode_id))
 
+    def episode(self, task: EpisodeTask, outcome: EpisodeOutcome, action: str) -> None:
+        """A running episode finished a model turn: on a terminal, show where it is."""
+        if not self.tty:
+            return
+        usage = outcome.usage
+        rounds = f"round {outcome.rounds}/{self.max_rounds}" if self.max_rounds else "answer turn"
+        label = (f"{task.episode_id} {rounds} {action[:40]} "
+                 f"tokens {_tokens(usage.input_tokens)} in/{_tokens(usage.output_tokens)} out")
+        with self._lock:
+            self._write(self.line(label))
+
+    def note(self, text: str) -> None:
+        """A message of its own line (interrupts, stop reasons, how to resume)."""
+        with self._lock:
+            if self.tty:
+                self.stream.write("\r\x1b[2K")
+            self.stream.write(text + "\n")
+            if self.tty:
+                self.stream.write(self.line())
+            self.stream.flush()
+
     def start(self) -> None:
-        self._write(self.line("resuming" if self.done else "starting"))
+        self._write(self.line("resuming" if self.resumed else "starting"))
 
     def finish(self) -> None:
         if self.tty:

@@ -1,159 +1,79 @@
-"""The batch runner behind ``medopenclaw bench run``: episodes over worker processes, with retry, resume and
-live progress, ending with the aggregate scores as the last line of stdout.
+"""The batch runner behind ``medopenclaw bench run``: plans the pending episodes, hands them to an executor,
+applies the error policy to what comes back, shows live progress, and ends with the aggregate scores as the
+last line of stdout.
 
 Layout of ``--out``::
 
     run.json                          the run's identity (module, agent, model, track, cases, ...)
-    episodes/<case>__r<k>/result.json one finished episode, written atomically (its presence = done)
+    episodes/<case>__r<k>/result.json one finished episode (scored or INVALID), written atomically
+    episodes/<case>__r<k>/error.json  the latest attempt ended in a provider error: re-run next time
     episodes/<case>__r<k>/trace-<attempt>.jsonl  the audit trace of each attempt (+ _images/)
     workers/<slot>/worker.log         worker output
     summary.json                      the aggregate, rewritten at the end of every invocation
 
-Resume: an episode is done exactly when its result.json exists, so re-running the same command skips it
-and an interrupted episode (no result.json) is simply run again -- nothing is lost or duplicated. A worker
-that crashes or hangs is replaced and the episode retried once; a second fault records it INVALID.
+Resume: running the same command again runs every episode without a result.json -- never run, interrupted,
+or errored -- and nothing finished is lost or duplicated. A worker that crashes or hangs is replaced and the
+episode retried once; a second fault records it INVALID. Ctrl-C once: start nothing new, let running episodes
+finish, write summary.json; twice: stop at once (running episodes are simply re-run on resume).
 """
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import json
-import os
-import queue
-import shutil
+import signal
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..audit import read_anchor
-from ..pathology.actions import MODEL_VISIBLE_ACTIONS
-from ..providers import ProviderConfig
-from .agents.base import Agent, AgentContext
-from .cases import PATHOLOGY_MODULES, Case, GroundTruth, load_cases, load_ground_truth
-from .episode import EpisodeConfig, EpisodePrompt, run_episode
-from .integrity import CaseIntegrityError
+from .agents.base import Agent
+from .cases import Case, GroundTruth, load_cases, load_ground_truth
+from .episode import EpisodePrompt
+from .executors import EpisodeJob, Executor, LocalExecutor, RoundListener
+from .outcomes import ERROR, EpisodeStore, ErrorPolicy, Tally, exit_status, outcome_of, write_json_atomic
 from .parsers import parse_response
-from .preload import (
-    Attachments,
-    PathologyRounds,
-    PreloadError,
-    module_prompt,
-    montage_prompt,
-    preload,
-    viewer_kind,
-)
+from .preload import Attachments
 from .progress import Progress
 from .scoring import aggregate, score_case
 from .scoring.batch import answered
 from .scoring.process import aggregate_process, process_metrics
-from .worker import WorkerEnvironment, WorkerError, WorkerFault, WorkerProcess
+from .tasks import EpisodeTask, RunConfig
 
-TRACKS = ("A", "B", "C")  # C: runtime-agnostic (App. C.2): one turn on slice montages
-MAX_ATTEMPTS = 2
+__all__ = ["BenchmarkRunner", "EpisodeTask", "RunConfig", "exit_status"]
 
-
-def write_json_atomic(path: Path, value: dict) -> None:
-    """Write-then-rename: a reader (or a resumed run) sees the whole file or none of it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(value, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+ExecutorFactory = Callable[[EpisodeJob, RunConfig, RoundListener], Executor]
 
 
-def check_track(track: str, module: str) -> None:
-    if track not in TRACKS:
-        raise ValueError(f"track must be one of {', '.join(TRACKS)}")
-    if track == "C" and module in PATHOLOGY_MODULES:
-        raise ValueError("Track C (2D slice montages) covers the radiology modules only")
+def local_executor(job: EpisodeJob, config: RunConfig, on_round: RoundListener) -> Executor:
+    return LocalExecutor(job, config.workers, on_round)
 
 
-@dataclass
-class RunConfig:
-    module: str
-    agent: str
-    out: Path
-    cases_dir: Path
-    track: str = "A"
-    limit: int | None = None
-    repeats: int = 1
-    workers: int = 1
-    slicer: str | None = None
-    max_rounds: int = 20
-    seed: int = 0
-    provider: ProviderConfig | None = None
-    replay_from: str | None = None  # --agent replay: the run whose recorded model outputs are replayed
-    call_timeout_s: float = 300.0
-    startup_timeout_s: float = 120.0
-    save_images: bool = True
-
-    def __post_init__(self):
-        check_track(self.track, self.module)
-
-    def identity(self) -> dict:
-        return {
-            "module": self.module,
-            "agent": self.agent,
-            "track": self.track,
-            "cases_dir": str(Path(self.cases_dir).resolve()),
-            "max_rounds": self.max_rounds,
-            "seed": self.seed,
-            "provider": self.provider.public() if self.provider else None,
-            "replay_from": self.replay_from,
-        }
-
-
-@dataclass(frozen=True)
-class EpisodeTask:
-    case: Case
-    repeat: int
-
-    @property
-    def episode_id(self) -> str:
-        return f"{self.case.case_id}__r{self.repeat}"
-
-
-@dataclass
-class WorkerSlot:
-    """One worker position of the pool: it starts a worker lazily and replaces it after a fault."""
-
-    directory: Path
-    config: RunConfig
-    worker: WorkerProcess | None = None
-    started: list[int] = field(default_factory=list)  # pids of every worker this slot launched
-
-    def ensure(self) -> WorkerProcess:
-        if self.worker is not None and not self.worker.alive():
-            self.discard()
-        if self.worker is None:
-            self.worker = WorkerProcess(self.directory, self.config.slicer, self.config.startup_timeout_s,
-                                        self.config.call_timeout_s).start()
-            self.started.append(self.worker.pid)
-        return self.worker
-
-    def discard(self) -> None:
-        if self.worker is not None:
-            self.worker.kill()
-            self.worker = None
-
-    def close(self) -> None:
-        if self.worker is not None:
-            self.worker.close()
-            self.worker = None
+class StopNow(BaseException):
+    """The second Ctrl-C: leave the result loop at once (not an Exception, so nothing swallows it)."""
 
 
 class BenchmarkRunner:
-    """Runs every pending episode of a configuration; ``make_agent(task)`` builds a fresh agent per episode."""
+    """Runs every pending episode of a configuration; ``make_agent(task)`` builds a fresh agent per episode,
+    ``make_executor`` decides where episodes execute (local worker processes by default)."""
 
     def __init__(self, config: RunConfig, make_agent: Callable[[EpisodeTask], Agent],
-                 build_prompt: Callable[[Case, Attachments, int], EpisodePrompt], progress_stream=None):
+                 build_prompt: Callable[[Case, Attachments, int], EpisodePrompt], progress_stream=None,
+                 make_executor: ExecutorFactory = local_executor, resume_hint: str = "the same command"):
         self.config = config
-        self.make_agent = make_agent
-        self.build_prompt = build_prompt
+        self.job = EpisodeJob(config, make_agent, build_prompt)
+        self.make_executor = make_executor
         self.out = Path(config.out)
+        self.store = EpisodeStore(self.out)
         self.progress_stream = progress_stream
-        self.slots: list[WorkerSlot] = []
+        self.resume_hint = resume_hint
+        self.executor: Executor | None = None
         self.executed: list[str] = []  # episode ids run by this invocation
+        self.interrupts = 0
+
+    @property
+    def slots(self) -> list:
+        """The local executor's worker slots (empty for other executors)."""
+        return getattr(self.executor, "slots", [])
 
     # ------------------------------------------------------------------ plan
     def tasks(self) -> list[EpisodeTask]:
@@ -164,7 +84,7 @@ class BenchmarkRunner:
         return [EpisodeTask(case, repeat) for case in cases for repeat in range(1, self.config.repeats + 1)]
 
     def result_path(self, task: EpisodeTask) -> Path:
-        return self.out / "episodes" / task.episode_id / "result.json"
+        return self.store.result_path(task.episode_id)
 
     def _check_identity(self) -> None:
         manifest = self.out / "run.json"
@@ -178,105 +98,86 @@ class BenchmarkRunner:
         else:
             write_json_atomic(manifest, identity)
 
+    def plan(self, tasks: list[EpisodeTask]) -> tuple[Tally, list[EpisodeTask]]:
+        """What earlier invocations left (the tally) and what to run now: every episode not finished."""
+        tally = Tally(len(tasks))
+        pending = []
+        for task in tasks:
+            existing = self.store.load(task.episode_id)
+            if existing is not None:
+                tally.record(task.episode_id, existing)
+            if existing is None or outcome_of(existing) == ERROR:
+                prior = existing["attempts"] if existing else 0
+                pending.append(dataclasses.replace(task, prior_attempts=prior))
+        return tally, pending
+
     # ------------------------------------------------------------------ run
     def run(self) -> dict:
         self.out.mkdir(parents=True, exist_ok=True)
         self._check_identity()
         tasks = self.tasks()
-        pending = [task for task in tasks if not self.result_path(task).exists()]
-        progress = Progress(len(tasks), len(tasks) - len(pending), self.progress_stream)
+        tally, pending = self.plan(tasks)
+        progress = Progress(tally, self.progress_stream, self.config.max_rounds)
         progress.start()
-        work: queue.Queue[EpisodeTask] = queue.Queue()
-        for task in pending:
-            work.put(task)
-        self.slots = [WorkerSlot(self.out / "workers" / f"w{index}", self.config)
-                      for index in range(min(self.config.workers, max(len(pending), 1)))]
-        errors: list[BaseException] = []
-
-        def drain(slot: WorkerSlot) -> None:
-            try:
-                while True:
-                    try:
-                        task = work.get_nowait()
-                    except queue.Empty:
-                        return
-                    record = self.run_task(slot, task)
-                    write_json_atomic(self.result_path(task), record)
-                    self.executed.append(task.episode_id)
-                    progress.update(task.episode_id, record.get("score"), bool(record.get("invalid")))
-            except BaseException as error:  # a harness bug: stop this thread, report after joining
-                errors.append(error)
-            finally:
-                slot.close()
-
-        threads = [threading.Thread(target=drain, args=(slot,), daemon=True) for slot in self.slots]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        progress.finish()
-        if errors:
-            raise errors[0]
-        summary = self.summarize(tasks)
+        policy = ErrorPolicy(self.config.fail_on_error)
+        self.executor = self.make_executor(self.job, self.config, progress.episode)
+        aborted = False
+        previous_handler = self._trap_interrupts(progress)
+        try:
+            self.executor.submit(pending)
+            while self.executor.outstanding():
+                item = self.executor.next_result(0.25)
+                if item is None:
+                    continue
+                task, record = item
+                record = self.store.write(self._scored(task, record))
+                tally.record(task.episode_id, record)
+                self.executed.append(task.episode_id)
+                progress.update(task.episode_id)
+                reason = policy.observe(record, tally)
+                if reason:
+                    progress.note(f"stopping: {reason}")
+                    self.executor.stop_dispatching()
+        except StopNow:
+            aborted = True
+            self.executor.abort()
+        finally:
+            if previous_handler is not None:
+                signal.signal(signal.SIGINT, previous_handler)
+            progress.finish()
+        if not aborted:
+            self.executor.close()
+        summary = self.summarize(tasks, tally, policy.stop_reason)
         write_json_atomic(self.out / "summary.json", summary)
+        if summary["interrupted"] or summary["errors"] or summary["missing"]:
+            progress.note(f"{summary['errors']} episodes in error, {summary['missing']} not run: "
+                          f"to resume, run {self.resume_hint} again")
         return summary
 
-    def run_task(self, slot: WorkerSlot, task: EpisodeTask) -> dict:
-        faults = []
-        for attempt in range(1, MAX_ATTEMPTS + 1):
-            try:
-                return self.attempt(slot.ensure(), task, attempt)
-            except CaseIntegrityError as changed:  # the package, not the worker: retrying cannot help
-                return self._record(task, attempt, response=None, invalid=f"case package changed: {changed}")
-            except (WorkerFault, WorkerError, PreloadError) as fault:
-                slot.discard()
-                faults.append(f"attempt {attempt}: {type(fault).__name__}: {fault}")
-        return self._record(task, MAX_ATTEMPTS, response=None, invalid="environment fault: " + "; ".join(faults),
-                            faults=faults)
+    def _trap_interrupts(self, progress: Progress):
+        """Ctrl-C once: finish running episodes and start nothing new; twice: stop at once. Only the main
+        thread may install a handler (None is returned elsewhere and Ctrl-C keeps its default)."""
+        if threading.current_thread() is not threading.main_thread():
+            return None
 
-    def attempt(self, worker: WorkerProcess, task: EpisodeTask, attempt: int) -> dict:
-        config = self.config
-        case = task.case
-        episode_dir = self.out / "episodes" / task.episode_id
-        trace_path = episode_dir / f"trace-{attempt}.jsonl"
-        env = WorkerEnvironment(worker)
-        header = {"episode_id": task.episode_id, "case_id": case.case_id, "module": config.module,
-                  "repeat": task.repeat, "attempt": attempt, "agent": config.agent, "track": config.track,
-                  "provider": config.provider.public() if config.provider else None, "worker_pid": worker.pid}
-        env.start(viewer_kind(config.module), [str(case.data_root)], "B" if config.track == "B" else "A",
-                  config.max_rounds, str(trace_path), header, config.save_images)
-        attachments = preload(env, case)
-        pathology = config.module in PATHOLOGY_MODULES
-        track_c = config.track == "C"
-        tools = [] if track_c else env.tools()  # Track C: one answer turn on slice montages, no tools
-        if pathology:  # Table 10: the tools the paper's pathology agents see
-            tools = [tool for tool in tools if tool["name"] in MODEL_VISIBLE_ACTIONS]
-        max_rounds = 0 if track_c else config.max_rounds
-        agent = self.make_agent(task)
-        truth = load_ground_truth(config.cases_dir, case.case_id) if agent.privileged else None
-        agent.reset(AgentContext(module=config.module, case=case, tools=tools, max_rounds=max_rounds,
-                                 one_call_per_round=pathology, ground_truth=truth, seed=config.seed + task.repeat))
-        if track_c:
-            prompt = montage_prompt(case, env, attachments)
-        else:
-            prompt = self.build_prompt(case, attachments, config.max_rounds)
-        rounds = PathologyRounds(case, config.max_rounds) if pathology else None
-        episode_config = EpisodeConfig(max_rounds=max_rounds, one_call_per_round=pathology, round_observation=rounds)
-        outcome = run_episode(agent, env, prompt, episode_config)
-        env.end()
-        record = self._record(task, attempt, response=outcome.final_text,
-                              invalid=outcome.invalid_reason if outcome.status == "invalid" else None,
-                              trace=trace_path.relative_to(self.out).as_posix(), trace_anchor=read_anchor(trace_path),
-                              outcome=outcome.to_json(),
-                              worker_pid=worker.pid)
-        return record
+        def interrupt(signum, frame):
+            self.interrupts += 1
+            if self.interrupts > 1:
+                progress.note("interrupted again: stopping now")
+                raise StopNow
+            running = self.executor.outstanding() if self.executor else 0
+            progress.note(f"interrupted: finishing the running episodes ({running} outstanding, nothing new "
+                          "starts); Ctrl-C again to stop now")
+            if self.executor is not None:
+                self.executor.stop_dispatching()
 
-    def _record(self, task: EpisodeTask, attempts: int, response: str | None, invalid: str | None,
-                **extra) -> dict:
-        record = {"episode_id": task.episode_id, "case_id": task.case.case_id, "repeat": task.repeat,
-                  "attempts": attempts, "response": response, "invalid": invalid, **extra}
-        record["score"] = self.score(task.case.case_id, response, invalid).to_json()
-        return record
+        return signal.signal(signal.SIGINT, interrupt)
+
+    def _scored(self, task: EpisodeTask, record: dict) -> dict:
+        if outcome_of(record) == ERROR:
+            return {**record, "score": None}
+        return {**record, "score": self.score(task.case.case_id, record.get("response"),
+                                              record.get("invalid")).to_json()}
 
     # ------------------------------------------------------------------ score
     def ground_truth(self, case_id: str) -> GroundTruth:
@@ -288,16 +189,18 @@ class BenchmarkRunner:
         score.details["parsed"] = parsed
         return score
 
-    def summarize(self, tasks: list[EpisodeTask]) -> dict:
-        """Aggregate every finished episode of the run (this invocation's and earlier ones) the same way."""
+    def summarize(self, tasks: list[EpisodeTask], tally: Tally | None = None, stopped: str | None = None) -> dict:
+        """Aggregate every finished episode of the run (this invocation's and earlier ones) the same way; the
+        outcome counts come from the same tally the progress line shows."""
         from ..audit import read_trace
 
+        if tally is None:
+            tally = self.plan(tasks)[0]
         scores, process = [], []
         for task in tasks:
-            path = self.result_path(task)
-            if not path.exists():
+            record = tally.records.get(task.episode_id)
+            if record is None or outcome_of(record) == ERROR:
                 continue
-            record = json.loads(path.read_text())
             score = self.score(record["case_id"], record.get("response"), record.get("invalid"))
             scores.append(score)
             if record.get("trace") and not record.get("invalid"):
@@ -308,142 +211,10 @@ class BenchmarkRunner:
                                                      "strict": None, "loc": None, "invalid": 0}
         summary["module"] = self.config.module
         summary["episodes"] = len(scores)
-        summary["missing"] = len(tasks) - len(scores)
+        summary.update(tally.to_json())
         summary["executed_now"] = len(self.executed)
+        summary["stopped"] = stopped
+        summary["interrupted"] = self.interrupts > 0
         if process:
             summary["process"] = aggregate_process(process)
         return summary
-
-
-# ---------------------------------------------------------------------------------------------------- CLI
-def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
-    return Path(cache_dir or os.environ.get("MEDOPENCLAW_CACHE") or Path.home() / ".cache" / "medopenclaw")
-
-
-def cohort_fingerprint() -> str:
-    """Hash of the generator and loader sources: a changed generator never reuses a stale cached cohort."""
-    package = Path(__file__).resolve().parent
-    digest = hashlib.sha256()
-    for path in sorted([*(package / "synthetic").glob("*.py"), *(package / "loaders").glob("*.py"),
-                        package / "cases.py"]):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:12]
-
-
-def synthetic_cases(module: str, seed: int = 0, cases: int = 6, cache_dir: str | os.PathLike | None = None) -> Path:
-    """The embedded synthetic cohort of ``module`` as a case package, generated once and cached. The package is
-    built in a staging directory and renamed into place, so an interrupted generation is simply redone and
-    concurrent runs never see half a package."""
-    from .loaders import prepare
-    from .synthetic.cohort import DATASET_DIRS, CohortConfig, write_cohort
-
-    root = cache_root(cache_dir) / f"synthetic-{cohort_fingerprint()}-seed{seed}-n{cases}"
-    package = root / "cases" / module
-    if (package / "manifest.json").exists():
-        return package
-    staging = root / f"staging-{module}-{os.getpid()}"
-    try:
-        write_cohort(staging / "raw", CohortConfig(seed=seed, cases=cases), modules=[module])
-        prepare(module, staging / "raw" / DATASET_DIRS[module], staging / "cases")
-        package.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.replace(staging / "cases", package)
-        except OSError:  # another run finished the same package first
-            if not (package / "manifest.json").exists():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)  # packages hard-link (or copy) files: the raw layout can go
-    return package
-
-
-MODEL_AGENTS = ("model", "montage")  # agents that call a model provider
-
-
-def agent_factory(args) -> Callable[[EpisodeTask], Agent]:
-    from .agents import OFFLINE_AGENTS
-    from .agents.model import ModelAgent
-    from .agents.replay import ReplayAgent, episode_trace, recorded_outputs
-
-    if args.agent in OFFLINE_AGENTS:
-        return lambda task: OFFLINE_AGENTS[args.agent]()
-    if args.agent in MODEL_AGENTS:
-        from ..providers import make_provider
-
-        config = provider_config(args)
-        return lambda task: ModelAgent(make_provider(config), name=args.agent)
-    if args.agent == "replay":
-        def replay(task: EpisodeTask) -> Agent:
-            trace = episode_trace(args.replay_from, task.episode_id)
-            return ReplayAgent(recorded_outputs(trace), source=str(trace))
-
-        return replay
-    raise ValueError(f"unknown agent {args.agent!r}")
-
-
-def provider_config(args) -> ProviderConfig | None:
-    if args.agent not in MODEL_AGENTS:
-        return None
-    return ProviderConfig.resolve(model=args.model, provider=args.provider, base_url=args.base_url,
-                                  temperature=args.temperature, seed=args.seed, timeout_s=args.model_timeout)
-
-
-def check_agent_track(args) -> None:
-    """Track C is the one-turn montage baseline: only the montage agent (or a replay of one) runs there."""
-    check_track(args.track, args.module)
-    if args.agent == "montage" and args.track != "C":
-        raise ValueError("--agent montage is the Track C baseline: add --track C")
-    if args.track == "C" and args.agent not in ("montage", "replay"):
-        raise ValueError("Track C runs --agent montage (or --agent replay of a montage run)")
-    if (args.agent == "replay") != bool(args.replay_from):
-        raise ValueError("--agent replay needs --replay-from RUN_DIR, and --replay-from needs --agent replay")
-
-
-def _run(args) -> int:
-    import sys
-
-    try:
-        check_agent_track(args)
-        cases_dir = Path(args.cases) if args.cases else synthetic_cases(args.module, args.cohort_seed,
-                                                                        cache_dir=args.cache_dir)
-        config = RunConfig(module=args.module, agent=args.agent, out=Path(args.out), cases_dir=cases_dir,
-                           track=args.track, limit=args.limit, repeats=args.repeats, workers=args.workers,
-                           slicer=args.slicer, max_rounds=args.max_rounds, seed=args.seed,
-                           provider=provider_config(args), call_timeout_s=args.call_timeout,
-                           replay_from=str(Path(args.replay_from).resolve()) if args.replay_from else None)
-        summary = BenchmarkRunner(config, agent_factory(args), module_prompt).run()
-    except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(json.dumps(summary, sort_keys=True))  # the last stdout line: the aggregate, keys as `bench score`
-    return 0
-
-
-def add_bench_subcommand(bench_subparsers) -> None:
-    from .agents import OFFLINE_AGENTS
-    from .cases import MODULES
-
-    parser = bench_subparsers.add_parser("run", help="run agents on MedFlow-Bench episodes (resumable)")
-    parser.add_argument("--module", required=True, choices=MODULES)
-    parser.add_argument("--agent", required=True, choices=[*OFFLINE_AGENTS, *MODEL_AGENTS, "replay"],
-                        help="oracle, heuristic, random (offline); model; montage (Track C); replay")
-    parser.add_argument("--replay-from", help="--agent replay: an earlier run directory whose model outputs to replay")
-    parser.add_argument("--model", help="model name for --agent model/montage (or MEDOPENCLAW_MODEL)")
-    parser.add_argument("--provider", choices=("openai", "anthropic"), help="wire protocol (or MEDOPENCLAW_PROVIDER)")
-    parser.add_argument("--base-url", help="API base URL (or MEDOPENCLAW_BASE_URL); the key: MEDOPENCLAW_API_KEY")
-    parser.add_argument("--temperature", type=float, default=0.0)
-    parser.add_argument("--model-timeout", type=float, default=120.0, help="seconds per model call")
-    parser.add_argument("--track", choices=TRACKS, default="A",
-                        help="A viewer-native, B advanced operators, C 2D slice montage in one turn")
-    parser.add_argument("--cases", help="case packages from `bench prepare`; default: the synthetic cohort")
-    parser.add_argument("--cohort-seed", type=int, default=0, help="seed of the embedded synthetic cohort")
-    parser.add_argument("--cache-dir", help="where the synthetic cohort is cached (default: MEDOPENCLAW_CACHE "
-                                            "or ~/.cache/medopenclaw)")
-    parser.add_argument("--limit", type=int, help="first N cases only")
-    parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--workers", type=int, default=1, help="viewer worker processes")
-    parser.add_argument("--slicer", help="path of a 3D Slicer executable to use as the worker")
-    parser.add_argument("--max-rounds", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--call-timeout", type=float, default=300.0, help="seconds before a worker call is a hang")
-    parser.add_argument("--out", required=True)
-    parser.set_defaults(func=_run)

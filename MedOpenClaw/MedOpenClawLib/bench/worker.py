@@ -285,7 +285,9 @@ class WorkerProcess:
         token = secrets.token_urlsafe(24)
         env = {**os.environ, TOKEN_ENV: token}
         log = open(self.workdir / "worker.log", "ab")  # noqa: SIM115 - owned by the child process
-        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env)
+        # a session of its own: a Ctrl-C at the terminal reaches the runner only, which decides what stops
+        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+                                        start_new_session=True)
         log.close()
         deadline = time.monotonic() + self.startup_timeout_s
         while not ready.exists():

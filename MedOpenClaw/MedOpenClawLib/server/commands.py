@@ -8,10 +8,7 @@ import os
 import threading
 from pathlib import Path
 
-from ..audit import AuditTrace, verify_trace
-from ..replay import replay_trace
-from ..session import build_slicer_registry
-from .rest import RestService, SceneThreadExecutor, make_http_server, new_token
+# the viewer (slicer, vtk) is imported by the commands that run it, so `--help` and `trace verify` stay light
 
 SERVE_TRACE_WINDOW = 1000
 
@@ -48,6 +45,10 @@ def add_commands(subparsers) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    from ..audit import AuditTrace
+    from ..session import build_slicer_registry
+    from .rest import RestService, SceneThreadExecutor, make_http_server, new_token
+
     token = os.environ.get("MEDOPENCLAW_TOKEN") or new_token()
     # the file keeps every record; memory keeps a window (a long-running server must not grow without bound)
     trace = AuditTrace(args.trace, header={"front_end": "rest"}, save_images=args.trace is not None,
@@ -70,6 +71,8 @@ def run_serve(args: argparse.Namespace) -> int:
 
 def tools_markdown(track: str, exclusive: bool = False) -> str:
     """A Markdown table of the tools on ``track``; ``exclusive`` keeps only those not offered on other tracks."""
+    from ..session import build_slicer_registry
+
     registry = build_slicer_registry([], track=track)
     lines = ["| tool | role | tracks | arguments | purpose |", "| --- | --- | --- | --- | --- |"]
     for action in registry.actions():
@@ -84,6 +87,8 @@ def tools_markdown(track: str, exclusive: bool = False) -> str:
 
 
 def run_tools(args: argparse.Namespace) -> int:
+    from ..session import build_slicer_registry
+
     if args.format == "markdown":
         print(tools_markdown(args.track))
         return 0
@@ -93,6 +98,8 @@ def run_tools(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
+    from ..replay import replay_trace
+
     report = replay_trace(args.trace, args.data_root)
     print(json.dumps(report.to_json(), indent=2, default=str))
     return 0 if report.ok else 1
@@ -114,6 +121,8 @@ def expected_anchor(args: argparse.Namespace) -> dict | None:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    from ..audit import verify_trace
+
     report = verify_trace(args.trace, anchor=expected_anchor(args))
     print(json.dumps(report.to_json()))
     return 0 if report.ok else 1

@@ -1,0 +1,251 @@
+"""Where episodes execute. The runner owns the policy (what to run, outcomes, when to stop, what is written);
+an :class:`Executor` only runs :class:`EpisodeJob` s and hands their records back.
+
+:class:`LocalExecutor` runs them on a pool of local viewer worker processes, one thread per worker. Another
+executor (e.g. over a Ray cluster) implements the same five methods and ships the same picklable job, so every
+executor shares exactly one error policy.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..audit import read_anchor
+from ..pathology.actions import MODEL_VISIBLE_ACTIONS
+from .agents.base import Agent, AgentContext
+from .cases import PATHOLOGY_MODULES, Case, load_ground_truth
+from .episode import EpisodeConfig, EpisodeOutcome, EpisodePrompt, run_episode
+from .integrity import CaseIntegrityError
+from .preload import Attachments, PathologyRounds, PreloadError, montage_prompt, preload, viewer_kind
+from .tasks import EpisodeTask, RunConfig
+from .worker import WorkerEnvironment, WorkerError, WorkerFault, WorkerProcess
+
+MAX_WORKER_ATTEMPTS = 2  # a worker fault is retried once on a fresh worker; a second makes the episode INVALID
+
+RoundListener = Callable[[EpisodeTask, EpisodeOutcome, str], None]
+
+
+@dataclass
+class WorkerSlot:
+    """One worker position of a pool: it starts a worker lazily and replaces it after a fault."""
+
+    directory: Path
+    config: RunConfig
+    worker: WorkerProcess | None = None
+    started: list[int] = field(default_factory=list)  # pids of every worker this slot launched
+    retired: bool = False  # set when the run is aborted: no new worker may start
+
+    def ensure(self) -> WorkerProcess:
+        if self.retired:
+            raise WorkerFault("the run was stopped")
+        if self.worker is not None and not self.worker.alive():
+            self.discard()
+        if self.worker is None:
+            self.worker = WorkerProcess(self.directory, self.config.slicer, self.config.startup_timeout_s,
+                                        self.config.call_timeout_s).start()
+            self.started.append(self.worker.pid)
+        return self.worker
+
+    def discard(self) -> None:
+        if self.worker is not None:
+            self.worker.kill()
+            self.worker = None
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
+
+
+class EpisodeJob:
+    """Runs one episode on a worker slot and returns its unscored record (the runner scores and writes it).
+
+    Holds only the run configuration and two factories, so it can be pickled to a remote executor."""
+
+    def __init__(self, config: RunConfig, make_agent: Callable[[EpisodeTask], Agent],
+                 build_prompt: Callable[[Case, Attachments, int], EpisodePrompt]):
+        self.config = config
+        self.make_agent = make_agent
+        self.build_prompt = build_prompt
+
+    def __call__(self, slot: WorkerSlot, task: EpisodeTask, on_round: RoundListener | None = None) -> dict:
+        faults = []
+        for attempt in range(task.prior_attempts + 1, task.prior_attempts + MAX_WORKER_ATTEMPTS + 1):
+            try:
+                return self.attempt(slot.ensure(), task, attempt, on_round)
+            except CaseIntegrityError as changed:  # the package, not the worker: retrying cannot help
+                return record(task, attempt, response=None, invalid=f"case package changed: {changed}")
+            except (WorkerFault, WorkerError, PreloadError) as fault:
+                slot.discard()
+                faults.append(f"attempt {attempt}: {type(fault).__name__}: {fault}")
+        return record(task, task.prior_attempts + MAX_WORKER_ATTEMPTS, response=None,
+                      invalid="environment fault: " + "; ".join(faults), faults=faults)
+
+    def attempt(self, worker: WorkerProcess, task: EpisodeTask, attempt: int,
+                on_round: RoundListener | None = None) -> dict:
+        config = self.config
+        case = task.case
+        out = Path(config.out)
+        trace_path = out / "episodes" / task.episode_id / f"trace-{attempt}.jsonl"
+        env = WorkerEnvironment(worker)
+        header = {"episode_id": task.episode_id, "case_id": case.case_id, "module": config.module,
+                  "repeat": task.repeat, "attempt": attempt, "agent": config.agent, "track": config.track,
+                  "provider": config.provider.public() if config.provider else None, "worker_pid": worker.pid}
+        env.start(viewer_kind(config.module), [str(case.data_root)], "B" if config.track == "B" else "A",
+                  config.max_rounds, str(trace_path), header, config.save_images)
+        attachments = preload(env, case)
+        pathology = config.module in PATHOLOGY_MODULES
+        track_c = config.track == "C"
+        tools = [] if track_c else env.tools()  # Track C: one answer turn on slice montages, no tools
+        if pathology:  # Table 10: the tools the paper's pathology agents see
+            tools = [tool for tool in tools if tool["name"] in MODEL_VISIBLE_ACTIONS]
+        max_rounds = 0 if track_c else config.max_rounds
+        agent = self.make_agent(task)
+        truth = load_ground_truth(config.cases_dir, case.case_id) if agent.privileged else None
+        agent.reset(AgentContext(module=config.module, case=case, tools=tools, max_rounds=max_rounds,
+                                 one_call_per_round=pathology, ground_truth=truth, seed=config.seed + task.repeat))
+        if track_c:
+            prompt = montage_prompt(case, env, attachments)
+        else:
+            prompt = self.build_prompt(case, attachments, config.max_rounds)
+        rounds = PathologyRounds(case, config.max_rounds) if pathology else None
+        listener = (lambda outcome, action: on_round(task, outcome, action)) if on_round else None
+        episode_config = EpisodeConfig(max_rounds=max_rounds, one_call_per_round=pathology, round_observation=rounds,
+                                       on_round=listener)
+        outcome = run_episode(agent, env, prompt, episode_config)
+        env.end()
+        return record(task, attempt, response=outcome.final_text, invalid=None, error=outcome.error,
+                      trace=trace_path.relative_to(out).as_posix(), trace_anchor=read_anchor(trace_path),
+                      outcome=outcome.to_json(), worker_pid=worker.pid)
+
+
+def record(task: EpisodeTask, attempts: int, response: str | None, invalid: str | None,
+           error: dict | None = None, **extra) -> dict:
+    return {"episode_id": task.episode_id, "case_id": task.case.case_id, "repeat": task.repeat,
+            "attempts": attempts, "response": response, "invalid": invalid, "error": error, **extra}
+
+
+class Executor(ABC):
+    """Runs submitted episodes and hands back ``(task, record)`` pairs as they finish."""
+
+    @abstractmethod
+    def submit(self, tasks: Sequence[EpisodeTask]) -> None: ...
+
+    @abstractmethod
+    def next_result(self, timeout_s: float) -> tuple[EpisodeTask, dict] | None:
+        """The next finished episode, or None after ``timeout_s``; re-raises a harness failure."""
+
+    @abstractmethod
+    def outstanding(self) -> int:
+        """Submitted episodes whose record has not been handed back (and will be)."""
+
+    @abstractmethod
+    def stop_dispatching(self) -> None:
+        """Start no new episode; running ones finish and are handed back."""
+
+    @abstractmethod
+    def abort(self) -> None:
+        """Stop now: running episodes are abandoned (they have no record, so a resume runs them again)."""
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release the workers once every result was handed back."""
+
+
+class LocalExecutor(Executor):
+    """A pool of local viewer worker processes, one thread each; a worker stays warm across episodes.
+
+    A thread takes its next episode only after the runner has processed its previous result (the runner
+    signals that by asking for the next one), so a stop decided on that result starts nothing new."""
+
+    def __init__(self, job: EpisodeJob, workers: int, on_round: RoundListener | None = None):
+        self.job = job
+        self.workers = max(workers, 1)
+        self.on_round = on_round
+        self.slots: list[WorkerSlot] = []
+        self._work: queue.Queue[EpisodeTask] = queue.Queue()
+        self._results: queue.Queue[tuple[EpisodeTask, dict, threading.Event] | BaseException] = queue.Queue()
+        self._outstanding = 0
+        self._lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._last_handed: threading.Event | None = None
+
+    def submit(self, tasks: Sequence[EpisodeTask]) -> None:
+        for task in tasks:
+            self._work.put(task)
+        with self._lock:
+            self._outstanding += len(tasks)
+        out = Path(self.job.config.out)
+        while len(self.slots) < min(self.workers, max(self._outstanding, 1)):
+            slot = WorkerSlot(out / "workers" / f"w{len(self.slots)}", self.job.config)
+            self.slots.append(slot)
+            thread = threading.Thread(target=self._drain, args=(slot,), daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _drain(self, slot: WorkerSlot) -> None:
+        try:
+            while True:
+                try:
+                    task = self._work.get_nowait()
+                except queue.Empty:
+                    return
+                processed = threading.Event()
+                self._results.put((task, self.job(slot, task, self.on_round), processed))
+                processed.wait()
+        except BaseException as error:  # a harness bug: hand it to the runner, which re-raises it
+            self._results.put(error)
+        finally:
+            slot.close()
+
+    def _release_last(self) -> None:
+        if self._last_handed is not None:
+            self._last_handed.set()
+            self._last_handed = None
+
+    def next_result(self, timeout_s: float) -> tuple[EpisodeTask, dict] | None:
+        self._release_last()  # the runner is done with the previous result
+        try:
+            item = self._results.get(timeout=timeout_s)
+        except queue.Empty:
+            return None
+        with self._lock:
+            self._outstanding -= 1
+        if isinstance(item, BaseException):
+            raise item
+        task, record, self._last_handed = item
+        return task, record
+
+    def outstanding(self) -> int:
+        with self._lock:
+            return self._outstanding
+
+    def stop_dispatching(self) -> None:
+        dropped = 0
+        while True:
+            try:
+                self._work.get_nowait()
+            except queue.Empty:
+                break
+            dropped += 1
+        with self._lock:
+            self._outstanding -= dropped
+
+    def abort(self) -> None:
+        self.stop_dispatching()
+        for slot in self.slots:
+            slot.retired = True
+            slot.discard()
+        with self._lock:
+            self._outstanding = 0
+        self._release_last()
+
+    def close(self) -> None:
+        self._release_last()
+        for thread in self._threads:
+            thread.join()

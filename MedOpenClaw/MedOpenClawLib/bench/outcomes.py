@@ -1,0 +1,183 @@
+"""Episode outcomes and the run's error policy -- one piece shared by every executor.
+
+Three outcomes, kept apart (as inspect_ai keeps sample errors apart from scores):
+
+- *scored*: the episode finished and its answer was scored;
+- *INVALID*: an environment fault (a worker that crashed or hung twice, a case that cannot be loaded); the
+  paper excludes these from every denominator, and they are final;
+- *error*: the model provider failed (outage, rate limit past the retry deadline, a rejected request); the
+  episode is re-run when the same command runs again, and the run exits non-zero while any remain.
+
+On disk, ``episodes/<id>/result.json`` holds a finished (scored or INVALID) episode and ``error.json`` an
+errored one; the first finished attempt replaces the error. The progress line and ``summary.json`` both read
+the same :class:`Tally`, so they always agree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..providers.messages import Usage
+
+SCORED, INVALID, ERROR = "scored", "invalid", "error"
+EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+
+
+def write_json_atomic(path: Path, value: dict) -> None:
+    """Write-then-rename: a reader (or a resumed run) sees the whole file or none of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(value, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
+    os.replace(temporary, path)
+
+
+def outcome_of(record: dict) -> str:
+    if record.get("error"):
+        return ERROR
+    return INVALID if record.get("invalid") else SCORED
+
+
+def episode_usage(record: dict) -> Usage:
+    """Every model call the episode paid for, over all its attempts (errored ones included)."""
+    return Usage.from_json(record.get("usage_all_attempts") or (record.get("outcome") or {}).get("usage"))
+
+
+class EpisodeStore:
+    """The episode files of a run directory."""
+
+    def __init__(self, out: Path):
+        self.out = Path(out)
+
+    def directory(self, episode_id: str) -> Path:
+        return self.out / "episodes" / episode_id
+
+    def result_path(self, episode_id: str) -> Path:
+        return self.directory(episode_id) / "result.json"
+
+    def error_path(self, episode_id: str) -> Path:
+        return self.directory(episode_id) / "error.json"
+
+    def load(self, episode_id: str) -> dict | None:
+        """The episode's latest record: finished, else errored, else None (never run or interrupted)."""
+        for path in (self.result_path(episode_id), self.error_path(episode_id)):
+            if path.exists():
+                return json.loads(path.read_text(encoding="utf-8"))
+        return None
+
+    def write(self, record: dict) -> dict:
+        """Persist one attempt's record; usage of earlier errored attempts is carried into it."""
+        episode_id = record["episode_id"]
+        earlier = self.error_path(episode_id)
+        usage = Usage.from_json((record.get("outcome") or {}).get("usage"))
+        if earlier.exists():
+            usage.add(episode_usage(json.loads(earlier.read_text(encoding="utf-8"))))
+        record = {**record, "usage_all_attempts": usage.to_json()}
+        if outcome_of(record) == ERROR:
+            write_json_atomic(earlier, record)
+        else:
+            write_json_atomic(self.result_path(episode_id), record)
+            earlier.unlink(missing_ok=True)
+        return record
+
+
+@dataclass
+class Tally:
+    """Counts over a run's episodes (this invocation's and earlier ones'), keyed by episode id."""
+
+    total: int
+    records: dict[str, dict] = field(default_factory=dict)
+
+    def record(self, episode_id: str, record: dict) -> None:
+        self.records[episode_id] = record
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for record in list(self.records.values()) if outcome_of(record) == outcome)
+
+    @property
+    def finished(self) -> int:
+        return self.count(SCORED) + self.count(INVALID)
+
+    @property
+    def missing(self) -> int:
+        return self.total - len(self.records)
+
+    def means(self) -> tuple[float | None, float | None]:
+        # list(): a snapshot, since the terminal progress line reads the tally from episode threads
+        scores = [record["score"] for record in list(self.records.values()) if outcome_of(record) == SCORED]
+        if not scores:
+            return None, None
+        return (sum(s["task"] for s in scores) / len(scores), sum(s["strict"] for s in scores) / len(scores))
+
+    def usage(self) -> Usage:
+        total = Usage()
+        for record in self.records.values():
+            total.add(episode_usage(record))
+        return total
+
+    def errors(self) -> list[dict]:
+        return [
+            {"episode_id": episode_id, **(record.get("error") or {})}
+            for episode_id, record in sorted(self.records.items())
+            if outcome_of(record) == ERROR
+        ]
+
+    def to_json(self) -> dict:
+        """The outcome fields of summary.json."""
+        usage = self.usage()
+        return {
+            "scored": self.count(SCORED),
+            "invalid": self.count(INVALID),
+            "errors": self.count(ERROR),
+            "missing": self.missing,
+            "error_episodes": self.errors(),
+            "usage": usage.to_json(),
+            "cost_usd": None if usage.cost_usd is None else round(usage.cost_usd, 6),
+        }
+
+
+def parse_fail_on_error(text: str) -> float:
+    """``--fail-on-error``: an integer N >= 1, or a fraction in (0, 1)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"--fail-on-error takes a count (e.g. 5) or a fraction (e.g. 0.1), not {text!r}") from None
+    if not (0 < value < 1 or (value >= 1 and value.is_integer())):
+        raise ValueError(f"--fail-on-error must be an integer >= 1 or a fraction between 0 and 1, not {text}")
+    return value
+
+
+@dataclass
+class ErrorPolicy:
+    """When a run stops early. ``fail_on_error`` N >= 1: once N episodes of this invocation ended in error;
+    a fraction f: once more than f of the run's episodes are in error. A fatal provider error (rejected key,
+    unknown model) always stops the run: no later episode could succeed."""
+
+    fail_on_error: float | None = None
+    fresh_errors: int = 0
+    stop_reason: str | None = None
+
+    def observe(self, record: dict, tally: Tally) -> str | None:
+        """Account one finished attempt; return the reason to stop starting episodes, once."""
+        if outcome_of(record) != ERROR or self.stop_reason:
+            return None
+        self.fresh_errors += 1
+        error = record.get("error") or {}
+        limit = self.fail_on_error
+        if error.get("fatal"):
+            self.stop_reason = f"the model provider cannot serve this run: {error.get('message')}"
+        elif limit is not None and limit >= 1 and self.fresh_errors >= limit:
+            self.stop_reason = f"{self.fresh_errors} episodes ended in error (--fail-on-error {limit:g})"
+        elif limit is not None and limit < 1 and tally.count(ERROR) > limit * tally.total:
+            self.stop_reason = (f"{tally.count(ERROR)} of {tally.total} episodes are in error "
+                                f"(--fail-on-error {limit:g})")
+        return self.stop_reason
+
+
+def exit_status(summary: dict) -> int:
+    """0 only when every episode finished (scored or INVALID): errors or episodes not run are non-zero."""
+    if summary.get("interrupted"):
+        return EXIT_INTERRUPTED
+    return EXIT_ERRORS if summary.get("errors") or summary.get("missing") else EXIT_OK

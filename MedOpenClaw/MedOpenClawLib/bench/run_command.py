@@ -1,0 +1,223 @@
+"""``medopenclaw bench run``: its flags, and turning them into a run (pre-flight, runner, exit status).
+
+Registering the flags imports nothing heavy, so ``bench run --help`` is instant; the runner and everything it
+needs are imported only when a run starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shlex
+import shutil
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+MODEL_AGENTS = ("model", "montage")  # agents that call a model provider
+OFFLINE_AGENT_NAMES = ("oracle", "heuristic", "random")  # agents.OFFLINE_AGENTS, named without importing them
+
+
+def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
+    return Path(cache_dir or os.environ.get("MEDOPENCLAW_CACHE") or Path.home() / ".cache" / "medopenclaw")
+
+
+def cohort_fingerprint() -> str:
+    """Hash of the generator and loader sources: a changed generator never reuses a stale cached cohort."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted([*(package / "synthetic").glob("*.py"), *(package / "loaders").glob("*.py"),
+                        package / "cases.py"]):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def synthetic_cases(module: str, seed: int = 0, cases: int = 6, cache_dir: str | os.PathLike | None = None) -> Path:
+    """The embedded synthetic cohort of ``module`` as a case package, generated once and cached. The package is
+    built in a staging directory and renamed into place, so an interrupted generation is simply redone and
+    concurrent runs never see half a package."""
+    from .loaders import prepare
+    from .synthetic.cohort import DATASET_DIRS, CohortConfig, write_cohort
+
+    root = cache_root(cache_dir) / f"synthetic-{cohort_fingerprint()}-seed{seed}-n{cases}"
+    package = root / "cases" / module
+    if (package / "manifest.json").exists():
+        return package
+    staging = root / f"staging-{module}-{os.getpid()}"
+    try:
+        write_cohort(staging / "raw", CohortConfig(seed=seed, cases=cases), modules=[module])
+        prepare(module, staging / "raw" / DATASET_DIRS[module], staging / "cases")
+        package.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.replace(staging / "cases", package)
+        except OSError:  # another run finished the same package first
+            if not (package / "manifest.json").exists():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # packages hard-link (or copy) files: the raw layout can go
+    return package
+
+
+
+def agent_factory(args, provider) -> Callable:
+    """``make_agent(task)`` for the chosen agent; ``provider`` is the resolved ProviderConfig of model agents."""
+    from .agents import OFFLINE_AGENTS
+    from .agents.model import ModelAgent
+    from .agents.replay import ReplayAgent, episode_trace, recorded_outputs
+
+    if args.agent in OFFLINE_AGENTS:
+        return lambda task: OFFLINE_AGENTS[args.agent]()
+    if args.agent in MODEL_AGENTS:
+        from ..providers import make_provider
+
+        return lambda task: ModelAgent(make_provider(provider), name=args.agent)
+    if args.agent == "replay":
+        def replay(task):
+            trace = episode_trace(args.replay_from, task.episode_id)
+            return ReplayAgent(recorded_outputs(trace), source=str(trace))
+
+        return replay
+    raise ValueError(f"unknown agent {args.agent!r}")
+
+
+def provider_config(args):
+    """The model agents' ProviderConfig from flags and MEDOPENCLAW_* variables; None for other agents."""
+    if args.agent not in MODEL_AGENTS:
+        return None
+    from ..providers import ProviderConfig, RetryPolicy
+    from ..providers.pricing import load_price
+
+    config = ProviderConfig.resolve(
+        model=args.model, provider=args.provider, base_url=args.base_url, temperature=args.temperature,
+        seed=args.seed, timeout_s=args.model_timeout, max_tokens=args.max_tokens or args.max_completion_tokens
+        or 2048, token_limit_field="max_completion_tokens" if args.max_completion_tokens else "max_tokens",
+        extra_body=args.extra_body or {},
+        retry=RetryPolicy(max_retries=args.max_retries, deadline_s=args.retry_deadline))
+    if args.prices:
+        config.price = load_price(args.prices, config.model)
+        if config.price is None:
+            print(f"warning: {args.prices} has no price for {config.model}: costs are not reported", file=sys.stderr)
+    return config
+
+
+def check_agent_track(args) -> None:
+    """Track C is the one-turn montage baseline: only the montage agent (or a replay of one) runs there."""
+    from .tasks import check_track
+
+    check_track(args.track, args.module)
+    if args.agent == "montage" and args.track != "C":
+        raise ValueError("--agent montage is the Track C baseline: add --track C")
+    if args.track == "C" and args.agent not in ("montage", "replay"):
+        raise ValueError("Track C runs --agent montage (or --agent replay of a montage run)")
+    if (args.agent == "replay") != bool(args.replay_from):
+        raise ValueError("--agent replay needs --replay-from RUN_DIR, and --replay-from needs --agent replay")
+
+
+def _run(args) -> int:
+    from ..providers import ProviderError, make_provider
+    from .outcomes import EXIT_ERRORS, EXIT_USAGE, exit_status
+    from .preload import module_prompt
+    from .runner import BenchmarkRunner
+    from .tasks import RunConfig
+
+    try:
+        check_agent_track(args)
+        provider = provider_config(args)
+        if provider is not None and not args.no_preflight:
+            warning = make_provider(provider).preflight()
+            if warning:
+                print(f"warning: {warning}", file=sys.stderr)
+        cases_dir = Path(args.cases) if args.cases else synthetic_cases(args.module, args.cohort_seed,
+                                                                        cache_dir=args.cache_dir)
+        config = RunConfig(module=args.module, agent=args.agent, out=Path(args.out), cases_dir=cases_dir,
+                           track=args.track, limit=args.limit, repeats=args.repeats, workers=args.workers,
+                           slicer=args.slicer, max_rounds=args.max_rounds, seed=args.seed, provider=provider,
+                           call_timeout_s=args.call_timeout, fail_on_error=args.fail_on_error,
+                           replay_from=str(Path(args.replay_from).resolve()) if args.replay_from else None)
+        resume = shlex.join(["medopenclaw", *args.argv]) if getattr(args, "argv", None) else "the same command"
+        summary = BenchmarkRunner(config, agent_factory(args, provider), module_prompt, resume_hint=resume).run()
+    except ProviderError as error:
+        print(f"error: model pre-flight failed: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    print(json.dumps(summary, sort_keys=True))  # the last stdout line: the aggregate, keys as `bench score`
+    status = exit_status(summary)
+    if status == EXIT_ERRORS and summary.get("stopped"):
+        print(f"error: run stopped: {summary['stopped']}", file=sys.stderr)
+    return status
+
+
+def _json_object(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"not JSON: {error.msg} at position {error.pos}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError("must be a JSON object, e.g. '{\"top_k\": 20}'")
+    return value
+
+
+def _fail_on_error(text: str) -> float:
+    from .outcomes import parse_fail_on_error
+
+    try:
+        return parse_fail_on_error(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def add_bench_subcommand(bench_subparsers) -> None:
+    from .cases import MODULES
+    from .tasks import TRACKS
+
+    parser = bench_subparsers.add_parser("run", help="run agents on MedFlow-Bench episodes (resumable)",
+                                         description="Run agents on MedFlow-Bench episodes. Exit status: 0 every "
+                                         "episode finished, 1 episodes in error or not run (run the same command "
+                                         "again to re-run them), 2 usage or pre-flight error, 130 interrupted.")
+    parser.add_argument("--module", required=True, choices=MODULES)
+    parser.add_argument("--agent", required=True, choices=[*OFFLINE_AGENT_NAMES, *MODEL_AGENTS, "replay"],
+                        help="oracle, heuristic, random (offline); model; montage (Track C); replay")
+    parser.add_argument("--replay-from", help="--agent replay: an earlier run directory whose model outputs to replay")
+    model = parser.add_argument_group("model agents (model, montage)")
+    model.add_argument("--model", help="model name (or MEDOPENCLAW_MODEL)")
+    model.add_argument("--provider", choices=("openai", "anthropic"), help="wire protocol (or MEDOPENCLAW_PROVIDER)")
+    model.add_argument("--base-url", help="API base URL (or MEDOPENCLAW_BASE_URL); the key: MEDOPENCLAW_API_KEY")
+    model.add_argument("--temperature", type=float, default=None,
+                       help="sampling temperature; sent only when given (reasoning models reject it)")
+    limit = model.add_mutually_exclusive_group()
+    limit.add_argument("--max-tokens", type=int, help="output token limit sent as max_tokens (default 2048)")
+    limit.add_argument("--max-completion-tokens", type=int,
+                       help="output token limit sent as max_completion_tokens (OpenAI reasoning models)")
+    model.add_argument("--extra-body", type=_json_object, metavar="JSON",
+                       help="extra request fields for the server, e.g. '{\"top_k\": 20}' (vLLM, Ollama, OpenRouter)")
+    model.add_argument("--prices", metavar="FILE",
+                       help="price table JSON {model: {input, output, cached_input, cache_write}} in USD per "
+                            "million tokens: adds cost per episode and run")
+    model.add_argument("--model-timeout", type=float, default=120.0, help="seconds per model request")
+    model.add_argument("--max-retries", type=int, default=6, help="retries of a 429/5xx/connection failure")
+    model.add_argument("--retry-deadline", type=float, default=300.0,
+                       help="seconds one model call may spend on retries before its episode ends in error")
+    model.add_argument("--no-preflight", action="store_true",
+                       help="skip the request that checks key, URL and model before workers start")
+    parser.add_argument("--fail-on-error", type=_fail_on_error, metavar="N|FRACTION",
+                        help="stop starting episodes once N episodes (or more than FRACTION of the run) ended "
+                             "in a provider error; errored episodes are re-run when the same command runs again")
+    parser.add_argument("--track", choices=TRACKS, default="A",
+                        help="A viewer-native, B advanced operators, C 2D slice montage in one turn")
+    parser.add_argument("--cases", help="case packages from `bench prepare`; default: the synthetic cohort")
+    parser.add_argument("--cohort-seed", type=int, default=0, help="seed of the embedded synthetic cohort")
+    parser.add_argument("--cache-dir", help="where the synthetic cohort is cached (default: MEDOPENCLAW_CACHE "
+                                            "or ~/.cache/medopenclaw)")
+    parser.add_argument("--limit", type=int, help="first N cases only")
+    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=1, help="viewer worker processes")
+    parser.add_argument("--slicer", help="path of a 3D Slicer executable to use as the worker")
+    parser.add_argument("--max-rounds", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--call-timeout", type=float, default=300.0, help="seconds before a worker call is a hang")
+    parser.add_argument("--out", required=True)
+    parser.set_defaults(func=_run)
