@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "Testing" / "Python"))  # the synthetic case the GUI tests use
 
 import requests  # noqa: E402
-from gui_fixtures import close_session, pump, qt_application, slicer_session  # noqa: E402
+from gui_fixtures import pump, qt_application, slicer_session  # noqa: E402
 
 from MedCopilotLib.panel import CopilotPanel  # noqa: E402
 from MedCopilotLib.settings import DictSettingsStore  # noqa: E402
@@ -112,10 +112,10 @@ def medcopilot_panel(session: AppSession, out: Path) -> None:
     panel.stop()
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=ROOT / "docs")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     qt_application()
     with tempfile.TemporaryDirectory() as directory:
@@ -124,7 +124,8 @@ def main() -> int:
         registry.call("bookmark_view", {"view": "axial", "label": "baseline"}, actor="human")
         medopenclaw_panel(session, args.out)
         medcopilot_panel(session, args.out)
-        close_session(registry)
+        session.stop_server()
+        registry.context.engine.app.close()
     print(f"wrote {args.out / 'medopenclaw_panel.png'} and {args.out / 'medcopilot_panel.png'}")
     return 0
 
