@@ -104,9 +104,9 @@ def test_report_pages_from_a_registry_trace(tmp_path):
     summary = aggregate([score])
     summary["process"] = aggregate_process([process_metrics("ucsf-pdgm", trace.records, answered=True)])
     (run / "summary.json").write_text(json.dumps(summary))
-    (run / "run.json").write_text(
-        json.dumps({"module": "ucsf-pdgm", "agent": "scripted", "track": "A", "cases_dir": str(cases_dir)})
-    )
+    (run / "run.json").write_text(json.dumps(
+        {"module": "ucsf-pdgm", "agent": "scripted", "track": "A", "max_rounds": 20, "cases_dir": str(cases_dir)}
+    ))
 
     parser = argparse.ArgumentParser()
     add_commands(parser.add_subparsers(dest="command"))
@@ -114,18 +114,23 @@ def test_report_pages_from_a_registry_trace(tmp_path):
     assert args.func(args) == 0
     report = tmp_path / "report"
     table = (report / "results.md").read_text()
-    assert "| run | ucsf-pdgm | scripted | A | 1 | 1.00 | 0.00 | 1.00 | 0 |" in table
-    rows = json.loads((report / "results.json").read_text())
-    assert rows[0]["input_tokens"] == 1200 and rows[0]["execution"] is not None
-    page = (report / "run" / "episodes" / "UCSF-PDGM-0001__r0.html").read_text()
+    assert "| run | — | — | scripted | A | 20 | ucsf-pdgm | 1 | 0 | 0 | 1.00 [1.00, 1.00] | 0.00 [0.00, 0.00] |" in (
+        table
+    )
+    rows = json.loads((report / "results.json").read_text())["tables"][0]["sections"][0]["rows"]
+    assert rows[0]["cells"]["input_tokens"]["value"] == 1200  # an integer, from the trace's model receipts
+    assert rows[0]["cells"]["execution"]["value"] is not None
+    page = (report / "runs" / "run" / "UCSF-PDGM-0001__r0.html").read_text()
     assert "&lt;b&gt;a radiology assistant&lt;/b&gt;" in page  # prompt shown, escaped
-    assert "invalid_argument" in page and "&quot;view&quot;: &quot;oblique&quot;" in page
+    assert "invalid_argument" in page and "&#34;view&#34;: &#34;oblique&#34;" in page
     assert 'key_slice_coronal: <span class="fail">fail</span>' in page
     assert 'ras_in_mask: <span class="pass">pass</span>' in page
     image_src = page.split('<img src="')[1].split('"')[0]
-    assert (report / "run" / "episodes" / image_src).resolve().is_file()
-    assert (report / "run" / "episodes" / "UCSF-PDGM-0001__r0.png").is_file()
-    assert "UCSF-PDGM-0001__r0.html" in (report / "index.html").read_text()
+    assert not image_src.startswith("/") and (report / "runs" / "run" / image_src).resolve().is_file()
+    assert str(tmp_path) not in page
+    # the package holds no image volume: the evidence view reports why instead of failing the report
+    assert "Evidence view unavailable" in page
+    assert "UCSF-PDGM-0001__r0.html" in (report / "runs" / "run.html").read_text()
 
 
 def test_score_command_writes_per_case_files(tmp_path, capsys):

@@ -187,10 +187,14 @@ def _run_score(args) -> int:
 
 def _add_report(subparsers) -> None:
     parser = subparsers.add_parser(
-        "report", help="paper-style tables (Markdown, CSV, JSON) and an HTML report"
+        "report",
+        help="paper-style tables (Markdown, CSV, JSON, LaTeX), figures and HTML pages over any set of runs",
     )
-    parser.add_argument("dir", help="run directory holding <module>/summary.json, per-case scores and traces")
-    parser.add_argument("--out", help="output directory (default: DIR/report)")
+    parser.add_argument("runs", nargs="+", metavar="RUNS",
+                        help="bench run output directories, or directories holding runs at any depth")
+    parser.add_argument("--out", help="output directory (default: RUN/report, or report/ beside several runs)")
+    parser.add_argument("--no-evidence", action="store_true",
+                        help="skip drawing the final evidence over the anatomy (no viewer engine needed)")
     parser.set_defaults(func=_run_report)
 
 
@@ -198,7 +202,11 @@ def _run_report(args) -> int:
     from .report import write_report
 
     try:
-        written = write_report(args.dir, args.out)
+        written = write_report(args.runs, args.out, evidence=not args.no_evidence)
+    except ModuleNotFoundError as error:
+        if error.name not in ("jinja2", "matplotlib"):
+            raise
+        return _fail(f"bench report needs {error.name}: pip install 'medopenclaw[report]'")
     except (CaseFormatError, OSError, ValueError) as error:
         return _fail(str(error))
     _print_json(written)

@@ -1,0 +1,174 @@
+"""HTML pages through Jinja2 templates: index (tables, figures) -> run (episodes) -> episode (steps, evidence).
+
+Every link and image is relative and every image the pages show is copied into the report folder, so the folder
+can be zipped and served anywhere. Text from traces (prompts, arguments, answers) is escaped by the template
+engine (autoescape on).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from ..cases import place_file
+from .formats import cell_parts, header_cells, layout, n_text, plain_text
+from .runs import Episode, Run
+from .tables import Cell, Table
+
+GATE_TEXT = {True: ("pass", "pass"), False: ("fail", "fail"), None: ("na", "n/a")}
+EPISODE_COLUMNS = ("task", "strict", "loc", "calls", "images", "input_tokens", "output_tokens", "cost_usd")
+
+
+def local_paths(runs: list[Run], out_dir: Path) -> list[tuple[str, str]]:
+    """(absolute prefix, placeholder) pairs, longest first: pages never show this machine's paths (recorded
+    arguments such as open_case's dicom_dir name the case package where the run happened)."""
+    pairs = {str(out_dir): "<report>", str(Path.home()): "~"}
+    for run in runs:
+        pairs[str(run.path)] = f"<run {run.name}>"
+        cases_dir = run.identity.get("cases_dir")
+        if cases_dir:
+            pairs[str(cases_dir)] = f"<cases {Path(cases_dir).name}>"
+            pairs[str(Path(cases_dir).resolve())] = f"<cases {Path(cases_dir).name}>"
+    return sorted(((prefix, name) for prefix, name in pairs.items() if len(prefix) > 1),
+                  key=lambda pair: -len(pair[0]))
+
+
+def environment(paths: list[tuple[str, str]]):
+    """Templates with autoescape, and every printed string stripped of local absolute paths."""
+    import jinja2
+
+    def finalize(value):
+        if isinstance(value, str):
+            for prefix, name in paths:
+                value = value.replace(prefix, name)
+        return value
+
+    return jinja2.Environment(loader=jinja2.PackageLoader(__package__, "templates"), autoescape=True,
+                              trim_blocks=True, lstrip_blocks=True, undefined=jinja2.StrictUndefined,
+                              finalize=finalize)
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name.replace("/", "__")).strip("_") or "run"
+
+
+# ------------------------------------------------------------------------------------------------ tables
+def html_table(table: Table, run_links: dict[str, str]) -> dict:
+    entries = layout(table)
+    labels = header_cells(table)
+    groups: list[list] = []
+    for group, _ in labels:
+        if groups and groups[-1][0] == group:
+            groups[-1][1] += 1
+        else:
+            groups.append([group, 1])
+    kinds = []
+    for kind, item in entries:
+        css = "n" if kind == "n" else (item.metric if item.metric in ("strict", "loc") else item.kind)
+        kinds.append(css)
+    sections = []
+    for section in table.sections:
+        rows = []
+        for row in section.rows:
+            cells = []
+            for (kind, item), css in zip(entries, kinds):
+                if kind == "n":
+                    cells.append({"kind": "n", "value": "" if row.summary_row else n_text(row, item), "interval": "",
+                                  "change": "", "trend": ""})
+                    continue
+                cell = row.cells.get(item.id, Cell())
+                value, interval, change = cell_parts(cell, item)
+                trend = ""
+                if change:
+                    trend = "up" if "↑" in change else "down" if "↓" in change else "flat"
+                cells.append({"kind": css, "value": value, "interval": interval, "change": change, "trend": trend})
+            link = run_links.get(row.header[0]) if table.id == "runs" else None
+            rows.append({"header": row.header, "cells": cells, "summary_row": row.summary_row,
+                         "privileged": bool(row.identity.get("privileged")), "link": link})
+        sections.append({"title": section.title, "rows": rows})
+    return {"id": table.id, "title": table.title, "caption": table.caption, "row_header": table.row_header,
+            "groups": groups, "labels": [(label, css) for (_, label), css in zip(labels, kinds)],
+            "sections": sections, "width": len(table.row_header) + len(entries), "notes": table.notes}
+
+
+# ------------------------------------------------------------------------------------------------ episodes
+def _value(metric: str, value: float | None) -> str:
+    if value is None:
+        return "—"
+    if metric in ("input_tokens", "output_tokens", "calls", "images"):
+        return str(int(round(value)))
+    if metric == "cost_usd":
+        return plain_text(round(value, 6))
+    return f"{value:.2f}"
+
+
+def run_page(env, run: Run, out_dir: Path, page: Path, episode_pages: dict[str, Path], crumbs) -> None:
+    identity = [("module", run.module), ("agent", run.agent + (" †" if run.privileged else "")),
+                ("model", run.model or "—"), ("provider", run.provider or "—"), ("track", run.track),
+                ("max rounds", run.max_rounds if run.max_rounds is not None else "—"),
+                ("episodes", f"{len(run.episodes)} ({run.count('scored')} scored, {run.count('invalid')} INVALID, "
+                             f"{run.count('error')} errors)")]
+    episodes = [{"id": episode.episode_id, "outcome": episode.outcome,
+                 "href": episode_pages[episode.episode_id].relative_to(page.parent).as_posix(),
+                 "values": [_value(metric, episode.metrics.get(metric)) for metric in EPISODE_COLUMNS]}
+                for episode in run.episodes]
+    page.write_text(env.get_template("run.html.j2").render(
+        title=f"Run {run.name}", root=_root(page, out_dir), crumbs=crumbs, run=run, identity=identity,
+        episodes=episodes), encoding="utf-8")
+
+
+def _root(page: Path, out_dir: Path) -> str:
+    depth = len(page.parent.relative_to(out_dir).parts)
+    return "../" * depth
+
+
+def steps(records: list[dict], trace: Path, assets: Path, page: Path) -> list[dict]:
+    """Every action record with its images copied next to the page."""
+    rows = []
+    for record in records:
+        if record.get("kind") != "action":
+            continue
+        images = []
+        for image in (record.get("result") or {}).get("images") or []:
+            source = trace.parent / str(image.get("path") or "")
+            if not image.get("path") or not source.is_file():
+                continue
+            target = assets / Path(image["path"]).name
+            place_file(source, target)
+            images.append({"src": target.relative_to(page.parent).as_posix(), "view": image.get("view"),
+                           "title": f"{image.get('view')} {image.get('width')}x{image.get('height')}"
+                                    f" @ {image.get('slice_offset_mm')} mm"})
+        error = record.get("error") or {}
+        status = str(record.get("status", ""))
+        if error:
+            status += f": {error.get('code')} {error.get('message', '')}"
+        rows.append({"seq": record.get("seq"), "actor": record.get("actor"), "action": record.get("action"),
+                     "arguments": json.dumps(record.get("arguments"), sort_keys=True), "status": status,
+                     "ok": record.get("status") == "ok", "images": images})
+    return rows
+
+
+def prompt_of(records: list[dict]) -> dict | None:
+    for record in records:
+        if record.get("kind") == "episode_prompt":
+            payload = record.get("payload") or {}
+            return {"system": str(payload.get("system", "")), "user": str(payload.get("user", ""))}
+    return None
+
+
+def episode_page(env, run: Run, episode: Episode, records: list[dict], page: Path, out_dir: Path,
+                 evidence: dict, crumbs) -> None:
+    assets = page.with_suffix("")
+    score = episode.score
+    gates = [(name, *GATE_TEXT.get(value, ("na", str(value)))) for name, value in (score.get("gates") or {}).items()]
+    run_label = f"{run.model} [{run.agent}]" if run.model else run.agent
+    page.write_text(env.get_template("episode.html.j2").render(
+        title=episode.episode_id, root=_root(page, out_dir), crumbs=crumbs,
+        episode={"id": episode.episode_id}, run_label=run_label + (" †" if run.privileged else "")
+        + f" · Track {run.track}", module=run.module,
+        scores={key: _value(key, episode.metrics.get(key)) for key in ("task", "strict", "loc")},
+        invalid=episode.result.get("invalid"), gates=gates, prompt=prompt_of(records),
+        steps=steps(records, episode.trace, assets / "steps", page) if episode.trace else [],
+        response=str(episode.result.get("response") or "(no answer)"),
+        parsed=json.dumps(episode.parsed, indent=1, sort_keys=True), **evidence), encoding="utf-8")

@@ -1,0 +1,188 @@
+"""Report figures (matplotlib, Agg backend), each written as PNG and SVG.
+
+- scores: Task / Strict / Loc per module with bootstrap 95% intervals, one bar per agent/model/track.
+- task_vs_strict: the evidence gap (points below the diagonal answered right without checkable evidence).
+- process: per-episode distributions of tool calls, images viewed, model tokens and cost.
+- budget: score against the max-rounds budget, when runs differ in budget.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from ..cases import MODULES
+from .runs import Run
+from .stats import estimate
+from .tables import MODULE_TITLES, main_runs, row_key
+
+PROCESS_PANELS = (("calls", "tool calls"), ("images", "images viewed"), ("tokens", "model tokens (in + out)"),
+                  ("cost_usd", "cost (USD)"))
+
+
+def row_label(run: Run) -> str:
+    name = f"{run.model} [{run.agent}]" if run.model else run.agent
+    return f"{name} · Track {run.track}" + (" †" if run.privileged else "")
+
+
+def _pyplot():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as pyplot
+
+    return pyplot
+
+
+def _save(figure, out_dir: Path, stem: str) -> list[str]:
+    names = []
+    for suffix in ("png", "svg"):
+        path = out_dir / f"{stem}.{suffix}"
+        figure.savefig(path, dpi=120, bbox_inches="tight", metadata={"Date": None} if suffix == "svg" else None)
+        names.append(path.name)
+    _pyplot().close(figure)
+    return names
+
+
+def _rows(runs: list[Run]) -> dict[str, dict[str, list[Run]]]:
+    """label -> module -> runs at the row's largest budget (the main-table selection)."""
+    rows = {}
+    for _, by_module in sorted(main_runs(runs).items(), key=lambda item: str(item[0])):
+        first = next(iter(by_module.values()))[0]
+        rows[row_label(first)] = by_module
+    return rows
+
+
+def scores_plot(runs: list[Run], out_dir: Path) -> list[str]:
+    pyplot = _pyplot()
+    rows = _rows(runs)
+    modules = [module for module in MODULES if any(module in by_module for by_module in rows.values())]
+    figure, axes = pyplot.subplots(1, 3, figsize=(max(9, 2.2 * len(modules) * 3), 3.8), sharey=True)
+    width = 0.8 / max(len(rows), 1)
+    for axis, metric in zip(axes, ("task", "strict", "loc")):
+        for index, (label, by_module) in enumerate(rows.items()):
+            values, lows, highs = [], [], []
+            for module in modules:
+                module_runs = by_module.get(module) or []
+                cell = estimate([value for run in module_runs for value in run.values(metric)],
+                                f"plot|{label}|{module}|{metric}")
+                low, high = cell.interval
+                values.append(np.nan if cell.value is None else cell.value)
+                lows.append(0.0 if low is None else cell.value - low)
+                highs.append(0.0 if high is None else high - cell.value)
+            positions = np.arange(len(modules)) - 0.4 + width * (index + 0.5)
+            axis.bar(positions, values, width, yerr=[lows, highs], capsize=2, label=label)
+        axis.set_title({"task": "Task", "strict": "Strict", "loc": "Loc."}[metric])
+        axis.set_xticks(np.arange(len(modules)), [MODULE_TITLES[module] for module in modules], rotation=30,
+                        ha="right")
+        axis.set_ylim(0, 1.05)
+        axis.grid(axis="y", alpha=0.3)
+    axes[0].set_ylabel("score (mean, 95% bootstrap CI)")
+    axes[-1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    figure.suptitle("Scores per module")
+    return _save(figure, out_dir, "scores")
+
+
+def task_vs_strict_plot(runs: list[Run], out_dir: Path) -> list[str]:
+    pyplot = _pyplot()
+    figure, axis = pyplot.subplots(figsize=(6.5, 5))
+    axis.plot([0, 1], [0, 1], color="#999", linewidth=1, linestyle="--", label="Strict = Task")
+    markers = dict(zip(MODULES, "osD^v"))
+    for index, (label, by_module) in enumerate(_rows(runs).items()):
+        colour = f"C{index % 10}"
+        for module, module_runs in by_module.items():
+            task = estimate([value for run in module_runs for value in run.values("task")], f"tvs|{label}|{module}|t")
+            strict = estimate([value for run in module_runs for value in run.values("strict")],
+                              f"tvs|{label}|{module}|s")
+            if task.value is None or strict.value is None:
+                continue
+            (task_low, task_high), (strict_low, strict_high) = task.interval, strict.interval
+            axis.errorbar(task.value, strict.value, xerr=[[task.value - task_low], [task_high - task.value]],
+                          yerr=[[strict.value - strict_low], [strict_high - strict.value]], fmt=markers[module],
+                          color=colour, capsize=2, alpha=0.85)
+        axis.plot([], [], "s", color=colour, label=label)
+    for module, marker in markers.items():
+        axis.plot([], [], marker, color="#444", fillstyle="none", label=MODULE_TITLES[module])
+    axis.set_xlim(-0.02, 1.02)
+    axis.set_ylim(-0.02, 1.02)
+    axis.set_xlabel("Task (answer only)")
+    axis.set_ylabel("Strict (answer + evidence)")
+    axis.set_title("Task vs Strict: the evidence gap")
+    axis.legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    axis.grid(alpha=0.3)
+    return _save(figure, out_dir, "task_vs_strict")
+
+
+def process_plot(runs: list[Run], out_dir: Path) -> list[str]:
+    pyplot = _pyplot()
+    rows = _rows(runs)
+    figure, axes = pyplot.subplots(1, len(PROCESS_PANELS), figsize=(4.2 * len(PROCESS_PANELS), 4.2))
+    for axis, (metric, title) in zip(axes, PROCESS_PANELS):
+        data, labels = [], []
+        for label, by_module in rows.items():
+            episodes = [episode for module_runs in by_module.values() for run in module_runs for episode in run.scored]
+            if metric == "tokens":
+                values = [(episode.metrics.get("input_tokens") or 0) + (episode.metrics.get("output_tokens") or 0)
+                          for episode in episodes
+                          if episode.metrics.get("input_tokens") is not None
+                          or episode.metrics.get("output_tokens") is not None]
+            else:
+                values = [episode.metrics[metric] for episode in episodes if episode.metrics.get(metric) is not None]
+            if values:
+                data.append(values)
+                labels.append(label)
+        axis.set_title(title)
+        if not data:
+            axis.text(0.5, 0.5, "not recorded by these runs", ha="center", va="center", transform=axis.transAxes)
+            axis.set_xticks([])
+            continue
+        axis.boxplot(data, orientation="horizontal", showmeans=True)
+        axis.set_yticks(np.arange(1, len(labels) + 1), labels, fontsize="x-small")
+        axis.grid(axis="x", alpha=0.3)
+    for axis in axes[1:]:
+        axis.tick_params(labelleft=True)
+    figure.suptitle("Process metrics per episode (box: quartiles, triangle: mean)")
+    figure.tight_layout()
+    return _save(figure, out_dir, "process")
+
+
+def budget_plot(runs: list[Run], out_dir: Path) -> list[str]:
+    """Strict and Task against max rounds for each agent/model and module with at least two budgets."""
+    series: dict[tuple, dict[int, list[Run]]] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        if run.max_rounds is not None:
+            series[(row_key(run), run.module)][run.max_rounds].append(run)
+    series = {key: value for key, value in series.items() if len(value) >= 2}
+    if not series:
+        return []
+    pyplot = _pyplot()
+    figure, axes = pyplot.subplots(1, 2, figsize=(11, 4), sharey=True)
+    for axis, metric in zip(axes, ("task", "strict")):
+        for (key, module), by_budget in sorted(series.items(), key=lambda item: str(item[0])):
+            budgets = sorted(by_budget)
+            cells = [estimate([value for run in by_budget[budget] for value in run.values(metric)],
+                              f"budget|{key}|{module}|{budget}|{metric}") for budget in budgets]
+            values = [np.nan if cell.value is None else cell.value for cell in cells]
+            lows = [0.0 if cell.value is None else cell.value - cell.interval[0] for cell in cells]
+            highs = [0.0 if cell.value is None else cell.interval[1] - cell.value for cell in cells]
+            label = f"{row_label(by_budget[budgets[0]][0])} · {MODULE_TITLES[module]}"
+            axis.errorbar(budgets, values, yerr=[lows, highs], marker="o", capsize=3, label=label)
+        axis.set_title({"task": "Task", "strict": "Strict"}[metric])
+        axis.set_xlabel("max tool rounds")
+        axis.set_ylim(-0.02, 1.05)
+        axis.grid(alpha=0.3)
+    axes[0].set_ylabel("score (mean, 95% bootstrap CI)")
+    axes[-1].legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    figure.suptitle("Score against the round budget")
+    return _save(figure, out_dir, "budget")
+
+
+def write_plots(runs: list[Run], out_dir: Path) -> list[str]:
+    """Write every applicable figure; returns the file names (relative to ``out_dir``)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for plot in (scores_plot, task_vs_strict_plot, process_plot, budget_plot):
+        written += plot(runs, out_dir)
+    return written

@@ -1,0 +1,219 @@
+"""Reading ``bench run`` output directories into runs and episodes with one value per metric per episode.
+
+A run directory holds ``run.json`` (identity), ``summary.json`` and ``episodes/<id>/result.json``. Everything the
+tables, plots and pages show is computed here from the per-episode records, so every number can carry its n and a
+bootstrap interval. Optional fields (provider usage, cost, latency) are read when present and skipped otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ...audit import read_trace
+from ..cases import CaseFormatError
+from ..labels import LUMIERE_EVIDENCE_FIELDS, NSCLC_QUESTIONS
+from ..scoring.batch import answered
+from ..scoring.process import process_metrics
+
+# per-episode usage keys (from the episode outcome) and the names they may have in provider usage records
+USAGE_KEYS = {
+    "input_tokens": ("input_tokens", "prompt_tokens"),
+    "output_tokens": ("output_tokens", "completion_tokens"),
+    "reasoning_tokens": ("reasoning_tokens",),
+    "cached_tokens": ("cached_tokens", "cache_read_tokens"),
+    "model_calls": ("calls", "model_calls"),
+    "model_seconds": ("model_seconds", "latency_s", "latency_seconds"),
+    "cost_usd": ("cost_usd", "cost"),
+}
+INTEGER_METRICS = frozenset({"input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens", "model_calls",
+                             "calls", "images"})
+PROCESS_METRICS = ("calls", "images", "planning_f1", "execution", "progress_rate", "budget_exhausted")
+
+
+@dataclass
+class Episode:
+    episode_id: str
+    case_id: str
+    result: dict
+    trace: Path | None
+    metrics: dict[str, float | None] = field(default_factory=dict)
+
+    @property
+    def score(self) -> dict:
+        return self.result.get("score") or {}
+
+    @property
+    def parsed(self) -> dict:
+        return (self.score.get("details") or {}).get("parsed") or {}
+
+    @property
+    def outcome(self) -> str:
+        """scored | invalid (environment fault, excluded) | error (provider failure, retryable)."""
+        if self.result.get("error") or (self.result.get("outcome") or {}).get("status") == "error":
+            return "error"
+        if self.result.get("invalid") or self.score.get("invalid"):
+            return "invalid"
+        return "scored"
+
+
+@dataclass
+class Run:
+    path: Path
+    name: str
+    identity: dict
+    summary: dict
+    episodes: list[Episode]
+    privileged: bool
+
+    @property
+    def module(self) -> str:
+        return self.identity.get("module") or self.summary.get("module") or "?"
+
+    @property
+    def agent(self) -> str:
+        return str(self.identity.get("agent") or "?")
+
+    @property
+    def track(self) -> str:
+        return str(self.identity.get("track") or "A")
+
+    @property
+    def max_rounds(self) -> int | None:
+        return self.identity.get("max_rounds")
+
+    @property
+    def provider(self) -> str | None:
+        return (self.identity.get("provider") or {}).get("kind")
+
+    @property
+    def model(self) -> str | None:
+        return (self.identity.get("provider") or {}).get("model")
+
+    @property
+    def backbone(self) -> tuple:
+        """What 'the same backbone' means across tracks: the model behind a provider, else the offline agent."""
+        return ("model", self.model, self.provider) if self.model else ("agent", self.agent, None)
+
+    @property
+    def scored(self) -> list[Episode]:
+        return [episode for episode in self.episodes if episode.outcome == "scored"]
+
+    def count(self, outcome: str) -> int:
+        return sum(1 for episode in self.episodes if episode.outcome == outcome)
+
+    def values(self, metric: str) -> list[float]:
+        """The metric over scored episodes, skipping episodes where it does not apply (None)."""
+        return [episode.metrics[metric] for episode in self.scored if episode.metrics.get(metric) is not None]
+
+
+def find_runs(paths: list[str | os.PathLike]) -> list[Path]:
+    """Every run directory at or below the given paths (a run has ``episodes/`` and ``run.json`` or
+    ``summary.json``); a report directory written earlier is never mistaken for one."""
+    runs: list[Path] = []
+    for given in paths:
+        directory = Path(given).resolve()
+        if not directory.is_dir():
+            raise CaseFormatError(f"{given} is not a directory")
+        found = [directory] if _is_run(directory) else [
+            path for path in sorted(directory.rglob("episodes")) if path.is_dir() and _is_run(path.parent)
+        ]
+        runs += [path.parent if path.name == "episodes" else path for path in found]
+        if not found:
+            raise CaseFormatError(f"{given} holds no bench run (run.json or summary.json, and episodes/)")
+    unique = list(dict.fromkeys(runs))
+    return [run for run in unique if not any(other != run and other in run.parents for other in unique)]
+
+
+def _is_run(directory: Path) -> bool:
+    return (directory / "episodes").is_dir() and any(
+        (directory / name).is_file() for name in ("run.json", "summary.json")
+    )
+
+
+def run_names(runs: list[Path]) -> list[str]:
+    """Short unique names: each run's path relative to the deepest directory that holds all of them."""
+    if len(runs) == 1:
+        return [runs[0].name]
+    common = Path(os.path.commonpath([str(run) for run in runs]))
+    return [run.relative_to(common).as_posix() for run in runs]
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as error:
+        raise CaseFormatError(f"{path}: unreadable JSON ({error})") from error
+    return value if isinstance(value, dict) else {}
+
+
+def load_run(path: Path, name: str) -> Run:
+    identity = _read_json(path / "run.json")
+    summary = _read_json(path / "summary.json")
+    module = identity.get("module") or summary.get("module")
+    episodes = []
+    for directory in sorted(child for child in (path / "episodes").iterdir() if child.is_dir()):
+        # a finished episode has result.json; an errored one (provider failure, re-run later) only error.json
+        result = _read_json(directory / "result.json") or _read_json(directory / "error.json")
+        if not result.get("case_id"):
+            continue
+        trace = path / result["trace"] if result.get("trace") else None
+        episode = Episode(str(result.get("episode_id") or result["case_id"]), result["case_id"], result,
+                          trace if trace is not None and trace.is_file() else None)
+        episode.metrics = episode_metrics(module, episode)
+        episodes.append(episode)
+    return Run(path, name, identity, summary, episodes, is_privileged(identity))
+
+
+def is_privileged(identity: dict) -> bool:
+    """Whether the run's agent read the hidden ground truth (the oracle), directly or through a replay of one."""
+    from ..agents import OFFLINE_AGENTS
+
+    agent = OFFLINE_AGENTS.get(str(identity.get("agent")))
+    if agent is not None:
+        return bool(agent.privileged)
+    if identity.get("agent") == "replay" and identity.get("replay_from"):
+        return is_privileged(_read_json(Path(identity["replay_from"]) / "run.json"))
+    return False
+
+
+def episode_metrics(module: str | None, episode: Episode) -> dict[str, float | None]:
+    """Scores (Task/Strict/Loc and the Table 5 sub-columns), process metrics from the trace, usage and cost."""
+    score = episode.score
+    details = score.get("details") or {}
+    metrics: dict[str, float | None] = {key: _number(score.get(key)) for key in ("task", "strict", "loc")}
+    for name in LUMIERE_EVIDENCE_FIELDS:
+        metrics[name] = _number((details.get("fields") or {}).get(name))
+    for qid, _, _ in NSCLC_QUESTIONS:
+        metrics[qid] = _number((details.get("questions") or {}).get(qid))
+    for key in ("tumor_presence", "largest_metastasis"):
+        metrics[key] = _number(details.get(key))
+    if episode.trace is not None and module and episode.outcome == "scored":
+        try:
+            process = process_metrics(module, read_trace(episode.trace), answered(module, episode.parsed))
+        except (OSError, ValueError, KeyError):
+            process = {}
+        metrics.update({key: _number(process.get(key)) for key in PROCESS_METRICS})
+        trace_tokens = {key: _number(process.get(key)) for key in ("input_tokens", "output_tokens")}
+    else:
+        trace_tokens = {}
+    # what the episode paid for over all its attempts when recorded, else its final attempt's usage
+    usage = episode.result.get("usage_all_attempts") or (episode.result.get("outcome") or {}).get("usage") or {}
+    for key, names in USAGE_KEYS.items():
+        metrics[key] = next((_number(usage[name]) for name in names if _number(usage.get(name)) is not None),
+                            trace_tokens.get(key))
+    if metrics["cost_usd"] is None:
+        metrics["cost_usd"] = _number(episode.result.get("cost_usd"))
+    return metrics
+
+
+def _number(value) -> float | None:
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)) and value == value and abs(value) != float("inf"):
+        return float(value)
+    return None

@@ -1,0 +1,380 @@
+"""The paper's table layouts built from any set of runs (models x modules x tracks x budgets).
+
+- Table 1: radiology, viewer-native (Track A): Task/Strict per module, Loc. where defined, Model Avg.
+- Table 2: pathology (BRACS = breast WSI, CAMELYON17 = lymph-node WSI): Task/Strict/Loc.
+- Table 3: Track B (operators) against Track A of the same backbone, one row per backbone and metric.
+- Table 5: Table 1 expanded with the LUMIERE lesion-state fields and the NSCLC subtasks.
+- Table 6: Track C (2-D slice montage) against Track A of the same backbone.
+- Table 7: the max-rounds budget study, for backbones whose runs differ only in budget.
+
+A row is one agent/model/provider on one track; several run directories of the same row and module are pooled.
+When a row has runs at several budgets, the main tables use the largest (the paper's main setting is 20 rounds)
+and the budget table shows each. Privileged runs (the oracle reads the hidden ground truth) form their own
+section. Cells without runs stay empty (rendered as an em dash); every cell keeps its n and bootstrap interval.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from ..cases import PATHOLOGY_MODULES, RADIOLOGY_MODULES
+from ..labels import LUMIERE_EVIDENCE_FIELDS, NSCLC_QUESTIONS
+from .runs import INTEGER_METRICS, Run
+from .stats import MISSING, Estimate, average, difference, estimate
+
+MODULE_TITLES = {
+    "lumiere": "Longitudinal MRI",
+    "ucsf-pdgm": "Brain MRI",
+    "nsclc": "Lung PET/CT",
+    "bracs": "Breast WSI",
+    "camelyon17": "Lymph-node WSI",
+}
+METRIC_LABELS = {"task": "Task", "strict": "Strict", "loc": "Loc."}
+LUMIERE_LABELS = dict(zip(LUMIERE_EVIDENCE_FIELDS, ("NML", "T2 Prog.", "Cur. TL", "New TL", "Cur. NTL", "New NTL")))
+NSCLC_LABELS = dict(zip((qid for qid, _, _ in NSCLC_QUESTIONS), ("Tumor Loc.", "T Stage", "Path. N", "Hist.", "Grade")))
+IDENTITY_HEADER = ("Model", "Provider", "Agent", "Track", "Rounds")
+PRIVILEGED_NOTE = "† privileged: the reference agent reads the hidden ground truth (a check of the tools and scorers)."
+
+
+@dataclass(frozen=True)
+class Column:
+    id: str
+    group: str
+    label: str
+    module: str | None = None
+    metric: str | None = None
+    kind: str = "score"  # score | sub (fine-grained field or subtask) | count
+
+
+@dataclass
+class Cell:
+    estimate: Estimate = MISSING
+    delta: Estimate | None = None  # change against the reference cell (Tables 3 and 6)
+    reference: Estimate | None = None
+    plain: float | str | None = None  # a count or total without an interval (the runs table)
+
+
+@dataclass
+class Row:
+    header: list[str]
+    cells: dict[str, Cell]
+    identity: dict
+    summary_row: bool = False
+
+
+@dataclass
+class Section:
+    title: str
+    rows: list[Row] = field(default_factory=list)
+
+
+@dataclass
+class Table:
+    id: str
+    title: str
+    caption: str
+    row_header: tuple[str, ...]
+    columns: list[Column]
+    sections: list[Section]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not any(row.cells for section in self.sections for row in section.rows)
+
+
+# ------------------------------------------------------------------------------------------------ columns
+def score_columns(module: str, metrics: tuple[str, ...] = ("task", "strict", "loc")) -> list[Column]:
+    group = MODULE_TITLES[module]
+    if module == "lumiere":
+        metrics = tuple(metric for metric in metrics if metric != "loc")
+    return [Column(f"{module}:{metric}", group, METRIC_LABELS[metric], module, metric) for metric in metrics]
+
+
+def table1_columns() -> list[Column]:
+    columns = [column for module in RADIOLOGY_MODULES for column in score_columns(module)]
+    return columns + [Column(f"avg:{metric}", "Model Avg.", METRIC_LABELS[metric], None, metric)
+                      for metric in ("task", "strict", "loc")]
+
+
+def table5_columns() -> list[Column]:
+    lumiere = [Column(f"lumiere:{name}", MODULE_TITLES["lumiere"], label, "lumiere", name, "sub")
+               for name, label in LUMIERE_LABELS.items()] + score_columns("lumiere")
+    nsclc = score_columns("nsclc", ("task",)) + [
+        Column(f"nsclc:{qid}", MODULE_TITLES["nsclc"], label, "nsclc", qid, "sub")
+        for qid, label in NSCLC_LABELS.items()
+    ] + score_columns("nsclc", ("strict", "loc"))
+    return lumiere + score_columns("ucsf-pdgm") + nsclc
+
+
+# ------------------------------------------------------------------------------------------------ grouping
+def row_key(run: Run) -> tuple:
+    return (run.agent, run.model, run.provider, run.track)
+
+
+def identity_of(runs: list[Run], rounds: list[int | None] | None = None) -> dict:
+    first = runs[0]
+    rounds = sorted({run.max_rounds for run in runs if run.max_rounds is not None}) if rounds is None else rounds
+    return {"model": first.model, "provider": first.provider, "agent": first.agent, "track": first.track,
+            "max_rounds": rounds, "privileged": any(run.privileged for run in runs),
+            "runs": sorted({run.name for run in runs})}
+
+
+def identity_header(identity: dict) -> list[str]:
+    agent = identity["agent"] + (" †" if identity["privileged"] else "")
+    rounds = "/".join(str(value) for value in identity["max_rounds"]) or "—"
+    return [identity["model"] or "—", identity["provider"] or "—", agent, identity["track"], rounds]
+
+
+def pooled(runs: list[Run], metric: str, key: str) -> Estimate:
+    values = [value for run in runs for value in run.values(metric)]
+    return estimate(values, key)
+
+
+def main_runs(runs: list[Run]) -> dict[tuple, dict[str, list[Run]]]:
+    """row key -> module -> the runs at the largest budget of that row and module."""
+    grouped: dict[tuple, dict[str, list[Run]]] = defaultdict(lambda: defaultdict(list))
+    for run in runs:
+        grouped[row_key(run)][run.module].append(run)
+    for modules in grouped.values():
+        for module, module_runs in modules.items():
+            top = max((run.max_rounds or 0) for run in module_runs)
+            modules[module] = [run for run in module_runs if (run.max_rounds or 0) == top]
+    return grouped
+
+
+def cell_for(module_runs: list[Run] | None, column: Column, key: str) -> Cell:
+    if not module_runs or column.metric is None:
+        return Cell()
+    if column.metric == "loc" and column.module == "lumiere":
+        return Cell()
+    return Cell(pooled(module_runs, column.metric, f"{key}|{column.id}"))
+
+
+def _key_text(key: tuple) -> str:
+    return "|".join(str(part) for part in key)
+
+
+def score_rows(grouped: dict[tuple, dict[str, list[Run]]], columns: list[Column],
+               modules: tuple[str, ...]) -> list[Row]:
+    rows = []
+    for key, by_module in grouped.items():
+        present = {module: runs for module, runs in by_module.items() if module in modules}
+        if not present:
+            continue
+        cells = {column.id: cell_for(present.get(column.module), column, _key_text(key))
+                 for column in columns if column.module is not None}
+        for column in columns:
+            if column.module is None:  # Model Avg.: unweighted over the task families that define the metric
+                parts = [cells[other.id].estimate for other in columns
+                         if other.module is not None and other.metric == column.metric and other.kind == "score"]
+                cells[column.id] = Cell(average(parts))
+        all_runs = [run for runs in present.values() for run in runs]
+        identity = identity_of(all_runs)
+        rows.append(Row(identity_header(identity), cells, identity))
+    return rows
+
+
+def sectioned(rows: list[Row], columns: list[Column], mean_rows: bool = True) -> list[Section]:
+    """Agents first, the privileged reference apart; each section ends with its mean over reported rows."""
+    sections = []
+    for title, privileged in (("Agents", False), ("Privileged reference †", True)):
+        members = sorted((row for row in rows if row.identity["privileged"] == privileged), key=lambda row: row.header)
+        if not members:
+            continue
+        section = Section(title, members)
+        if mean_rows and len(members) > 1:
+            cells = {}
+            for column in columns:
+                parts = [row.cells[column.id].estimate for row in members
+                         if column.id in row.cells and row.cells[column.id].estimate.value is not None]
+                cells[column.id] = Cell(average(parts)) if parts else Cell()
+            section.rows.append(Row(["Mean over reported", "", "", "", ""], cells, {"summary": True}, True))
+        sections.append(section)
+    return sections
+
+
+# ------------------------------------------------------------------------------------------------ tables
+def table1(runs: list[Run]) -> Table:
+    columns = table1_columns()
+    grouped = main_runs([run for run in runs if run.track == "A"])
+    rows = score_rows(grouped, columns, RADIOLOGY_MODULES)
+    return Table("table1", "Table 1: Viewer-native radiology",
+                 "Track A (viewer-native). Strict = answer plus evidence; Loc. where defined. Model Avg.: Task and "
+                 "Strict average the three task families, Loc. averages Brain MRI and Lung PET/CT (shown only when "
+                 "every part is present). Cells: mean [bootstrap 95% CI]; n = scored episodes.",
+                 IDENTITY_HEADER, columns, sectioned(rows, columns), [PRIVILEGED_NOTE])
+
+
+def table2(runs: list[Run]) -> Table:
+    columns = [column for module in PATHOLOGY_MODULES for column in score_columns(module)]
+    grouped = main_runs([run for run in runs if run.track == "A"])
+    rows = score_rows(grouped, columns, PATHOLOGY_MODULES)
+    return Table("table2", "Table 2: Viewer-native pathology",
+                 "Coordinate-grounded WSI scoring. Strict = answer plus evidence; Loc. = coordinate localization on "
+                 "positive slides. Cells: mean [bootstrap 95% CI].",
+                 IDENTITY_HEADER, columns, sectioned(rows, columns), [PRIVILEGED_NOTE])
+
+
+def table5(runs: list[Run]) -> Table:
+    columns = table5_columns()
+    grouped = main_runs([run for run in runs if run.track == "A"])
+    rows = score_rows(grouped, columns, RADIOLOGY_MODULES)
+    return Table("table5", "Table 5: Detailed viewer-native radiology metrics",
+                 "Table 1 expanded with the LUMIERE lesion-state evidence fields (NML = non-measurable lesion) and "
+                 "the NSCLC subtasks. Cells: mean [bootstrap 95% CI].",
+                 IDENTITY_HEADER, columns, sectioned(rows, columns), [PRIVILEGED_NOTE])
+
+
+def _reference_runs(runs: list[Run]) -> dict[tuple, dict[str, list[Run]]]:
+    """backbone -> module -> Track A runs (largest budget), the controls of Tables 3 and 6."""
+    controls: dict[tuple, dict[str, list[Run]]] = defaultdict(dict)
+    for by_module in main_runs([run for run in runs if run.track == "A"]).values():
+        for module, module_runs in by_module.items():
+            controls[module_runs[0].backbone].setdefault(module, module_runs)
+    return controls
+
+
+def _delta_cell(new_runs: list[Run] | None, reference_runs: list[Run] | None, module: str, metric: str,
+                key: str) -> Cell:
+    if not new_runs or (module == "lumiere" and metric == "loc"):
+        return Cell()
+    new = pooled(new_runs, metric, f"{key}|new|{module}:{metric}")
+    if not reference_runs:
+        return Cell(new)
+    reference = pooled(reference_runs, metric, f"{key}|ref|{module}:{metric}")
+    return Cell(new, difference(new, reference), reference)
+
+
+def _track_rows(runs: list[Run], track: str):
+    """(key text, module -> runs, module -> Track A control runs, identity) per row of a delta table."""
+    controls = _reference_runs(runs)
+    for key, by_module in main_runs([run for run in runs if run.track == track]).items():
+        present = {module: value for module, value in by_module.items() if module in RADIOLOGY_MODULES}
+        if present:
+            backbone = next(iter(present.values()))[0].backbone
+            yield (_key_text(key), present, controls.get(backbone, {}),
+                   identity_of([run for value in present.values() for run in value]))
+
+
+def table3(runs: list[Run]) -> Table:
+    columns = [Column(module, MODULE_TITLES[module], "Track B", module) for module in RADIOLOGY_MODULES]
+    rows = []
+    for key, present, control, identity in _track_rows(runs, "B"):
+        for metric in ("task", "strict", "loc"):
+            cells = {module: _delta_cell(present.get(module), control.get(module), module, metric, key)
+                     for module in RADIOLOGY_MODULES}
+            rows.append(Row([*identity_header(identity), METRIC_LABELS[metric]], cells, {**identity, "metric": metric}))
+    sections = [Section(title, [row for row in rows if row.identity["privileged"] == privileged])
+                for title, privileged in (("Agents", False), ("Privileged reference †", True))]
+    return Table("table3", "Table 3: Track B, advanced operations",
+                 "Each cell: the Track B score (operators enabled) and its change against the Track A "
+                 "(viewer-native) score of the same backbone; ↑ improvement, ↓ degradation, ↔ no change. Track B "
+                 "exposes all operators at once (segmentation, registration, VISTA3D), so columns are modules.",
+                 (*IDENTITY_HEADER, "Metric"), columns, [section for section in sections if section.rows],
+                 [PRIVILEGED_NOTE])
+
+
+def table6(runs: list[Run]) -> Table:
+    columns = [column for module in RADIOLOGY_MODULES for column in score_columns(module)]
+    rows = []
+    for key, present, control, identity in _track_rows(runs, "C"):
+        cells = {column.id: _delta_cell(present.get(column.module), control.get(column.module), column.module,
+                                        column.metric, key) for column in columns}
+        rows.append(Row(identity_header(identity), cells, identity))
+    matched = [row for row in rows if any(cell.delta is not None for cell in row.cells.values())]
+    alone = [row for row in rows if row not in matched]
+    sections = [Section(title, members) for title, members in
+                (("2D slice montage, with a matched viewer-native run", matched), ("Alt. only", alone)) if members]
+    return Table("table6", "Table 6: Runtime-agnostic track (Track C)",
+                 "Each cell: the Track C (2-D slice montage, one turn) score and its change against the matched "
+                 "Track A run of the same backbone; Alt.-only rows have no matched viewer-native run.",
+                 IDENTITY_HEADER, columns, sections, [])
+
+
+def budget_table(runs: list[Run]) -> Table:
+    columns = table5_columns()
+    by_key: dict[tuple, list[Run]] = defaultdict(list)
+    for run in runs:
+        if run.track == "A" and run.module in RADIOLOGY_MODULES:
+            by_key[row_key(run)].append(run)
+    rows = []
+    for key, key_runs in by_key.items():
+        budgets = sorted({run.max_rounds for run in key_runs if run.max_rounds is not None})
+        if len(budgets) < 2:
+            continue
+        for budget in budgets:
+            at_budget = [run for run in key_runs if run.max_rounds == budget]
+            by_module = defaultdict(list)
+            for run in at_budget:
+                by_module[run.module].append(run)
+            cells = {column.id: cell_for(by_module.get(column.module), column, f"{_key_text(key)}|{budget}")
+                     for column in columns}
+            identity = identity_of(at_budget, [budget])
+            rows.append(Row(identity_header(identity), cells, identity))
+    sections = [Section("Operation budget", sorted(rows, key=lambda row: (row.header[:4], int(row.header[4]))))]
+    return Table("table7", "Table 7: Operation-budget study",
+                 "Runs of the same agent/model that differ only in the maximum number of tool rounds.",
+                 IDENTITY_HEADER, columns, sections if rows else [], [])
+
+
+USAGE_GROUP = "Model usage (run total)"
+RUN_COLUMNS = [
+    Column("module", "Run", "Module", kind="text"),
+    Column("n", "Run", "n", kind="count"),
+    Column("invalid", "Run", "INVALID", kind="count"),
+    Column("errors", "Run", "errors", kind="count"),
+    Column("task", "Scores", "Task", metric="task"),
+    Column("strict", "Scores", "Strict", metric="strict"),
+    Column("loc", "Scores", "Loc.", metric="loc"),
+    Column("calls", "Process (mean per episode)", "tool calls", metric="calls"),
+    Column("images", "Process (mean per episode)", "images", metric="images"),
+    Column("planning_f1", "Process (mean per episode)", "planning F1", metric="planning_f1"),
+    Column("execution", "Process (mean per episode)", "execution", metric="execution"),
+    Column("progress_rate", "Process (mean per episode)", "progress", metric="progress_rate"),
+    Column("budget_exhausted", "Process (mean per episode)", "budget exhausted", metric="budget_exhausted"),
+    Column("input_tokens", USAGE_GROUP, "input tokens", metric="input_tokens", kind="count"),
+    Column("output_tokens", USAGE_GROUP, "output tokens", metric="output_tokens", kind="count"),
+    Column("reasoning_tokens", USAGE_GROUP, "reasoning tokens", metric="reasoning_tokens", kind="count"),
+    Column("model_seconds", USAGE_GROUP, "model s", metric="model_seconds", kind="count"),
+    Column("cost_usd", USAGE_GROUP, "cost USD", metric="cost_usd", kind="count"),
+]
+
+
+def runs_table(runs: list[Run]) -> Table:
+    """One row per run directory: identity, outcome counts, scores, process metrics and usage totals."""
+    rows = []
+    for run in sorted(runs, key=lambda run: (run.module, run.name)):
+        cells = {}
+        for column in RUN_COLUMNS:
+            if column.id == "module":
+                cells[column.id] = Cell(plain=run.module)
+            elif column.id in ("n", "invalid", "errors"):
+                outcome = {"n": "scored", "invalid": "invalid", "errors": "error"}[column.id]
+                cells[column.id] = Cell(plain=run.count(outcome))
+            elif column.kind == "count":
+                values = run.values(column.metric)
+                total = sum(values) if values else None
+                integer = column.metric in INTEGER_METRICS
+                cells[column.id] = Cell(plain=None if total is None else (int(round(total)) if integer
+                                                                           else round(total, 4)))
+            elif column.metric == "loc" and run.module == "lumiere":
+                cells[column.id] = Cell()
+            else:
+                cells[column.id] = Cell(estimate(run.values(column.metric), f"{run.name}|{column.id}"))
+        identity = identity_of([run])
+        rows.append(Row([run.name, *identity_header(identity)], cells, identity))
+    recorded = [column for column in RUN_COLUMNS if column.group != USAGE_GROUP
+                or any(row.cells[column.id].plain is not None for row in rows)]
+    return Table("runs", "Runs", "Every run directory of the report. Scores and process metrics: mean over scored "
+                 "episodes [bootstrap 95% CI]; model usage: totals over the run (columns that no run recorded, "
+                 "such as cost without a price table, are left out).",
+                 ("Run", *IDENTITY_HEADER), recorded, [Section("Runs", rows)], [PRIVILEGED_NOTE])
+
+
+def all_tables(runs: list[Run]) -> list[Table]:
+    """Every table that has at least one row (a report over Track A runs has no Table 3/6)."""
+    tables = [runs_table(runs), table1(runs), table2(runs), table3(runs), table5(runs), table6(runs),
+              budget_table(runs)]
+    return [table for table in tables if not table.empty]
