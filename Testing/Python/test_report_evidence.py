@@ -35,7 +35,7 @@ def test_mask_contour_lies_on_the_lesion_in_radiological_orientation(package):
     ras = lesion_centre_ras()
     renderer = RadiologyEvidence(size=256)
     try:
-        views = {view.view: view for view in renderer.render(case, truth, _parsed(ras), state=None)}
+        views = {view.view: view for view in renderer.render(case, truth, _parsed(ras), records=[])}
     finally:
         renderer.close()
     axial = views["axial"]
@@ -61,7 +61,8 @@ def test_viewer_state_and_off_slice_answers_are_shown_as_the_agent_left_them(pac
              "volumes": [{"name": "CASE-1_FLAIR", "window": 800.0, "level": 400.0, "auto": False}]}
     renderer = RadiologyEvidence(size=256)
     try:
-        views = {view.view: view for view in renderer.render(case, truth, _parsed(ras, axial=ras[2] + 10), state)}
+        views = {view.view: view for view in renderer.render(case, truth, _parsed(ras, axial=ras[2] + 10),
+                                                            [{"kind": "action", "state": state}])}
     finally:
         renderer.close()
     axial = views["axial"]
@@ -72,3 +73,32 @@ def test_viewer_state_and_off_slice_answers_are_shown_as_the_agent_left_them(pac
     # zoomed to a 40 mm field of view around the lesion: the sagittal key-slice line crosses near the centre
     columns = np.argwhere(np.all(np.asarray(axial.image) == (235, 205, 50), axis=-1))[:, 1]
     assert len(columns) and abs(np.median(columns) - 128) < 12
+
+
+def test_the_geometry_record_of_the_last_image_the_agent_saw_is_restored(package, tmp_path):
+    """A real session: the agent zooms the axial view on the lesion; the evidence view has that image's plane
+    and field of view (at the report's resolution), not a standard view."""
+    from MedOpenClawLib.session import build_headless_slicer_registry
+
+    case, truth = package
+    registry = build_headless_slicer_registry([str(case.data_root)])
+    try:
+        assert registry.call("open_case", {"dicom_dir": str(case.path(case.open_paths[0])), "size": 128}).ok
+        zoomed = registry.call("zoom", {"view": "axial", "factor": 2.5, "center_1000": [300, 450], "size": 128})
+        assert zoomed.ok, zoomed.error
+        records = [{"kind": "action", "result": zoomed.to_json(inline_images=False), "state": registry.context.state()}]
+    finally:
+        registry.context.engine.app.close()
+    seen = records[0]["result"]["images"][0]["geometry"]
+    renderer = RadiologyEvidence(size=256)
+    try:
+        axial = renderer.render(case, truth, _parsed(lesion_centre_ras()), records)[0]
+    finally:
+        renderer.close()
+    assert axial.view == "axial"
+    assert np.allclose(axial.geometry.field_of_view_mm[:2], seen["field_of_view_mm"][:2], atol=1e-3)
+    in_plane = np.array(seen["slice_to_ras"])[:3, 3] - axial.geometry.slice_to_ras[:3, 3]
+    assert abs(in_plane[0]) < 1e-3 and abs(in_plane[1]) < 1e-3  # same pan; only the slice (S) moved
+    assert axial.geometry.slice_offset_mm == pytest.approx(lesion_centre_ras()[2], abs=1.0)
+    contour = _where(axial.image, MASK_COLOUR)
+    assert len(contour) > 20  # the zoomed-in lesion outline, drawn through the rendered image's own geometry

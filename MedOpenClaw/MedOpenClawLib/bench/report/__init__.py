@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ...result import ActionError
 from ..cases import PATHOLOGY_MODULES, CaseFormatError, load_cases, load_ground_truth
-from .evidence import RadiologyEvidence, last_viewer_state, pathology_overlay
+from .evidence import RadiologyEvidence, pathology_overlay
 from .formats import csv_text, latex, markdown, results_json, results_schema
 from .runs import Episode, Run, find_runs, load_run, run_names
 
@@ -140,7 +140,7 @@ def _evidence(renderer: RadiologyEvidence, run: Run, episode: Episode, records: 
             return result
         if run.track == "C" or run.module == "lumiere":
             return result  # no viewer geometry (Track C) or no spatial evidence (LUMIERE answers lesion fields)
-        for view in renderer.render(case, truth, episode.parsed, last_viewer_state(records)):
+        for view in renderer.render(case, truth, episode.parsed, records):
             target = assets / f"evidence_{view.view}.png"
             view.image.save(target)
             result["evidence"].append({"view": view.view, "src": target.relative_to(page.parent).as_posix(),

@@ -1,12 +1,13 @@
 """The final evidence of an episode drawn over the anatomy, through the viewer engine the agent used.
 
-Radiology: the case is opened in a headless viewer engine exactly as the episode's preload did, each view gets
-the geometry of the viewer-state snapshot the agent last saw (background and fusion, orientation, field of view,
-centre, window/level), the slice moves to the answered key slice, and the view is rendered by the same
-``render_view`` (corner overlay included). Over it: the hidden lesion mask's contour on that slice, the other two
-answered key slices as lines, and the answered RAS point (a cross on its slice, a ring with its distance
-otherwise). Pixels and RAS are related only through the slice node's XY-to-RAS matrix, so the drawing is in the
-viewer's own (radiological) orientation whatever the storage order of the mask.
+Radiology: the case is opened in a fresh headless session through the registry's own ``open_case`` (the action
+the episode's preload called), and each view is put back where the agent last saw it: the geometry record of the
+last image returned for that view (plane, field of view), else the viewer-state snapshot of the trace, with the
+background, fusion and window/level of that snapshot. The slice then moves to the answered key slice and the view
+is rendered by the same ``render_view`` (corner overlay included). Over it, mapped only through that image's own
+geometry record: the hidden lesion mask's contour on that slice, the other two answered key slices as lines, and
+the answered RAS point (a cross on its slice, a ring with its distance otherwise). So the drawing is in the
+viewer's own (radiological) orientation, whatever the storage order of the mask.
 
 Pathology: the smallest pyramid level of the slide with the hidden regions and the answered coordinates.
 """
@@ -35,6 +36,7 @@ class EvidenceView:
     offset_mm: float
     volume: str | None
     notes: list[str]
+    geometry: object = None  # the SliceImageGeometry the image was rendered (and drawn) with
 
 
 def last_viewer_state(records: list[dict]) -> dict | None:
@@ -45,32 +47,48 @@ def last_viewer_state(records: list[dict]) -> dict | None:
     return None
 
 
+def last_image_geometries(records: list[dict]) -> dict[str, dict]:
+    """view -> the geometry record of the last image of that view returned in the episode."""
+    geometries: dict[str, dict] = {}
+    for record in records:
+        if record.get("kind") != "action":
+            continue
+        for image in (record.get("result") or {}).get("images") or []:
+            if isinstance(image, dict) and isinstance(image.get("geometry"), dict) and image.get("view") in VIEW_KEYS:
+                geometries[image["view"]] = image["geometry"]
+    return geometries
+
+
 class RadiologyEvidence:
-    """Keeps one case loaded in a headless engine: consecutive episodes of the same case reuse it."""
+    """Keeps one case open in a headless session: consecutive episodes of the same case reuse it."""
 
     def __init__(self, size: int = EVIDENCE_SIZE):
         self.size = size
-        self._engine = None
+        self._registry = None
         self._case_key: tuple | None = None
 
     def close(self) -> None:
-        if self._engine is not None:
-            self._engine.app.close()
-        self._engine, self._case_key = None, None
+        if self._registry is not None:
+            self._registry.context.engine.app.close()
+        self._registry, self._case_key = None, None
 
     def _engine_for(self, case: Case):
-        from ...viewer.engine import ViewerEngine
+        from ...session import build_headless_slicer_registry
 
         key = (str(case.cases_dir), case.case_id)
         if key != self._case_key:
             self.close()
-            engine = ViewerEngine()
+            registry = build_headless_slicer_registry([str(case.data_root)])
+            self._registry, self._case_key = registry, key
             for relative in case.open_paths:
-                engine.open(case.path(relative))
-            self._engine, self._case_key = engine, key
-        return self._engine
+                opened = registry.call("open_case", {"dicom_dir": str(case.path(relative)), "size": 64},
+                                       actor="system")
+                if not opened.ok:
+                    self.close()
+                    raise RuntimeError(f"open_case failed: {opened.error.get('code')}: {opened.error.get('message')}")
+        return self._registry.context.engine
 
-    def render(self, case: Case, truth: GroundTruth, parsed: dict, state: dict | None) -> list[EvidenceView]:
+    def render(self, case: Case, truth: GroundTruth, parsed: dict, records: list[dict]) -> list[EvidenceView]:
         from ...viewer.geometry import VIEWS
 
         engine = self._engine_for(case)
@@ -81,7 +99,9 @@ class RadiologyEvidence:
             from ..scoring.geometry import mask_from_file
 
             mask = mask_from_file(truth.mask_path)
-        return [self._render_view(engine, view, (state or {}), evidence, source, mask) for view in VIEWS]
+        state, geometries = last_viewer_state(records) or {}, last_image_geometries(records)
+        return [self._render_view(engine, view, state, geometries.get(view), evidence, source, mask)
+                for view in VIEWS]
 
     def _volume(self, engine, names: list[str | None]):
         from ...result import ActionError
@@ -94,7 +114,8 @@ class RadiologyEvidence:
                     continue
         return engine.volume_nodes()[0]
 
-    def _render_view(self, engine, view: str, state: dict, evidence: dict, source: str | None, mask) -> EvidenceView:
+    def _render_view(self, engine, view: str, state: dict, geometry: dict | None, evidence: dict,
+                     source: str | None, mask) -> EvidenceView:
         from PIL import Image, ImageDraw
 
         from ...viewer.rendering import render_view
@@ -104,7 +125,8 @@ class RadiologyEvidence:
         background = self._volume(engine, [view_state.get("background"), source])
         if view_state.get("background") and background.GetName() != view_state["background"]:
             notes.append(f"{view_state['background']} is not in the case package; showing {background.GetName()}")
-        self._restore_view(engine, view, view_state, background, state)
+        self._show_layers(engine, view, view_state, background, state)
+        self._restore_plane(engine, view, view_state, geometry)
         key = evidence.get(VIEW_KEYS[view])
         if isinstance(key, (int, float)):
             low, high, _ = engine.offset_range(view, background)
@@ -113,34 +135,43 @@ class RadiologyEvidence:
             engine.set_offset(view, float(key), clamp=True)
         else:
             notes.append("no key slice answered for this view: showing the last slice the agent saw")
-        rendered = render_view(engine, view, self.size)
+        rendered = render_view(engine, view, self.size, returned=False)
         image = Image.fromarray(rendered.pixels).convert("RGB")
-        draw = ImageDraw.Draw(image)
-        xy_to_ras = self._xy_to_ras(engine, view)
+        drawn = rendered.geometry
         if mask is not None:
-            self._draw_mask(image, mask, xy_to_ras)
-        self._draw_key_lines(draw, view, evidence, xy_to_ras)
+            image = self._draw_mask(image, mask, drawn.xy_to_ras)
+        draw = ImageDraw.Draw(image)
+        self._draw_key_lines(draw, view, evidence, drawn.xy_to_ras)
         ras = evidence.get("ras")
         if isinstance(ras, (list, tuple)) and len(ras) == 3:
-            notes += self._draw_point(engine, draw, view, ras, background)
-        return EvidenceView(view, image, float(rendered.slice_offset_mm), background.GetName(), notes)
+            notes += self._draw_point(draw, view, drawn, [float(value) for value in ras], background)
+        return EvidenceView(view, image, float(rendered.slice_offset_mm), background.GetName(), notes, drawn)
 
-    def _restore_view(self, engine, view: str, view_state: dict, background, state: dict) -> None:
-        logic = engine.logic(view)
-        composite = logic.GetSliceCompositeNode()
+    def _show_layers(self, engine, view: str, view_state: dict, background, state: dict) -> None:
+        """Background, fusion and window/level as in the viewer-state snapshot."""
+        composite = engine.logic(view).GetSliceCompositeNode()
         composite.SetBackgroundVolumeID(background.GetID())
-        foreground = None
-        if view_state.get("foreground"):
-            foreground = self._volume(engine, [view_state["foreground"]])
+        foreground = self._volume(engine, [view_state["foreground"]]) if view_state.get("foreground") else None
         composite.SetForegroundVolumeID(foreground.GetID() if foreground is not None else None)
         composite.SetForegroundOpacity(float(view_state.get("foreground_opacity") or 0.0) if foreground else 0.0)
         for volume in state.get("volumes") or []:
             node = next((node for node in engine.volume_nodes() if node.GetName() == volume.get("name")), None)
             if node is not None and volume.get("window"):
                 engine.set_window_level(node, volume.get("window"), volume.get("level"), bool(volume.get("auto")))
+
+    def _restore_plane(self, engine, view: str, view_state: dict, geometry: dict | None) -> None:
+        """The plane and field of view of the last image the agent saw (its geometry record), else those of
+        the viewer-state snapshot, else the standard view fitted to the volume."""
+        from ...viewer.geometry import numpy_to_vtk_matrix
+
+        logic = engine.logic(view)
         slice_node = logic.GetSliceNode()
+        if geometry is not None:
+            slice_node.GetSliceToRAS().DeepCopy(numpy_to_vtk_matrix(np.array(geometry["slice_to_ras"], dtype=float)))
+            slice_node.SetFieldOfView(*[float(value) for value in geometry["field_of_view_mm"]])
+            slice_node.UpdateMatrices()
+            return
         slice_node.SetOrientation(view_state.get("orientation") or slice_node.GetDefaultOrientation())
-        engine.prepare_view(view, self.size)
         logic.FitSliceToAll()
         fov = view_state.get("field_of_view_mm")
         if isinstance(fov, list) and len(fov) == 2 and min(fov) > 0:
@@ -151,18 +182,14 @@ class RadiologyEvidence:
         if isinstance(view_state.get("offset_mm"), (int, float)):
             engine.set_offset(view, float(view_state["offset_mm"]), clamp=True)
 
-    def _xy_to_ras(self, engine, view: str) -> np.ndarray:
-        from ...viewer.geometry import vtk_to_numpy_matrix
-
-        return vtk_to_numpy_matrix(engine.logic(view).GetSliceNode().GetXYToRAS())
-
     def _pixel_ras(self, xy_to_ras: np.ndarray) -> np.ndarray:
         """(size, size, 3) RAS of every pixel centre, rows from the top as in the rendered image."""
         rows, columns = np.mgrid[0 : self.size, 0 : self.size].astype(float)
         xy = np.stack([columns, self.size - 1.0 - rows, np.zeros_like(rows), np.ones_like(rows)], axis=-1)
         return (xy @ xy_to_ras.T)[..., :3]
 
-    def _draw_mask(self, image, mask, xy_to_ras: np.ndarray) -> None:
+    def _draw_mask(self, image, mask, xy_to_ras: np.ndarray):
+        """The mask sampled at every pixel's RAS (nearest voxel, through the mask's own affine); its outline."""
         from PIL import Image
         from scipy import ndimage
 
@@ -177,7 +204,7 @@ class RadiologyEvidence:
         contour = ndimage.binary_dilation(contour, iterations=max(1, self.size // 256))
         pixels = np.asarray(image).copy()
         pixels[contour] = MASK_COLOUR
-        image.paste(Image.fromarray(pixels))
+        return Image.fromarray(pixels)
 
     def _draw_key_lines(self, draw, view: str, evidence: dict, xy_to_ras: np.ndarray) -> None:
         """Each other view's answered key slice is the line where its plane meets this view's plane."""
@@ -204,11 +231,10 @@ class RadiologyEvidence:
                 draw.text((min(x + 3, last - 56), min(max(y + 18, 18), last - 30)),
                           f"{AXIS_LETTER[other]} {value:.1f}", fill=VIEW_COLOURS[other])
 
-    def _draw_point(self, engine, draw, view: str, ras, background) -> list[str]:
-        from ...viewer.geometry import CANONICAL_AXIS, spacing_along, xy_to_pixel
+    def _draw_point(self, draw, view: str, geometry, ras: list[float], background) -> list[str]:
+        from ...viewer.geometry import CANONICAL_AXIS, spacing_along
 
-        x, y, distance = engine.ras_to_xy(view, [float(value) for value in ras])
-        column, row = xy_to_pixel(x, y, self.size)
+        column, row, distance = geometry.ras_to_pixel(ras)
         if not (0 <= column < self.size and 0 <= row < self.size):
             return [f"answered RAS point lies outside this {view} view"]
         half = spacing_along(background, CANONICAL_AXIS[view]) / 2.0
