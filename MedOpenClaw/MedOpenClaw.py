@@ -85,27 +85,29 @@ class MedOpenClawWidget(ScriptedLoadableModuleWidget):
 class MedOpenClawLogic(ScriptedLoadableModuleLogic):
     """Owns the application-wide session; usable from scripts without the widget."""
 
-    def requirementsPath(self):
-        return os.path.join(os.path.dirname(__file__), "Resources", "requirements.txt")
+    def missingDependencies(self, features=("core",)):
+        from MedOpenClawLib.dependencies import missing_for
 
-    def missingDependencies(self):
-        from MedOpenClawLib.gui.dependencies import missing_requirements, read_requirements
+        return missing_for(features)
 
-        return missing_requirements(read_requirements(self.requirementsPath()))
+    def ensureDependencies(self, features=("core",), askUser=True):
+        """Install the packages ``features`` lack, only after the user agrees (never silently); torch through
+        SlicerPyTorch's PyTorchUtils when that extension is installed."""
+        from MedOpenClawLib.dependencies import FEATURE_NAMES, install
 
-    def ensureDependencies(self, askUser=True):
-        """Install missing packages on first use, only after the user agrees (never silently)."""
-        missing = self.missingDependencies()
-        if not missing:
-            return True
-        if askUser and not slicer.util.confirmOkCancelDisplay(
-            "MedOpenClaw needs these Python packages:\n\n" + "\n".join(missing) + "\n\nInstall them now?",
-            "MedOpenClaw dependencies",
-        ):
-            return False
-        with _waitCursor():
-            slicer.util.pip_install(missing)
-        return not self.missingDependencies()
+        names = ", ".join(FEATURE_NAMES[feature] for feature in features)
+
+        def confirm(missing):
+            return not askUser or slicer.util.confirmOkCancelDisplay(
+                f"{names} needs these Python packages:\n\n" + "\n".join(missing) + "\n\nInstall them now?",
+                "MedOpenClaw dependencies",
+            )
+
+        def pipInstall(requirements):
+            with _waitCursor():
+                slicer.util.pip_install(requirements)
+
+        return not install(features, confirm, pipInstall)
 
     def sessionsDirectory(self):
         default = os.path.join(slicer.app.defaultScenePath, "MedOpenClaw", "sessions")
@@ -125,8 +127,14 @@ class MedOpenClawLogic(ScriptedLoadableModuleLogic):
         return [root for root in roots.split(os.pathsep) if root and os.path.isdir(root)]
 
     def newSession(self, track, dataRoots, maxRounds):
+        """A new shared session; on Track B first offers the operators' packages (an operator whose packages were
+        declined answers ``missing_dependency``)."""
         from MedOpenClawLib.gui.app_session import AppSession, set_shared_session
         from MedOpenClawLib.viewer.application import SlicerApplication
+
+        if track == "B":
+            self.ensureDependencies(("track_b", "dicom_seg"))
+            self.ensureDependencies(("vista3d",))
 
         session = AppSession.create(self.sessionsDirectory(), dataRoots, track, maxRounds,
                                     app=SlicerApplication.running_app())

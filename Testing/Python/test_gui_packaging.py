@@ -1,5 +1,6 @@
 """Extension packaging: the Extensions Index entry and the CMake metadata agree, the module scripts pass the
-scripted-module contract check, and the first-use dependency check reads the module's requirements."""
+scripted-module contract check, and the per-feature dependencies (issue 12, item 8): heavy packages imported
+where used, missing ones answered as ``missing_dependency``, installs asked for, torch through PyTorchUtils."""
 
 from __future__ import annotations
 
@@ -11,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from MedOpenClawLib.gui.dependencies import import_name, missing_requirements, read_requirements
+from MedOpenClawLib import dependencies
+from MedOpenClawLib.dependencies import FEATURES, import_name, install, missing_for, missing_requirements, require
+from MedOpenClawLib.result import ActionError
 
 ROOT = Path(__file__).resolve().parents[2]
 CMAKE = (ROOT / "CMakeLists.txt").read_text()
@@ -59,11 +62,80 @@ def test_contract_check_reports_a_broken_module(tmp_path):
         checked.stderr
 
 
-def test_dependency_check_reads_the_module_requirements():
-    requirements = read_requirements(ROOT / "MedOpenClaw" / "Resources" / "requirements.txt")
-    assert "jsonschema>=4.20" in requirements and all(not line.startswith("#") for line in requirements)
+def test_feature_requirements_are_known_and_installed_here():
     assert [import_name(r) for r in ("pillow>=10", "Foo-Bar==1", "nibabel")] == ["PIL", "foo_bar", "nibabel"]
-    assert missing_requirements(requirements) == []  # everything is installed in this environment
+    assert missing_for(FEATURES) == []  # everything is installed in this environment
     assert missing_requirements(["surely-not-installed-pkg>=1"]) == ["surely-not-installed-pkg>=1"]
     with pytest.raises(ValueError):
         import_name("  >=1")
+
+
+def test_a_feature_without_its_packages_answers_missing_dependency(monkeypatch):
+    monkeypatch.setattr(dependencies, "installed", lambda name: name != "highdicom")
+    require("vista3d")
+    with pytest.raises(ActionError) as refused:
+        require("dicom_seg")
+    assert refused.value.code == "missing_dependency" and "highdicom" in refused.value.message
+
+
+class PyTorchUtilsDouble:
+    """SlicerPyTorch's PyTorchUtils/PyTorchUtils.py: ``PyTorchUtilsLogic.torchInstalled()`` and
+    ``installTorch(askConfirmation=False, forceComputationBackend=None, torchVersionRequirement=None, ...)``."""
+
+    calls: list = []
+
+    class PyTorchUtilsLogic:
+        @staticmethod
+        def torchInstalled():
+            return False
+
+        def installTorch(self, askConfirmation=False, forceComputationBackend=None, torchVersionRequirement=None,
+                         torchvisionVersionRequirement=None):
+            PyTorchUtilsDouble.calls.append((askConfirmation, torchVersionRequirement))
+
+
+def test_install_asks_first_and_takes_torch_through_pytorchutils(monkeypatch):
+    monkeypatch.setattr(dependencies, "installed", lambda name: name not in {"torch", "monai"})
+    pip, asked = [], []
+    assert install(["vista3d"], lambda missing: asked.append(missing) or False, pip.append) == list(FEATURES["vista3d"])
+    assert asked == [list(FEATURES["vista3d"])] and pip == [], "nothing is installed without the user's consent"
+
+    PyTorchUtilsDouble.calls = []
+    install(["vista3d"], lambda missing: True, pip.append, find_module=lambda name: PyTorchUtilsDouble)
+    assert PyTorchUtilsDouble.calls == [(True, ">=2.2")] and pip == [["monai>=1.4"]]
+
+    pip.clear()
+    install(["vista3d"], lambda missing: True, pip.append, find_module=lambda name: None)  # no SlicerPyTorch
+    assert pip == [["torch>=2.2", "monai>=1.4"]]
+
+
+BLOCKED = """
+import importlib.abc, json, sys
+BLOCKED = {"highdicom", "torch", "monai", "scipy"}
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in BLOCKED:
+            raise ModuleNotFoundError(f"No module named {name!r}")
+sys.meta_path.insert(0, Block())
+from MedOpenClawLib.session import build_slicer_registry
+registry = build_slicer_registry([], track="B")
+results = {name: registry.call(name, arguments).error for name, arguments in (
+    ("export_dicom_seg", {"segmentation_name": "x"}),
+    ("import_dicom_seg", {"path": "/x.dcm", "volume_name": "x"}),
+    ("vista3d_segment", {"label_prompt": ["liver"]}))}
+results["imported"] = sorted(BLOCKED & set(sys.modules))
+results["tools"] = len(registry.actions())
+print(json.dumps(results))
+"""
+
+
+def test_track_b_loads_without_highdicom_torch_monai_scipy():
+    """What a fresh Slicer has: the Track B tools are offered, and the ones that need a missing package say so."""
+    ran = subprocess.run([sys.executable, "-c", BLOCKED], capture_output=True, text=True, check=False, timeout=120,
+                         env={**__import__("os").environ, "PYTHONPATH": str(ROOT / "MedOpenClaw")})
+    assert ran.returncode == 0, ran.stderr[-2000:]
+    results = json.loads(ran.stdout.strip().splitlines()[-1])
+    assert results["imported"] == [] and results["tools"] > 20
+    for name in ("export_dicom_seg", "import_dicom_seg", "vista3d_segment"):
+        assert results[name]["code"] == "missing_dependency", results[name]
+    assert "highdicom" in results["import_dicom_seg"]["message"] and "torch" in results["vista3d_segment"]["message"]

@@ -18,13 +18,13 @@ import pydicom
 import pydicom.errors
 
 from ..audit import fresh_path, sha256_file
+from ..dependencies import require
 from ..registry import Toolset
 from ..result import ActionError, Result
 from ..viewer.actions import POINT_1000, RAS, SIZE, VIEW, render, screen_points_to_ras, target_views
 from ..viewer.image_geometry import IMAGE_ID
 from . import brainsfit, scene_nodes, vista3d
 from .artifacts import VolumeArtifact
-from .dicom_seg import DicomSegError, Segment, export_seg, import_seg
 from .image import ImageVolume
 from .quantify import region_statistics
 from .region_growing import METHODS, GrowingParameters, grow_region
@@ -153,6 +153,7 @@ def binding_warnings(graph, volume: VolumeArtifact, what: str) -> list[dict]:
 def vista3d_segment(ctx, volume_name=None, label_prompt=None, point_prompts_ras=None, point_prompts_1000=None,
                     view=None, image_id=None, point_labels=None, segmentation_name=None, size: int = 512) -> Result:
     started = time.perf_counter()
+    require("vista3d")
     node = volume_node(ctx, volume_name)
     image = scene_nodes.image_of(node)
     try:
@@ -472,6 +473,9 @@ def pet_calibration(node):
 )
 def export_dicom_seg(ctx, segmentation_name, segment_names=None) -> Result:
     started = time.perf_counter()
+    require("dicom_seg")
+    from .dicom_seg import DicomSegError, Segment, export_seg  # highdicom: imported where used
+
     if ctx.artifacts_dir is None:
         raise ActionError("no_artifacts_dir", "this session has no artifacts directory to write to")
     segmentation = scene_nodes.find_segmentation(ctx.engine.scene, segmentation_name)
@@ -524,6 +528,9 @@ def export_dicom_seg(ctx, segmentation_name, segment_names=None) -> Result:
 )
 def import_dicom_seg(ctx, path, volume_name, size: int = 512) -> Result:
     started = time.perf_counter()
+    require("dicom_seg")
+    from .dicom_seg import DicomSegError, import_seg  # highdicom: imported where used
+
     resolved = _readable_path(ctx, path)
     node = volume_node(ctx, volume_name)
     try:

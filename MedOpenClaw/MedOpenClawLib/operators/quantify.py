@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.spatial import ConvexHull, QhullError
 
+from ..dependencies import require
 from .image import ImageVolume
 
 _CORNERS = np.array([[x, y, z] for x in (-0.5, 0.5) for y in (-0.5, 0.5) for z in (-0.5, 0.5)])
@@ -93,15 +93,24 @@ def region_statistics(volume: ImageVolume, mask: np.ndarray, suv_factor: float |
     )
 
 
+def hull_vertices(points: np.ndarray) -> np.ndarray:
+    """The points on the convex hull (the only candidates for a largest distance); all of them when the points
+    are coplanar or collinear. scipy is imported here, where it is used."""
+    require("track_b")
+    from scipy.spatial import ConvexHull, QhullError
+
+    try:
+        return points[ConvexHull(points).vertices]
+    except (QhullError, ValueError):  # degenerate: every point may be extreme
+        return points
+
+
 def max_distance(points: np.ndarray) -> float:
     """Largest pairwise distance, through the convex hull so large regions stay cheap."""
     points = np.unique(np.asarray(points, dtype=float), axis=0)
     if len(points) < 2:
         return 0.0
-    try:
-        points = points[ConvexHull(points).vertices]
-    except (QhullError, ValueError):  # coplanar or collinear: every point may be extreme
-        pass
+    points = hull_vertices(points)
     best = 0.0
     for start in range(0, len(points), 512):
         block = points[start : start + 512]
@@ -160,11 +169,7 @@ def _axial_diameters(volume: ImageVolume, mask: np.ndarray) -> tuple[float, floa
 
 def _longest_pair_2d(points: np.ndarray) -> tuple[float, np.ndarray]:
     """Longest distance between 2-D points and its unit direction."""
-    points = np.unique(points, axis=0)
-    try:
-        points = points[ConvexHull(points).vertices]
-    except (QhullError, ValueError):  # collinear: a single row or column of pixels is impossible with corners
-        pass
+    points = hull_vertices(np.unique(points, axis=0))
     differences = points[:, None, :] - points[None, :, :]
     distances = np.sqrt((differences**2).sum(-1))
     a, b = np.unravel_index(np.argmax(distances), distances.shape)
