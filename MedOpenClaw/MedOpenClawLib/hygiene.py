@@ -24,6 +24,8 @@ MAX_MESSAGE_CHARS = 600
 
 # C0/C1 control characters (NUL, newline, escape, ...) and UTF-16 surrogates, which no well-formed text holds
 _FORBIDDEN_CHARACTER = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+# numpy 2 reprs of scalars inside formatted containers (f"{list(array)}"): np.float64(1.5) -> 1.5
+_NUMPY_SCALAR = re.compile(r"\bnp\.(?:float|int|uint|bool|complex|str)\w*\(([^()]*)\)")
 
 
 def preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
@@ -42,7 +44,9 @@ def preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
 
 
 def bounded_message(message: str, limit: int = MAX_MESSAGE_CHARS) -> str:
-    """Error messages can quote input (schema errors, names): keep them short and encodable."""
+    """Error messages can quote input (schema errors, names): keep them short and encodable, and print numbers
+    as plain numbers (every error message passes here, so no handler has to unwrap numpy scalars)."""
+    message = _NUMPY_SCALAR.sub(r"\1", message)
     if _FORBIDDEN_CHARACTER.search(message):
         message = _FORBIDDEN_CHARACTER.sub("?", message)
     return message if len(message) <= limit else message[:limit] + "... (truncated)"

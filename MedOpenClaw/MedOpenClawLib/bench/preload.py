@@ -80,8 +80,8 @@ def preload(env, case: Case) -> Attachments:
 
 
 def preload_radiology(env: Environment, case: Case) -> Attachments:
-    for relative in case.open_paths:
-        _system_call(env, "open_case", {"dicom_dir": str(case.path(relative)), "size": 64})
+    for index, relative in enumerate(case.open_paths):  # one case: later paths add to the first one's volumes
+        _system_call(env, "open_case", {"dicom_dir": str(case.path(relative)), "size": 64, "keep_loaded": index > 0})
     views = _system_call(env, "observe", {"size": BASELINE_SIZE})
     state = _system_call(env, "get_viewer_state", {})["data"]
     return Attachments(state, inventory_text(state), result_images(views, "baseline"))

@@ -97,22 +97,27 @@ def ping(ctx) -> Result:
      "spacing": {"type": "number", "exclusiveMinimum": 0, "description": "default scroll step in mm"},
      "slice_planes": {"type": "array", "items": VIEW, "uniqueItems": True, "minItems": 1},
      "view_layout": {"type": "string", "enum": list(LAYOUTS)},
+     "keep_loaded": {"type": "boolean", "description": "add to the volumes already loaded instead of replacing "
+                     "them (default false: a new case starts from a clean scene)"},
      "size": SIZE},
     required=["dicom_dir"],
 )
 def open_case(ctx, dicom_dir: str, spacing: float | None = None, slice_planes=None, view_layout=None,
-              size: int = 512) -> Result:
+              keep_loaded: bool = False, size: int = 512) -> Result:
     path = ctx.policy.data_roots.resolve(dicom_dir)
-    sources, skipped = discover_sources(path, ctx.policy.data_roots.scan)
-    nodes = ctx.engine.open(sources)
+    discovery = discover_sources(path, ctx.policy.data_roots.scan)
+    nodes, load_warnings = ctx.engine.open(discovery.sources, keep_loaded)
     if view_layout:
         ctx.engine.set_layout(view_layout)
     ctx.engine.default_step_mm = spacing
     data = {"loaded": [node.GetName() for node in nodes], **inventory(ctx)}
-    if skipped:
-        data["skipped_entries"] = skipped
-        data["warnings"] = [f"{skipped} entries under {path.name} lead outside the data roots or cannot be read; "
-                            "they were skipped"]
+    warnings = list(dict.fromkeys(discovery.warnings + load_warnings))
+    if discovery.skipped_entries:
+        data["skipped_entries"] = discovery.skipped_entries
+        warnings.insert(0, f"{discovery.skipped_entries} entries under {path.name} lead outside the data roots or "
+                           "cannot be read; they were skipped")
+    if warnings:
+        data["warnings"] = warnings
     return render(ctx, slice_planes or VIEWS, size, data)
 
 

@@ -85,12 +85,22 @@ class ViewerEngine:
         ]
         return [node for node in nodes if not node.IsA("vtkMRMLLabelMapVolumeNode") and node.GetImageData()]
 
-    def open(self, sources: list[VolumeSource]) -> list:
-        """Load every source (see :func:`discover_sources`); nothing is added if any of them fails."""
-        nodes = load_sources(self.app, sources)
+    def open(self, sources: list[VolumeSource], keep_loaded: bool = False) -> tuple[list, list[str]]:
+        """Load the sources (see :func:`discover_sources`) and show the first; returns the nodes and the
+        loading warnings (a source that cannot be read is one of them, see :func:`load_sources`).
+
+        A new case is a clean scene: unless ``keep_loaded``, the volumes, markups, segmentations and transforms
+        already in the scene are removed -- after the new volumes loaded, so a case that fails to open leaves
+        the previous one in place."""
+        previous = set() if keep_loaded else self.managed_node_ids()
+        nodes, warnings = load_sources(self.app, sources, avoid_names=keep_loaded)
+        for node_id in previous:
+            node = self.scene.GetNodeByID(node_id)
+            if node is not None:
+                self.scene.RemoveNode(node)
         if nodes:
             self.show_volume(nodes[0])
-        return nodes
+        return nodes, warnings
 
     def find_volume(self, volume_id: str | None = None, volume_name: str | None = None, required: bool = True):
         """Resolve a volume by id or name (exact, then case-insensitive); default is the active volume."""

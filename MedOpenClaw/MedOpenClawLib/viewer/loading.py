@@ -1,5 +1,11 @@
 """Loading volumes into the scene: NIfTI/NRRD through Slicer's own archetype reader, DICOM series through
-SimpleITK/GDCM (slice sorting, rescale, oblique orientation) with an explicit LPS -> RAS conversion.
+SimpleITK/GDCM (series grouping, pixel decoding, rescale), split into the volumes they really hold and given
+their geometry by :mod:`.dicom_series`, with an explicit LPS -> RAS conversion.
+
+Warnings are data: what the readers print (VTK output window, ITK on stderr) is captured per source and returned
+with every decision that changed what was loaded. A source that cannot be read is left out with its reason as a
+warning while the others load; only when nothing loads is the call refused (a 4-D NIfTI, for one, is refused
+with Slicer's own reason: it loads only as a sequence, which this viewer does not offer).
 """
 
 from __future__ import annotations
@@ -7,7 +13,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -17,6 +23,8 @@ from vtk.util import numpy_support
 
 from ..policy import DirectoryScan
 from ..result import ActionError
+from .dicom_series import VolumePlan, resample_along_normal, split_series
+from .native_messages import captured_native_messages
 
 VOLUME_SUFFIXES = (".nii.gz", ".nii", ".nrrd", ".nhdr", ".mha", ".mhd")
 LPS_TO_RAS = np.diag([-1.0, -1.0, 1.0, 1.0])
@@ -40,6 +48,7 @@ class VolumeSource:
     path: Path
     files: tuple[str, ...] = ()
     series_uid: str = ""
+    plan: VolumePlan | None = field(default=None, compare=False)  # DICOM: slice order and geometry
 
     @property
     def stem(self) -> str:
@@ -56,59 +65,98 @@ def is_volume_file(path: Path) -> bool:
     return path.is_file() and path.name.lower().endswith(VOLUME_SUFFIXES)
 
 
-def discover_sources(path: Path, scan: Callable[[Path], DirectoryScan]) -> tuple[list[VolumeSource], int]:
-    """Every volume under ``path`` and how many scanned entries were skipped: the file itself, or each volume
-    file and DICOM series below a directory. ``scan`` is the data-root policy's confined directory scan, so
-    nothing found through a link that leads outside the roots is ever read."""
+@dataclass
+class Discovery:
+    """What a path holds: loadable sources, scanned entries skipped by the data-root policy, and warnings
+    (series split or refused, files that are neither volumes nor DICOM)."""
+
+    sources: list[VolumeSource]
+    skipped_entries: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+
+def discover_sources(path: Path, scan: Callable[[Path], DirectoryScan]) -> Discovery:
+    """Every volume under ``path``: the file itself, or each volume file and DICOM volume below a directory.
+    ``scan`` is the data-root policy's confined directory scan, so nothing found through a link that leads
+    outside the roots is ever read."""
     if path.is_file():
         if not is_volume_file(path):
             raise ActionError("unsupported_format", f"{path.name}: expected NIfTI, NRRD or MetaImage")
-        return [VolumeSource("file", path)], 0
+        return Discovery([VolumeSource("file", path)])
     listing = scan(path)
     files_by_directory: dict[Path, list[Path]] = {}
     for file in listing.files:
         files_by_directory.setdefault(file.parent, []).append(file)
-    sources: list[VolumeSource] = []
+    discovery = Discovery([], listing.skipped)
+    refused: list[str] = []
     warnings = sitk.ProcessObject.GetGlobalWarningDisplay()
     sitk.ProcessObject.SetGlobalWarningDisplay(False)  # GDCM warns on every folder without DICOM files
     try:
         for directory in sorted(listing.directories):
-            sources.extend(directory_sources(directory, files_by_directory.get(directory, [])))
+            refused += directory_sources(directory, files_by_directory.get(directory, []), discovery)
     finally:
         sitk.ProcessObject.SetGlobalWarningDisplay(warnings)
-    if not sources:
+    discovery.warnings += [f"not loaded: {reason}" for reason in refused]
+    if not discovery.sources:
         skipped = f" ({listing.skipped} entries outside the data roots or unreadable were skipped)"
+        reasons = f": {'; '.join(refused)}" if refused else ""
         raise ActionError("no_volumes", f"no NIfTI/NRRD file or DICOM series found under {path.name}"
-                          + (skipped if listing.skipped else ""))
-    return sources, listing.skipped
+                          + (skipped if listing.skipped else "") + reasons)
+    return discovery
 
 
-def directory_sources(directory: Path, allowed: list[Path]) -> list[VolumeSource]:
-    """The DICOM series and volume files of one directory, restricted to the ``allowed`` files the scan kept."""
-    sources = []
+IGNORED_FILES = ("DICOMDIR", "README", "LICENSE")
+
+
+def directory_sources(directory: Path, allowed: list[Path], discovery: Discovery) -> list[str]:
+    """Add the DICOM volumes and volume files of one directory (restricted to the ``allowed`` files the scan
+    kept) to ``discovery``; returns the reasons of refused DICOM groups."""
     kept = {str(file) for file in allowed}
+    used: set[str] = set()
+    refused: list[str] = []
     if kept:
         for series_uid in sitk.ImageSeriesReader.GetGDCMSeriesIDs(str(directory)) or ():
             files = [name for name in sitk.ImageSeriesReader.GetGDCMSeriesFileNames(str(directory), series_uid)
                      if name in kept]
+            used.update(files)
             if files:
-                sources.append(VolumeSource("dicom", directory, tuple(files), series_uid))
-    sources.extend(VolumeSource("file", file) for file in sorted(allowed) if is_volume_file(file))
-    return sources
+                refused += add_series(directory, files, series_uid, discovery)
+    volume_files = [file for file in sorted(allowed) if is_volume_file(file)]
+    discovery.sources.extend(VolumeSource("file", file) for file in volume_files)
+    unknown = [file.name for file in sorted(allowed) if str(file) not in used and file not in volume_files
+               and not file.name.startswith(".") and not file.name.upper().startswith(IGNORED_FILES)]
+    if unknown:
+        discovery.warnings.append(
+            f"{len(unknown)} file(s) in {directory.name} could not be read as DICOM images or NIfTI/NRRD volumes "
+            f"and were not loaded: {', '.join(unknown[:3])}" + (", ..." if len(unknown) > 3 else ""))
+    return refused
+
+
+def add_series(directory: Path, files: list[str], series_uid: str, discovery: Discovery) -> list[str]:
+    """Split one GDCM series into its volumes (:func:`.dicom_series.split_series`) and add them."""
+    split = split_series(files, directory.name)
+    discovery.warnings += split.warnings
+    for plan in split.plans:
+        discovery.warnings += plan.warnings
+        discovery.sources.append(VolumeSource("dicom", directory, tuple(plan.files), series_uid, plan))
+    return split.refused
 
 
 def unique_names(sources: list[VolumeSource], taken: set[str], series_names: dict[VolumeSource, str]) -> list[str]:
-    """File stems (or series descriptions) as names; clashes are prefixed with the parent folder name."""
+    """File stems (or series descriptions) as names; files whose stems clash are prefixed with their parent
+    folder's name, and any name still taken gets ``_2``, ``_3``, ..."""
     base = [series_names.get(source) or source.stem for source in sources]
     counts = Counter(base)
     names = []
     for source, name in zip(sources, base):
-        if counts[name] > 1 or name in taken:
+        if source.kind == "file" and (counts[name] > 1 or name in taken):
             name = f"{source.path.parent.name}_{name}"
-        while name in taken:
-            name += "_"
-        taken.add(name)
-        names.append(name)
+        unique, number = name, 1
+        while unique in taken:
+            number += 1
+            unique = f"{name}_{number}"
+        taken.add(unique)
+        names.append(unique)
     return names
 
 
@@ -122,7 +170,7 @@ def read_dicom_series(source: VolumeSource) -> tuple[sitk.Image, dict]:
     try:
         image = reader.Execute()
     except RuntimeError as error:
-        raise ActionError("unreadable_dicom", f"{source.path}: {error}".splitlines()[0]) from error
+        raise ActionError("unreadable_dicom", f"{source.path.name}: {error}".splitlines()[0]) from error
     metadata = {}
     for tag, name in DICOM_ATTRIBUTES.items():
         if reader.HasMetaDataKey(0, tag):
@@ -137,14 +185,18 @@ def series_volume_name(description: str) -> str:
 
 
 def series_display_name(source: VolumeSource) -> str:
-    """A name for a DICOM series from its description (or modality), read without pixel data."""
+    """A name for a DICOM volume from its series description (or modality), read without pixel data, plus the
+    plane / time point / part suffix when the series holds several volumes (``..._axial``, ``..._t2``)."""
     header = sitk.ImageFileReader()
     header.SetFileName(source.files[0])
     header.ReadImageInformation()
+    name = source.path.name
     for tag in ("0008|103e", "0008|0060"):
         if header.HasMetaDataKey(tag) and series_volume_name(header.GetMetaData(tag)):
-            return series_volume_name(header.GetMetaData(tag))
-    return source.path.name
+            name = series_volume_name(header.GetMetaData(tag))
+            break
+    suffix = source.plan.suffix if source.plan is not None else ""
+    return f"{name}_{series_volume_name(suffix)}" if suffix else name
 
 
 def ijk_to_ras_from_sitk(image: sitk.Image) -> np.ndarray:
@@ -171,22 +223,48 @@ def set_node_image(node, array_kji: np.ndarray, ijk_to_ras: np.ndarray) -> None:
     node.SetIJKToRASMatrix(matrix)
 
 
-def load_sources(app, sources: list[VolumeSource]) -> list:
-    """Create one scalar volume node per source; on any failure remove what was added and re-raise."""
+def load_sources(app, sources: list[VolumeSource], avoid_names: bool = True) -> tuple[list, list[str]]:
+    """One scalar volume node per source, and the warnings of loading them. A source that cannot be read is
+    left out with its reason as a warning; if none loads, the first reason is raised. On an unexpected error
+    everything added is removed again. ``avoid_names``: keep new names apart from volumes already loaded
+    (False when those are about to be removed)."""
     scene = app.scene
     taken = {scene.GetNthNodeByClass(i, "vtkMRMLScalarVolumeNode").GetName()
-             for i in range(scene.GetNumberOfNodesByClass("vtkMRMLScalarVolumeNode"))}
+             for i in range(scene.GetNumberOfNodesByClass("vtkMRMLScalarVolumeNode"))} if avoid_names else set()
     series_names = {source: series_display_name(source) for source in sources if source.kind == "dicom"}
     names = unique_names(sources, taken, series_names)
-    nodes = []
+    nodes, warnings, failures = [], [], []
     try:
         for source, name in zip(sources, names):
-            nodes.append(load_file(app, source, name) if source.kind == "file" else load_dicom(app, source, name))
+            try:
+                node, messages = load_source(app, source, name)
+            except ActionError as error:
+                failures.append(error)
+                warnings.append(f"not loaded: {error.message}")
+                continue
+            nodes.append(node)
+            warnings += [f"{name}: {message}" for message in messages]
     except BaseException:
         for node in nodes:
             scene.RemoveNode(node)
         raise
-    return nodes
+    if failures and not nodes:
+        raise failures[0]
+    return nodes, warnings
+
+
+def load_source(app, source: VolumeSource, name: str) -> tuple[object, list[str]]:
+    """(node, what the readers printed) for one source."""
+    failure = None
+    with captured_native_messages() as messages:
+        try:
+            node = load_file(app, source, name) if source.kind == "file" else load_dicom(app, source, name)
+        except ActionError as error:
+            failure = error
+    if failure is not None:  # the readers' own words say why (e.g. "contains a 4D image ... as a sequence")
+        failure.message = "; ".join([failure.message, *messages[:2]])
+        raise failure
+    return node, messages
 
 
 def load_file(app, source: VolumeSource, name: str):
@@ -197,11 +275,28 @@ def load_file(app, source: VolumeSource, name: str):
     return node
 
 
+def apply_plan(image: sitk.Image, plan: VolumePlan) -> tuple[np.ndarray, np.ndarray]:
+    """(voxels k, j, i; IJK->RAS) with the plan's geometry, resampled onto its even grid when it has one."""
+    array = sitk.GetArrayFromImage(image)
+    if not plan.has_geometry:
+        return array, ijk_to_ras_from_sitk(image)
+    spacing = plan.spacing
+    if plan.resample_to is not None:
+        array = resample_along_normal(array, plan.positions_mm, plan.resample_to)
+    matrix = np.eye(4)
+    matrix[:3, :3] = plan.direction_lps @ np.diag(spacing)
+    matrix[:3, 3] = plan.origin_lps
+    return array, LPS_TO_RAS @ matrix
+
+
 def load_dicom(app, source: VolumeSource, name: str):
     image, metadata = read_dicom_series(source)
-    array = sitk.GetArrayFromImage(image)
+    if source.plan is not None:
+        array, ijk_to_ras = apply_plan(image, source.plan)
+    else:
+        array, ijk_to_ras = sitk.GetArrayFromImage(image), ijk_to_ras_from_sitk(image)
     node = app.scene.AddNewNodeByClass("vtkMRMLScalarVolumeNode", name)
-    set_node_image(node, array, ijk_to_ras_from_sitk(image))
+    set_node_image(node, array, ijk_to_ras)
     node.CreateDefaultDisplayNodes()
     display = node.GetDisplayNode()
     display.SetAndObserveColorNodeID("vtkMRMLColorTableNodeGrey")
