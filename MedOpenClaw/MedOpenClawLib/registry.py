@@ -48,6 +48,13 @@ def unrecordable_reason(error: Exception) -> tuple[str, str]:
                                            f"{error}); nothing was changed")
 
 
+def call_identity(name: object, actor: object, round_id: object, extra: dict | None) -> dict:
+    """How a call is named in its audit record (``record_action`` keywords): an unknown actor as the agent, a
+    name that is no short string as a bounded preview."""
+    return {"actor": actor if actor in ACTORS else "agent", "round_id": round_id, "extra": extra,
+            "action": name if isinstance(name, str) and len(name) <= 64 else preview(name)}
+
+
 class ActionContext(Protocol):
     """What a registry needs from the application it drives (a Slicer scene, a WSI viewer, ...)."""
 
@@ -61,14 +68,17 @@ class ActionContext(Protocol):
 
 
 @dataclass(frozen=True)
-class Action:
-    """A named, schema-described operation. ``parameters`` is a JSON schema of type object."""
+class ActionSpec:
+    """What a client sees of an action: its name, role, JSON schema (type object) and tracks.
+
+    Split from :class:`Action` so a front-end whose actions run in another process (the crash-contained
+    viewer of :mod:`.server.supervisor`) describes them exactly as the in-process registry does.
+    """
 
     name: str
     role: str
     description: str
     parameters: dict
-    handler: Callable[..., Result]
     tracks: tuple[str, ...] = ("A", "B")
 
     def __post_init__(self):
@@ -76,10 +86,11 @@ class Action:
             raise ValueError(f"{self.name}: role must be one of {ROLES}")
         jsonschema.Draft202012Validator.check_schema(self.parameters)
 
-    @cached_property
-    def validator(self) -> jsonschema.protocols.Validator:
-        """Built once: constructing a validator per call costs more than validating."""
-        return FullMatchValidator(self.parameters)
+    @classmethod
+    def from_description(cls, description: dict) -> ActionSpec:
+        """The inverse of :meth:`describe`."""
+        return cls(description["name"], description["role"], description["description"],
+                   description["parameters"], tuple(description["tracks"]))
 
     def openai_tool(self) -> dict:
         return {
@@ -101,6 +112,18 @@ class Action:
             "description": self.description,
             "parameters": self.parameters,
         }
+
+
+@dataclass(frozen=True)
+class Action(ActionSpec):
+    """A named, schema-described operation and the handler that runs it."""
+
+    handler: Callable[..., Result] = field(kw_only=True)
+
+    @cached_property
+    def validator(self) -> jsonschema.protocols.Validator:
+        """Built once: constructing a validator per call costs more than validating."""
+        return FullMatchValidator(self.parameters)
 
 
 def object_schema(properties: dict, required: Iterable[str] = (), **extra: Any) -> dict:
@@ -134,13 +157,41 @@ class Toolset:
     ) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
         def register(handler: Callable[..., Result]) -> Callable[..., Result]:
             parameters = object_schema(properties or {}, required, **schema_extra)
-            self.actions.append(Action(name, role, description, parameters, handler, tracks))
+            self.actions.append(Action(name, role, description, parameters, tracks, handler=handler))
             return handler
 
         return register
 
 
-class ActionRegistry:
+class ToolCatalog:
+    """The tool listing of a registry, in-process or supervised: ``_actions`` by name, offered on ``track``."""
+
+    _actions: dict[str, ActionSpec]
+    track: str  # the session's track
+
+    def all_actions(self) -> list[ActionSpec]:
+        """Every declared action, whatever its tracks, in declaration order."""
+        return list(self._actions.values())
+
+    def actions(self, track: str | None = None) -> list[ActionSpec]:
+        """The actions offered on ``track`` (the session's track by default), in declaration order."""
+        track = track or self.track
+        return [action for action in self._actions.values() if track in action.tracks]
+
+    def get(self, name: str) -> ActionSpec | None:
+        return self._actions.get(name) if isinstance(name, str) else None
+
+    def openai_tools(self) -> list[dict]:
+        return [action.openai_tool() for action in self.actions()]
+
+    def anthropic_tools(self) -> list[dict]:
+        return [action.anthropic_tool() for action in self.actions()]
+
+    def mcp_tools(self) -> list[dict]:
+        return [action.mcp_tool() for action in self.actions()]
+
+
+class ActionRegistry(ToolCatalog):
     """Validates, gates, dispatches and audits calls to the actions of one or more toolsets."""
 
     def __init__(
@@ -169,22 +220,13 @@ class ActionRegistry:
     def policy(self) -> SessionPolicy:
         return self.context.policy
 
-    def actions(self, track: str | None = None) -> list[Action]:
-        """The actions offered on ``track`` (the session's track by default), in declaration order."""
-        track = track or self.policy.track
-        return [action for action in self._actions.values() if track in action.tracks]
+    @property
+    def track(self) -> str:
+        return self.policy.track
 
-    def get(self, name: str) -> Action | None:
-        return self._actions.get(name)
-
-    def openai_tools(self) -> list[dict]:
-        return [action.openai_tool() for action in self.actions()]
-
-    def anthropic_tools(self) -> list[dict]:
-        return [action.anthropic_tool() for action in self.actions()]
-
-    def mcp_tools(self) -> list[dict]:
-        return [action.mcp_tool() for action in self.actions()]
+    def state(self) -> dict:
+        """The viewer-state snapshot (what every audit record carries)."""
+        return self.context.state()
 
     def call(
         self,
@@ -238,8 +280,7 @@ class ActionRegistry:
                result: Result, checkpoint: Any, started: float) -> Result:
         """Write the call's record. An outcome that cannot be recorded (text that is not well-formed Unicode,
         a non-finite number in the result or the state) is undone and recorded as a failure instead."""
-        record = {"actor": actor if actor in ACTORS else "agent", "round_id": round_id, "extra": extra,
-                  "action": name if isinstance(name, str) and len(name) <= 64 else preview(name)}
+        record = call_identity(name, actor, round_id, extra)
         try:
             self.trace.record_action(arguments=arguments, result=result, state=self.context.state(),
                                      duration_ms=(time.perf_counter() - started) * 1000.0, **record)

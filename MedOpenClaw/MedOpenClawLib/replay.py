@@ -74,15 +74,17 @@ def first_difference(expected, actual, path: str = "") -> str | None:
     return None if expected == actual else f"{path or 'state'}: {expected!r} != {actual!r}"
 
 
-def replay_trace(path: str | os.PathLike, data_roots: list[str | os.PathLike] | None = None) -> ReplayReport:
-    records = read_trace(path)
-    registry = build_from_config(session_config(records), data_roots)
+def replay_records(registry: ActionRegistry, records: list[dict]) -> ReplayReport:
+    """Re-execute the action records among ``records`` on ``registry``, checking status and state after each.
+
+    Shared by :func:`replay_trace` and by the crash supervisor, which restores a restarted viewer this way.
+    """
     actions = [record for record in records if record.get("kind") == "action"]
     for record in actions:
         # the recorded arguments exactly: ``[]`` must be refused again, not replayed as ``{}``
         result = registry.call(record["action"], record.get("arguments"), actor=record.get("actor", "agent"),
                                round_id=record.get("round"))
-        actual_state = registry.context.state()
+        actual_state = registry.state()
         status = "ok" if result.ok else "error"
         if status != record.get("status"):
             return ReplayReport(False, len(actions), record["seq"],
@@ -93,3 +95,8 @@ def replay_trace(path: str | os.PathLike, data_roots: list[str | os.PathLike] | 
             return ReplayReport(False, len(actions), record["seq"], f"{record['action']}: {difference}",
                                 record.get("state"), actual_state)
     return ReplayReport(True, len(actions), None, f"all {len(actions)} action snapshots match")
+
+
+def replay_trace(path: str | os.PathLike, data_roots: list[str | os.PathLike] | None = None) -> ReplayReport:
+    records = read_trace(path)
+    return replay_records(build_from_config(session_config(records), data_roots), records)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import io
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 
@@ -19,6 +19,20 @@ class ActionError(Exception):
         super().__init__(message)
         self.code = code
         self.message = message
+
+
+@dataclass(frozen=True)
+class RecordedGeometry:
+    """An image geometry as the JSON record a viewer in another process sent: carried, never used to map."""
+
+    record: dict
+
+    @property
+    def image_id(self) -> str | None:
+        return self.record.get("image_id")
+
+    def to_json(self) -> dict:
+        return self.record
 
 
 @dataclass
@@ -67,6 +81,17 @@ class RenderedImage:
             item["png_base64"] = base64.b64encode(self.png_bytes()).decode("ascii")
         return item
 
+    @classmethod
+    def from_json(cls, item: dict) -> RenderedImage:
+        """The inverse of ``to_json(inline=True)``: the image a viewer in another process rendered."""
+        known = {spec.name for spec in fields(cls) if spec.init and not spec.name.startswith("_")} - {"pixels"}
+        image = cls(**{key: value for key, value in item.items() if key in known})
+        if isinstance(image.geometry, dict):
+            image.geometry = RecordedGeometry(image.geometry)
+        if item.get("png_base64"):
+            image._png = base64.b64decode(item["png_base64"])
+        return image
+
 
 @dataclass
 class Result:
@@ -81,6 +106,13 @@ class Result:
     @classmethod
     def failure(cls, code: str, message: str) -> Result:
         return cls(ok=False, error={"code": code, "message": message})
+
+    @classmethod
+    def from_json(cls, value: dict) -> Result:
+        """The inverse of ``to_json(inline_images=True)``."""
+        return cls(ok=bool(value["ok"]), data=value.get("data") or {},
+                   images=[RenderedImage.from_json(item) for item in value.get("images") or []],
+                   error=value.get("error"), artifacts=list(value.get("artifacts") or []))
 
     def to_json(self, inline_images: bool = True) -> dict:
         return {

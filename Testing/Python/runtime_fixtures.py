@@ -7,6 +7,7 @@ from pathlib import Path
 
 import nibabel as nib
 import numpy as np
+import pytest
 from pydicom.dataset import FileDataset, FileMetaDataset
 from pydicom.uid import ExplicitVRLittleEndian, generate_uid
 
@@ -98,3 +99,12 @@ def call_error(registry, name, code, **arguments):
     assert not result.ok and result.error["code"] == code, result.error
     assert registry.context.state() == before, "a failed action changed the session state"
     return result
+
+
+@pytest.fixture()
+def data_root(tmp_path):
+    """A data root holding ``CT.nii.gz``: the oblique phantom."""
+    root = tmp_path / "data"
+    root.mkdir()
+    write_nifti(root / "CT.nii.gz", phantom(0), oblique_lps_affine())
+    return root

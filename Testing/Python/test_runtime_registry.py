@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import pytest
+import runtime_fixtures
 from runtime_fixtures import oblique_lps_affine, phantom, write_nifti
 
 from MedOpenClawLib.audit import AuditTrace
@@ -17,13 +17,7 @@ TABLE_9 = ["ping", "open_case", "select_volume", "observe", "scroll", "zoom", "f
 EVIDENCE_TOOLS = ["bookmark_view", "record_key_slices", "record_point", "draw_roi", "measure_line", "list_evidence",
                   "export_evidence"]
 
-
-@pytest.fixture()
-def data_root(tmp_path):
-    root = tmp_path / "data"
-    root.mkdir()
-    write_nifti(root / "CT.nii.gz", phantom(0), oblique_lps_affine())
-    return root
+data_root = runtime_fixtures.data_root
 
 
 def test_every_paper_tool_is_registered_with_exportable_schemas():

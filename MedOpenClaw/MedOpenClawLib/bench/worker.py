@@ -6,12 +6,15 @@ one worker, not the run, and the runner retries the episode on a fresh one. Prot
 over a loopback TCP socket. The client first sends ``{"op": "hello", "token": T}`` (the token comes from the
 ``MEDOPENCLAW_WORKER_TOKEN`` environment variable, never argv), then requests ``{"id", "op", ...}`` answered
 by ``{"id", "ok": true, "result"}`` or ``{"id", "ok": false, "error": {"code", "message"}}``.
-Ops: ping, start (build a fresh registry for an episode), tools, call, event, end, shutdown.
+Ops: ping, start (build a fresh registry for an episode), tools, call, event, end, shutdown, and for the crash
+supervisor of ``serve``/``mcp`` (:mod:`..server.supervisor`): call with ``with_record`` (the audit record's
+arguments, state and duration come back too) and restore (replay earlier action records onto the new registry).
 """
 
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import hmac
 import itertools
 import json
@@ -27,9 +30,12 @@ from pathlib import Path
 
 from ..audit import AuditTrace
 from ..registry import ActionRegistry
+from ..replay import replay_records
 from .environment import LocalEnvironment
 
 TOKEN_ENV = "MEDOPENCLAW_WORKER_TOKEN"
+# what a supervisor copies of the child's audit record into its own trace
+SUPERVISED_RECORD_KEYS = ("action", "actor", "arguments", "state", "round", "extra")
 RUN_BENCH_SCRIPT = Path(__file__).resolve().parents[3] / "scripts" / "run_bench.py"
 
 
@@ -79,6 +85,10 @@ class WorkerFault(Exception):
     """The worker process crashed, hung or broke the protocol: discard it and retry on a fresh one."""
 
 
+class WorkerHung(WorkerFault):
+    """The worker did not answer within the call's timeout (it was killed)."""
+
+
 # ----------------------------------------------------------------------------------------------- server side
 class WorkerService:
     """The worker's state: at most one episode's registry at a time."""
@@ -107,13 +117,20 @@ class WorkerService:
         if op == "tools":
             return {"tools": self.env.tools()}
         if op == "call":
-            return self.env.call(
+            result = self.env.call(
                 request.get("name"),
                 request.get("arguments") or {},
                 actor=request.get("actor", "agent"),
                 round_id=request.get("round_id"),
                 audit_extra=request.get("audit_extra"),
             )
+            if not request.get("with_record"):
+                return result
+            record = self.env.registry.trace.records[-1]
+            return {"result": result, "record": {key: record.get(key) for key in SUPERVISED_RECORD_KEYS}}
+        if op == "restore":
+            report = replay_records(self.env.registry, list(request.get("records") or []))
+            return {"report": report.to_json(), "state": self.env.registry.state()}
         if op == "observation":
             return self._observation()
         if op == "event":
@@ -145,12 +162,14 @@ class WorkerService:
             request.get("trace_path"),
             header=request.get("header") or {},
             save_images=bool(request.get("save_images", True)),
+            window=request.get("trace_window"),  # a supervisor keeps the real trace: the child needs the last record
         )
         registry = builder(
             list(request.get("data_roots") or []), request.get("track", "A"), trace, request.get("max_rounds")
         )
         self.env = LocalEnvironment(registry)
-        return {"tools": self.env.tools()}
+        return {"tools": self.env.tools(), "actions": [action.describe() for action in registry.all_actions()],
+                "config": registry.config, "state": registry.state()}
 
 
 def _answer(service: WorkerService, line: bytes) -> dict:
@@ -223,7 +242,7 @@ def serve_worker(
                         break
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, builders: dict[str, Callable[..., ActionRegistry]] | None = None) -> int:
     parser = argparse.ArgumentParser(description="MedOpenClaw headless benchmark worker (slicer-core)")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--ready-file", required=True)
@@ -232,7 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     token = os.environ.get(TOKEN_ENV)
     if not token:
         parser.error(f"{TOKEN_ENV} must be set")
-    serve_worker(WorkerService(), token, args.port, args.ready_file, args.parent_pid)
+    faulthandler.enable()  # a native crash leaves the Python stack in worker.log
+    serve_worker(WorkerService(builders), token, args.port, args.ready_file, args.parent_pid)
     return 0
 
 
@@ -264,9 +284,12 @@ class WorkerProcess:
         slicer: str | None = None,
         startup_timeout_s: float = 120.0,
         call_timeout_s: float = 300.0,
+        command: Callable[[str], list[str]] | None = None,
     ):
+        """``command(ready_file)`` overrides the launch command (default: headless, or ``slicer`` when given)."""
         self.workdir = Path(workdir)
         self.slicer = slicer
+        self.command = command
         self.startup_timeout_s = startup_timeout_s
         self.call_timeout_s = call_timeout_s
         self.process: subprocess.Popen | None = None
@@ -281,7 +304,10 @@ class WorkerProcess:
     def start(self) -> WorkerProcess:
         self.workdir.mkdir(parents=True, exist_ok=True)
         ready = self.workdir / f"ready-{secrets.token_hex(4)}.json"
-        command = slicer_command(self.slicer, str(ready)) if self.slicer else headless_command(str(ready))
+        if self.command is not None:
+            command = self.command(str(ready))
+        else:
+            command = slicer_command(self.slicer, str(ready)) if self.slicer else headless_command(str(ready))
         token = secrets.token_urlsafe(24)
         env = {**os.environ, TOKEN_ENV: token}
         log = open(self.workdir / "worker.log", "ab")  # noqa: SIM115 - owned by the child process
@@ -328,7 +354,7 @@ class WorkerProcess:
             line = self._stream.readline()
         except TimeoutError:
             self.kill()
-            raise WorkerFault(
+            raise WorkerHung(
                 f"worker did not answer {op!r} within {timeout_s or self.call_timeout_s:g} s"
             ) from None
         except OSError as error:

@@ -8,6 +8,8 @@ import os
 import threading
 from pathlib import Path
 
+from .sessions import add_session_arguments, close_session, session_registry
+
 # the viewer (slicer, vtk) is imported by the commands that run it, so `--help` and `trace verify` stay light
 
 SERVE_TRACE_WINDOW = 1000
@@ -15,11 +17,8 @@ SERVE_TRACE_WINDOW = 1000
 
 def add_commands(subparsers) -> None:
     serve = subparsers.add_parser("serve", help="serve the action registry over REST on 127.0.0.1")
-    serve.add_argument("--data-root", action="append", required=True, help="directory open_case may read (repeat)")
+    add_session_arguments(serve)
     serve.add_argument("--port", type=int, default=8765)
-    serve.add_argument("--track", choices=["A", "B"], default="A")
-    serve.add_argument("--max-rounds", type=int, default=None)
-    serve.add_argument("--trace", type=Path, default=None, help="audit trace JSONL (default: none on disk)")
     serve.set_defaults(func=run_serve)
 
     tools = subparsers.add_parser("tools", help="print the registry's tools")
@@ -45,15 +44,12 @@ def add_commands(subparsers) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from ..audit import AuditTrace
-    from ..session import build_slicer_registry
     from .rest import RestService, SceneThreadExecutor, make_http_server, new_token
 
     token = os.environ.get("MEDOPENCLAW_TOKEN") or new_token()
     # the file keeps every record; memory keeps a window (a long-running server must not grow without bound)
-    trace = AuditTrace(args.trace, header={"front_end": "rest"}, save_images=args.trace is not None,
-                       window=SERVE_TRACE_WINDOW)
-    registry = build_slicer_registry(args.data_root, track=args.track, trace=trace, max_rounds=args.max_rounds)
+    registry = session_registry(args, header={"front_end": "rest"}, save_images=args.trace is not None,
+                                window=SERVE_TRACE_WINDOW)
     executor = SceneThreadExecutor()
     httpd = make_http_server(RestService(registry, token), executor, args.port)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
@@ -66,6 +62,7 @@ def run_serve(args: argparse.Namespace) -> int:
         pass
     finally:
         httpd.shutdown()
+        close_session(registry)
     return 0
 
 

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 
 from .. import __version__
 from ..registry import ActionRegistry
+from .sessions import add_session_arguments, close_session, session_registry
 
 SUPPORTED_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
 INSTRUCTIONS = (
@@ -148,28 +149,18 @@ def protocol_stdout() -> TextIO:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from ..audit import AuditTrace
-    from ..session import build_slicer_registry
-
     writer = protocol_stdout()
-    trace = AuditTrace(
-        args.trace, header={"front_end": "mcp", "data_roots": args.data_root}, save_images=False
-    )
-    registry = build_slicer_registry(
-        data_roots=args.data_root, track=args.track, trace=trace, max_rounds=args.max_rounds
-    )
+    registry = session_registry(args, header={"front_end": "mcp", "data_roots": args.data_root}, save_images=False)
     # undecodable bytes become U+FFFD and then a JSON-RPC parse error, instead of ending the server
     reader = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace")
-    serve(MCPServer(registry), reader, writer)
+    try:
+        serve(MCPServer(registry), reader, writer)
+    finally:
+        close_session(registry)
     return 0
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("mcp", help="serve the viewer actions as MCP tools over stdio")
-    parser.add_argument(
-        "--data-root", action="append", required=True, help="directory the agent may open (repeatable)"
-    )
-    parser.add_argument("--track", choices=("A", "B"), default="A")
-    parser.add_argument("--max-rounds", type=int, default=None, help="tool-call budget of the session")
-    parser.add_argument("--trace", default=None, help="audit trace JSONL to write")
+    add_session_arguments(parser)
     parser.set_defaults(func=_run)

@@ -113,7 +113,7 @@ class RestService:
                 return error_response(400, "invalid_argument", f"format must be one of {', '.join(TOOL_FORMATS)}")
             return Response(200, [getattr(action, TOOL_FORMATS[fmt])() for action in self.registry.actions()])
         if path == "/v1/state" and method == "GET":
-            return Response(200, self.registry.context.state())
+            return Response(200, self.registry.state())
         if path == "/v1/trace" and method == "GET":
             return Response(200, self.registry.trace.records)
         if path.startswith("/v1/actions/") and method == "POST":

@@ -1,0 +1,257 @@
+"""Crash containment for ``serve`` and ``mcp``: the scene lives in a supervised child process.
+
+A native crash (a VTK/ITK segfault or abort) or a hang while one call runs must not take the server down with
+it. :class:`SupervisedRegistry` offers what the front-ends use of an
+:class:`~MedOpenClawLib.registry.ActionRegistry` (tool listing, ``call``, ``state``, ``trace``) and forwards
+each call to a benchmark worker process (:mod:`..bench.worker`, same protocol) hosting the viewer and the real
+registry. The parent owns the audit trace: the child's records are re-chained into it, so a child dying
+mid-write can never corrupt it.
+
+When the child dies or stops answering during a call, the caller gets ``{ok: false, error: {code:
+"viewer_crashed"}}`` and the call is not applied; a fresh child is started and the session is restored by
+replaying the trace's action records (:func:`~MedOpenClawLib.replay.replay_records`, every snapshot checked);
+the trace gets a ``viewer_crashed`` system record (skipped by replay, so ``trace verify`` and ``replay`` still
+pass). More than ``max_crashes`` crashes within ``crash_window_s`` seconds, or a restore whose snapshots
+diverge from the trace, close the session: later calls are answered ``viewer_unavailable`` (and audited).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+from ..audit import AuditTrace, read_trace
+from ..bench import worker
+from ..bench.worker import WorkerError, WorkerFault, WorkerHung, WorkerProcess
+from ..hygiene import bounded_message, check_arguments, refused_input
+from ..registry import ActionSpec, ToolCatalog, call_identity, unrecordable_reason
+from ..result import ActionError, Result
+
+VIEWER_CRASHED = "viewer_crashed"
+VIEWER_UNAVAILABLE = "viewer_unavailable"
+REPLAY_KEYS = ("seq", "kind", "action", "arguments", "actor", "round", "status", "state")
+
+
+def worker_command(ready_file: str) -> list[str]:
+    """How the child is launched; tests swap in a worker whose engine crashes on purpose."""
+    return worker.headless_command(ready_file)
+
+
+def describe_exit(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+class SupervisedRegistry(ToolCatalog):
+    """An action registry whose viewer runs in a child process that is restarted and restored after a crash."""
+
+    def __init__(
+        self,
+        viewer: str = "radiology",
+        data_roots: list[str] | None = None,
+        track: str = "A",
+        max_rounds: int | None = None,
+        trace: AuditTrace | None = None,
+        workdir: str | Path | None = None,
+        remove_workdir: bool = False,
+        call_timeout_s: float = 300.0,
+        startup_timeout_s: float = 120.0,
+        max_crashes: int = 3,
+        crash_window_s: float = 600.0,
+        command: Callable[[str], list[str]] | None = None,
+    ):
+        """``viewer`` names a builder of :data:`~MedOpenClawLib.bench.worker.BUILDERS`; ``workdir`` receives the
+        child's ``worker.log`` (default: a temporary folder; :meth:`close` removes it then, or when
+        ``remove_workdir``). The session is restored from ``trace``, so it must hold every record: give it a file
+        or no in-memory window."""
+        self.trace = trace if trace is not None else AuditTrace(None)
+        self.start_request = {"viewer": viewer, "data_roots": [str(root) for root in data_roots or []],
+                              "track": track, "max_rounds": max_rounds}
+        self.remove_workdir = remove_workdir or workdir is None
+        self.workdir = Path(tempfile.mkdtemp(prefix="medopenclaw-viewer-") if workdir is None else workdir)
+        self.call_timeout_s = call_timeout_s
+        self.startup_timeout_s = startup_timeout_s
+        self.max_crashes = max_crashes
+        self.crash_window_s = crash_window_s
+        self.command = command or worker_command
+        self.crashes: deque[float] = deque()  # monotonic times of the crashes inside the window
+        self.closed_reason: str | None = None  # set once the viewer is given up
+        self._lock = threading.RLock()
+        self._worker, started = self._launch()
+        self._actions = {item["name"]: ActionSpec.from_description(item) for item in started["actions"]}
+        self.config = started["config"]
+        self.track = self.config.get("track", track)
+        self._state = started["state"]
+        self.trace.record_event("session_config", self.config)
+
+    # ------------------------------------------------------------------ the registry interface
+    def state(self) -> dict:
+        """The snapshot after the last call: the scene changes only through calls, so no round trip is needed."""
+        with self._lock:
+            return json.loads(json.dumps(self._state))
+
+    def call(
+        self,
+        name: str,
+        arguments: dict | None = None,
+        actor: str = "agent",
+        round_id: object = None,
+        audit_extra: dict | None = None,
+    ) -> Result:
+        """Run one action in the child; never raises (but KeyboardInterrupt/SystemExit). A crash answers
+        ``viewer_crashed`` and restores the session."""
+        arguments = {} if arguments is None else arguments
+        with self._lock:
+            if self.closed_reason is not None:
+                return self._refuse(name, arguments, actor, round_id)
+            started = time.perf_counter()
+            identity = call_identity(name, actor, round_id, audit_extra)
+            try:
+                check_arguments(arguments)  # the registry's own hygiene, first here: what fails it may not be sendable
+            except ActionError as error:
+                failure = Result.failure(error.code, bounded_message(error.message))
+                return self._audit(failure, started, arguments=refused_input(arguments), state=self._state,
+                                   **identity)
+            try:
+                answer = self._worker.request("call", name=name, arguments=arguments, actor=actor,
+                                              round_id=round_id, audit_extra=audit_extra, with_record=True)
+            except WorkerFault as fault:
+                return self._crashed(name, arguments, actor, round_id, fault)
+            except Exception as error:  # the child refused the request itself (WorkerError): a supervisor bug
+                failure = Result.failure("internal_error", bounded_message(f"the viewer refused the call: {error}"))
+                return self._audit(failure, started, arguments=arguments, state=self._state, **identity)
+            record = answer["record"]
+            self._state = record["state"]
+            return self._audit(Result.from_json(answer["result"]), started, actor=record["actor"],
+                               action=record["action"], arguments=record["arguments"], state=record["state"],
+                               round_id=record["round"], extra=record["extra"])
+
+    def _audit(self, result: Result, started: float, **record) -> Result:
+        """Write the call's record into this process's trace. Should that fail (a full disk), the child is
+        restored from the trace as it stands, which undoes the call, and the call is answered as a failure."""
+        try:
+            self.trace.record_action(result=result, duration_ms=(time.perf_counter() - started) * 1000.0, **record)
+            return result
+        except Exception as error:
+            failure = Result.failure(*unrecordable_reason(error))
+        if result.ok:
+            self._replace_worker()
+        return failure
+
+    def close(self) -> None:
+        with self._lock:
+            if self._worker is not None:
+                self._worker.close()
+                self._worker = None
+            if self.remove_workdir:
+                shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def __enter__(self) -> SupervisedRegistry:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ child processes
+    def _launch(self) -> tuple[WorkerProcess, dict]:
+        """A new child with a fresh session (its own trace stays in memory; this process owns the real one)."""
+        child = WorkerProcess(self.workdir, startup_timeout_s=self.startup_timeout_s,
+                              call_timeout_s=self.call_timeout_s, command=self.command).start()
+        try:
+            return child, child.request("start", trace_path=None, header={"supervised": True}, save_images=False,
+                                        trace_window=1, timeout_s=self.startup_timeout_s, **self.start_request)
+        except (WorkerFault, WorkerError):
+            child.kill()
+            raise
+
+    def _history(self) -> list[dict]:
+        """Every action record of the session, from the trace file when there is one (it holds everything)."""
+        if self.trace.path is not None:
+            records = read_trace(self.trace.path)
+        elif self.trace.count == len(self.trace.records):
+            records = list(self.trace.records)
+        else:
+            raise ValueError("its early records left the in-memory window and it has no file")
+        return [{key: record[key] for key in REPLAY_KEYS if key in record}
+                for record in records if record.get("kind") == "action"]
+
+    def _replace_worker(self) -> dict:
+        """Discard the child and restore the session on a new one; returns what the crash record reports."""
+        self._worker.kill()
+        self._worker = None
+        return self._restore()
+
+    def _restore(self) -> dict:
+        try:
+            history = self._history()
+        except (OSError, ValueError) as error:
+            self.closed_reason = bounded_message(f"the session's audit trace cannot be read back: {error}")
+            return {"restored": False}
+        while True:
+            now = time.monotonic()
+            while self.crashes and now - self.crashes[0] > self.crash_window_s:
+                self.crashes.popleft()
+            if len(self.crashes) > self.max_crashes:
+                self.closed_reason = (f"the viewer crashed {len(self.crashes)} times within "
+                                      f"{self.crash_window_s:g} s; it is not restarted again")
+                return {"restored": False}
+            try:
+                child, _ = self._launch()
+                answer = child.request("restore", records=history,
+                                       timeout_s=self.call_timeout_s + self.startup_timeout_s)
+            except WorkerFault:  # the restore crashed too: that counts against the limit
+                self.crashes.append(time.monotonic())
+                continue
+            except WorkerError as error:
+                self.closed_reason = f"the restarted viewer refused the restore: {error}"
+                return {"restored": False}
+            report = answer["report"]
+            if not report["ok"]:
+                child.close()
+                self.closed_reason = f"the restored session diverged from its audit trace: {report['message']}"
+                return {"restored": False, "replay": report}
+            self._worker = child
+            self._state = answer["state"]
+            return {"restored": True, "replayed_actions": report["actions"]}
+
+    def _crashed(self, name: str, arguments: dict, actor: str, round_id: object, fault: WorkerFault) -> Result:
+        crashed_at = time.perf_counter()
+        self.crashes.append(time.monotonic())
+        exit_status = describe_exit(self._worker.process.returncode if self._worker.process else None)
+        outcome = self._replace_worker()
+        outcome["recovery_ms"] = round((time.perf_counter() - crashed_at) * 1000.0, 1)
+        self.trace.record_event(VIEWER_CRASHED, {
+            "action": name, "arguments": arguments, "actor": actor, "round": round_id, "cause": str(fault),
+            "exit": exit_status, "worker_log": str(self.workdir / "worker.log"), "crashes_in_window":
+            len(self.crashes), **outcome})
+        if isinstance(fault, WorkerHung):
+            message = f"the viewer stopped answering while running {name!r} and was stopped; "
+        else:
+            message = f"the viewer crashed while running {name!r} ({exit_status}); "
+        message += "the call was not applied. "
+        if outcome["restored"]:
+            message += (f"The viewer was restarted and the session restored from its audit trace "
+                        f"({outcome['replayed_actions']} actions replayed); continue from the same state.")
+        else:
+            message += f"The session is closed: {self.closed_reason}."
+        return Result.failure(VIEWER_CRASHED, message)
+
+    def _refuse(self, name: str, arguments: dict, actor: str, round_id: object) -> Result:
+        """A call after the viewer was given up: answered and audited as a system record (replay skips it)."""
+        message = f"the viewer is no longer available ({self.closed_reason}); restart the server"
+        self.trace.record_event(VIEWER_UNAVAILABLE, {"action": name, "arguments": arguments, "actor": actor,
+                                                     "round": round_id})
+        return Result.failure(VIEWER_UNAVAILABLE, message)

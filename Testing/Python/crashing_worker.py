@@ -1,0 +1,62 @@
+"""A viewer worker whose markups sink crashes natively on a sentinel label: the test double of issue 10's
+VTK crashes (a label reaching a markups API segfaulted or aborted the process).
+
+The wrapped ``add_markups`` first adds the markups node to the scene, as the real sink does, and only then
+dies, so a crash leaves a half-changed scene behind -- which the restored session must not show. Labels
+``CRASH:segv`` (a real SIGSEGV: reading address 0 through ctypes), ``CRASH:abort`` (``os.abort``, SIGABRT) and
+``CRASH:hang`` (never returns). Only tests launch this file; the production worker has no such path.
+
+Run as ``python crashing_worker.py --port P --ready-file F --parent-pid R`` (the worker's own arguments), or
+import :func:`command` as a supervisor's launch command.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import sys
+import time
+
+SENTINEL = "CRASH:"
+
+
+def crash(kind: str) -> None:
+    if kind == "segv":
+        ctypes.string_at(0)  # dereferences NULL: SIGSEGV in native code
+    elif kind == "abort":
+        os.abort()
+    elif kind == "hang":
+        while True:
+            time.sleep(60)
+
+
+def install() -> None:
+    import inspect
+
+    from MedOpenClawLib.evidence import actions
+
+    real_add_markups = actions.add_markups
+    signature = inspect.signature(real_add_markups)
+
+    def add_markups(*args, **kwargs):
+        node = real_add_markups(*args, **kwargs)
+        label = signature.bind(*args, **kwargs).arguments.get("label")
+        if isinstance(label, str) and label.startswith(SENTINEL):
+            crash(label.removeprefix(SENTINEL))
+        return node
+
+    actions.add_markups = add_markups
+
+
+def command(ready_file: str) -> list[str]:
+    """Launch command for :class:`~MedOpenClawLib.server.supervisor.SupervisedRegistry` (``command=``)."""
+    from MedOpenClawLib.bench.worker import worker_arguments
+
+    return [sys.executable, os.path.abspath(__file__), *worker_arguments(ready_file, 0)]
+
+
+if __name__ == "__main__":
+    from MedOpenClawLib.bench.worker import main
+
+    install()
+    sys.exit(main())
