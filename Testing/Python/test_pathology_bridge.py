@@ -185,3 +185,48 @@ def test_registry_runs_unchanged_over_the_bridge(bridge, slide_root, client):
     for field in ("centre_x", "centre_y", "downsample"):
         assert getattr(after, field) == pytest.approx(getattr(before, field), rel=1e-9)
     assert registry.context.evidence_json() == {"captures": [], "recorded_views": []}
+
+
+# ---------------------------------------------------------- issue 10 items 6 and 11, issue 12 item 6
+def test_memory_delete_of_the_entry_point_is_refused(bridge, client):
+    """Py4J's MemoryCommand compares ids with != and would release the shared entry point ("m d t")."""
+    for shared in ("t", "j", "GATEWAY_SERVER"):
+        answer = client._gateway._gateway_client.send_command(f"m\nd\n{shared}\ne\n")
+        assert answer.startswith("x") and "never released" in answer  # "x": an error answer
+    assert client.focus() is not None
+    other = bridge.client()
+    assert other.focus() is not None, "every client still reaches the entry point"
+    other.disconnect()
+
+
+def test_unknown_memory_sub_command_is_refused(bridge):
+    attacker = bridge.client()
+    answer = attacker._gateway._gateway_client.send_command("m\na\nt\ne\n")
+    assert answer.startswith("z") and "refused: memory sub-command 'a'" in answer  # "z": a Java exception
+    attacker.disconnect()
+    fresh = bridge.client()
+    assert fresh.focus() is not None
+    fresh.disconnect()
+
+
+@pytest.mark.parametrize("path", ["regions\x00.tif", "a\nb.tif", "x" * 5000])
+def test_invalid_paths_get_clear_errors_on_both_sides(client, path):
+    with pytest.raises(ActionError) as refused:  # the Python client refuses before sending
+        client.load_image(path)
+    assert refused.value.code == "invalid_argument"
+    response = json.loads(client._entry.loadImage(path))  # a client that skips the check meets the Java side
+    assert not response["ok"] and response["error"]["code"] == "invalid_argument", response["error"]
+
+
+def test_connection_file_is_owner_only_and_usable(slide_root, tmp_path):
+    connection = tmp_path / "bridge.json"
+    with FileBridgeProcess([slide_root], viewport=VIEWPORT, connection_file=connection) as process:
+        assert connection.stat().st_mode & 0o777 == 0o600
+        data = json.loads(connection.read_text())
+        assert data == {"host": "127.0.0.1", "port": process.port, "token": process.token}
+        viewer = QuPathBridgeClient.from_connection_file(connection)
+        assert viewer.focus() is not None
+        viewer.disconnect()
+    with pytest.raises(ActionError) as refused:
+        QuPathBridgeClient.from_connection_file(tmp_path / "missing.json")
+    assert refused.value.code == "bridge_unavailable"

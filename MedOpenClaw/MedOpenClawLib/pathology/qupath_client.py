@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..hygiene import text_problem
 from ..result import ActionError, RenderedImage
 from .geometry import ViewState
 from .slide import SlideInfo
@@ -98,13 +99,22 @@ class QuPathBridgeClient:
     def from_connection_file(cls, path: str | os.PathLike | None = None) -> QuPathBridgeClient:
         """Connect to the gateway the QuPath extension started (it writes ~/.medopenclaw/qupath-bridge.json)."""
         target = Path(path) if path else Path.home() / ".medopenclaw" / "qupath-bridge.json"
-        connection = json.loads(target.read_text(encoding="utf-8"))
-        return cls(int(connection["port"]), connection["token"], connection.get("host", "127.0.0.1"))
+        try:
+            connection = json.loads(target.read_text(encoding="utf-8"))
+            port, token, host = int(connection["port"]), str(connection["token"]), connection.get("host", "127.0.0.1")
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise ActionError("bridge_unavailable", f"no usable QuPath bridge connection file at {target} (start "
+                                                    f"QuPath with the MedOpenClaw extension): {error}") from error
+        return cls(port, token, host)
 
     # -- transport -------------------------------------------------------------------------------------------
     def _call(self, operation: str, *arguments) -> dict:
         from py4j.protocol import Py4JError
 
+        for argument in arguments:  # NUL and other control characters never reach Java's Path.of or the protocol
+            problem = text_problem(argument) if isinstance(argument, str) else None
+            if problem:
+                raise ActionError("invalid_argument", f"{operation}: the text argument {problem}")
         try:
             raw = getattr(self._entry, operation)(*(_number(argument) for argument in arguments))
         except Py4JError as error:
@@ -228,7 +238,9 @@ class FileBridgeProcess:
         audit_path: str | os.PathLike | None = None,
         java: str = "java",
         start_timeout: float = 30.0,
+        connection_file: str | os.PathLike | None = None,
     ):
+        """``connection_file``: also write {host, port, token} there, owner-only, as the QuPath extension does."""
         from py4j.java_gateway import find_jar_path
 
         self.token = secrets.token_hex(24)
@@ -238,6 +250,8 @@ class FileBridgeProcess:
             command += ["--data-root", str(root)]
         if audit_path is not None:
             command += ["--audit", str(audit_path)]
+        if connection_file is not None:
+            command += ["--connection-file", str(connection_file)]
         self.process = subprocess.Popen(
             command,
             stdin=subprocess.PIPE,

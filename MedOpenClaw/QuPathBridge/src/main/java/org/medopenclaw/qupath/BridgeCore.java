@@ -3,7 +3,9 @@ package org.medopenclaw.qupath;
 import java.awt.image.BufferedImage;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.nio.file.FileSystemException;
 import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -31,6 +33,7 @@ public final class BridgeCore {
             ".svslide", ".bif", ".vms", ".vmu");
     public static final double MAX_SLEEP_SECONDS = 10.0;
     public static final int MAX_LABEL_LENGTH = 80;
+    public static final int MAX_PATH_LENGTH = 4096;
 
     /** One operation's body: returns the response data or throws to refuse. */
     @FunctionalInterface
@@ -65,6 +68,8 @@ public final class BridgeCore {
             error = errorOf(refused.code(), refused.getMessage());
         } catch (IOException failed) {
             error = errorOf("io_error", failed.getMessage());
+        } catch (ViewerUnavailableException unavailable) {
+            error = errorOf(unavailable.code(), unavailable.getMessage());
         } catch (RuntimeException bug) {
             error = errorOf("internal_error", bug.getClass().getSimpleName() + ": " + bug.getMessage());
         }
@@ -184,11 +189,21 @@ public final class BridgeCore {
         if (requested == null || requested.isEmpty()) {
             throw new BridgeError("invalid_argument", "a non-empty path string is required");
         }
-        Path candidate = Path.of(requested);
-        if (!candidate.isAbsolute() && !dataRoots.isEmpty()) {
-            candidate = dataRoots.get(0).resolve(candidate);
+        if (requested.length() > MAX_PATH_LENGTH || requested.chars().anyMatch(c -> c < 0x20 || c == 0x7f)) {
+            throw new BridgeError("invalid_argument", "a path must be at most " + MAX_PATH_LENGTH
+                    + " characters without control characters (NUL, newline, ...)");
         }
-        Path real = Files.exists(candidate) ? candidate.toRealPath() : candidate.toAbsolutePath().normalize();
+        Path candidate;
+        Path real;
+        try {
+            candidate = Path.of(requested);
+            if (!candidate.isAbsolute() && !dataRoots.isEmpty()) {
+                candidate = dataRoots.get(0).resolve(candidate);
+            }
+            real = Files.exists(candidate) ? candidate.toRealPath() : candidate.toAbsolutePath().normalize();
+        } catch (InvalidPathException | FileSystemException invalid) {  // e.g. a name longer than NAME_MAX
+            throw new BridgeError("invalid_argument", "not a usable file path: " + invalid.getMessage());
+        }
         if (dataRoots.stream().noneMatch(real::startsWith)) {
             throw new BridgeError("path_not_allowed", "'" + requested + "' is outside the allowed data roots");
         }

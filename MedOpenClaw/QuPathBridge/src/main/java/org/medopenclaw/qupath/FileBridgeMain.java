@@ -15,10 +15,11 @@ import org.medopenclaw.qupath.gateway.BoundedGatewayServer;
  * <pre>
  * MEDOPENCLAW_BRIDGE_TOKEN=... java -cp medopenclaw-qupath-bridge.jar:py4j.jar \
  *     org.medopenclaw.qupath.FileBridgeMain --data-root DIR [--data-root DIR2] [--viewport 1024x768]
- *     [--port 0] [--audit bridge_audit.jsonl]
+ *     [--port 0] [--audit bridge_audit.jsonl] [--connection-file FILE]
  * </pre>
  * The token comes from the environment (never the command line, which other users can list). The chosen port
- * is printed as {@code MEDOPENCLAW_BRIDGE_PORT <n>}; the process exits when its standard input closes, so a
+ * is printed as {@code MEDOPENCLAW_BRIDGE_PORT <n>} and, with {@code --connection-file}, written with the token
+ * to an owner-only file as the QuPath extension does; the process exits when its standard input closes, so a
  * parent that dies takes the gateway with it.
  */
 public final class FileBridgeMain {
@@ -33,6 +34,7 @@ public final class FileBridgeMain {
         int height = 768;
         int port = 0;
         AuditSink audit = AuditSink.NONE;
+        Path connectionFile = null;
         for (int index = 0; index < arguments.length; index++) {
             String option = arguments[index];
             if (index + 1 >= arguments.length) {
@@ -51,6 +53,7 @@ public final class FileBridgeMain {
                 }
                 case "--port" -> port = Integer.parseInt(value);
                 case "--audit" -> audit = new JsonlAuditSink(Path.of(value));
+                case "--connection-file" -> connectionFile = Path.of(value);
                 default -> fail("unknown option " + option);
             }
         }
@@ -64,6 +67,14 @@ public final class FileBridgeMain {
         BridgeCore core = new BridgeCore(new FileViewerPort(width, height), roots, audit);
         BoundedGatewayServer server = new BoundedGatewayServer(new BridgeEntryPoint(core), port, token);
         server.start(true);
+        if (connectionFile != null) {
+            try {
+                ConnectionFile.write(connectionFile, server.getListeningPort(), token);
+            } catch (IOException failed) {
+                server.shutdown();
+                fail(failed.getMessage());
+            }
+        }
         PrintStream out = System.out;
         out.println("MEDOPENCLAW_BRIDGE_PORT " + server.getListeningPort());
         out.flush();

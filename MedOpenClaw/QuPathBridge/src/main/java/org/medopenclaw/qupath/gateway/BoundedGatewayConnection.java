@@ -7,17 +7,17 @@ import py4j.Gateway;
 import py4j.GatewayConnection;
 import py4j.GatewayServerListener;
 import py4j.commands.Command;
-import py4j.commands.MemoryCommand;
 
 /**
- * A connection that understands only the bounded call command (plus memory release and authentication).
+ * A connection that understands only the bounded call command (plus the bounded memory release and
+ * authentication).
  *
  * <p>Py4J's reflection, JVM-view, constructor, field, dir, help, list, array, stream and shutdown commands are
  * never registered, so a client sending them gets the connection reset ("Unknown command").
  */
 public class BoundedGatewayConnection extends GatewayConnection {
     private static final List<Class<? extends Command>> COMMANDS = List.of(BoundedCallCommand.class,
-            MemoryCommand.class);
+            BoundedMemoryCommand.class);
 
     public BoundedGatewayConnection(Gateway gateway, Socket socket, String authToken,
                                     List<GatewayServerListener> listeners) throws IOException {

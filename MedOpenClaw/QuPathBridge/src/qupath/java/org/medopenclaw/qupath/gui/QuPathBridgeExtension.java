@@ -2,19 +2,15 @@ package org.medopenclaw.qupath.gui;
 
 import java.io.File;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.HexFormat;
-import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Map;
 import org.medopenclaw.qupath.BridgeCore;
 import org.medopenclaw.qupath.BridgeEntryPoint;
-import org.medopenclaw.qupath.Json;
+import org.medopenclaw.qupath.ConnectionFile;
 import org.medopenclaw.qupath.JsonlAuditSink;
 import org.medopenclaw.qupath.gateway.BoundedGatewayServer;
 import qupath.lib.gui.QuPathGUI;
@@ -25,7 +21,8 @@ import qupath.lib.gui.extensions.QuPathExtension;
  *
  * <p>Configuration (environment): MEDOPENCLAW_DATA_ROOTS (required; folders separated by the path separator),
  * MEDOPENCLAW_BRIDGE_TOKEN (optional; generated when absent), MEDOPENCLAW_BRIDGE_PORT (optional; 0 = any free
- * port). Port and token are written to ~/.medopenclaw/qupath-bridge.json (owner-only permissions) for
+ * port). Port and token are written to ~/.medopenclaw/qupath-bridge.json (owner-only on every OS: POSIX mode
+ * 0600, a Windows owner-only ACL) for
  * {@code QuPathBridgeClient.from_connection_file}; every operation is audited to
  * ~/.medopenclaw/qupath-bridge-audit.jsonl.
  */
@@ -60,20 +57,14 @@ public final class QuPathBridgeExtension implements QuPathExtension {
                     new JsonlAuditSink(home.resolve("qupath-bridge-audit.jsonl")));
             server = new BoundedGatewayServer(new BridgeEntryPoint(core), Integer.parseInt(port), token);
             server.start(true);
-            writeConnectionFile(home.resolve("qupath-bridge.json"), server.getListeningPort(), token);
+            ConnectionFile.write(home.resolve("qupath-bridge.json"), server.getListeningPort(), token);
         } catch (IOException | RuntimeException failed) {
+            if (server != null) {  // a gateway nobody can find the token of is shut down, not left running
+                server.shutdown();
+                server = null;
+            }
             System.err.println("MedOpenClaw bridge not started: " + failed.getMessage());
         }
-    }
-
-    private static void writeConnectionFile(Path file, int port, String token) throws IOException {
-        Map<String, Object> connection = new LinkedHashMap<>();
-        connection.put("host", "127.0.0.1");
-        connection.put("port", port);
-        connection.put("token", token);
-        Files.deleteIfExists(file);
-        Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
-        Files.writeString(file, Json.write(connection), StandardCharsets.UTF_8);
     }
 
     @Override
