@@ -55,14 +55,14 @@ def test_malformed_unknown_429_then_answer(tmp_path):
     assert outcome.status == "completed" and outcome.final_text.endswith("ANSWER: B")
     assert outcome.rounds == 2 and outcome.tool_calls == 4
     assert (
-        outcome.rejected_calls == 1 and outcome.failed_calls == 1
-    )  # bad JSON rejected, unknown tool refused
+        outcome.rejected_calls == 2 and outcome.failed_calls == 0
+    )  # bad JSON rejected, a tool that was not offered refused before it reaches the viewer
     assert outcome.usage.calls == 3 and outcome.usage.retries == 1 and outcome.usage.output_tokens == 40
     assert outcome.images_received == 1 and registry.context.offset == 12.0
     receipts = events(records, "tool_receipt")
     assert [(r["name"], r["dispatched"], r["executed"]) for r in receipts] == [
         ("set_slice_offset", False, False),
-        ("zoom_in", True, False),
+        ("zoom_in", False, False),
         ("set_slice_offset", True, True),
         ("observe", True, True),
     ]
@@ -75,8 +75,8 @@ def test_malformed_unknown_429_then_answer(tmp_path):
     tool_messages = [m for m in second_request if m["role"] == "tool"]
     assert "invalid_json" in tool_messages[0]["content"] and "unknown_action" in tool_messages[1]["content"]
     actions = [r for r in records if r["kind"] == "action"]
-    assert [a["action"] for a in actions] == ["zoom_in", "set_slice_offset", "observe"]
-    assert actions[1]["extra"] == {"round": 2, "call_id": "call_0"}
+    assert [a["action"] for a in actions] == ["set_slice_offset", "observe"]
+    assert actions[0]["extra"] == {"round": 2, "call_id": "call_0"}
     assert verify_trace(trace_path).ok
     assert KEY not in trace_path.read_text()
     assert events(records, "episode_end")[0]["final_text"].endswith("ANSWER: B")
@@ -131,3 +131,20 @@ def test_provider_timeout_ends_the_episode_in_error_not_invalid(tmp_path):
     assert outcome.status == "error" and "no response within 0.2 s" in outcome.error["message"]
     assert outcome.error["retryable"] and not outcome.error["fatal"]
     assert events(records, "episode_end")[0]["status"] == "error" and verify_trace(trace_path).ok
+
+
+def test_a_hidden_tool_is_refused_even_though_the_viewer_has_it(tmp_path):
+    """Pathology episodes offer Table 10's tools only (close, sleep, load_case stay hidden): hidden = refused."""
+    registry = toy_registry(AuditTrace(tmp_path / "trace.jsonl"), 5)
+    env = LocalEnvironment(registry)
+    script = [Scripted(openai_reply(calls=[("set_slice_offset", '{"offset": 7}')])),
+              Scripted(openai_reply("ANSWER: A"))]
+    with FakeModelServer(script) as server:
+        agent = ModelAgent(make_provider(ProviderConfig(kind="openai", model="m", base_url=server.url, api_key=KEY)))
+        offered = [tool for tool in env.tools() if tool["name"] == "observe"]
+        agent.reset(AgentContext(module="toy", case=None, tools=offered, max_rounds=5))
+        outcome = run_episode(agent, env, EpisodePrompt("s", "t"), EpisodeConfig(max_rounds=5))
+    assert registry.context.offset == 0.0 and outcome.rejected_calls == 1
+    (receipt,) = events(read_trace(tmp_path / "trace.jsonl"), "tool_receipt")
+    assert not receipt["dispatched"] and receipt["error"]["code"] == "unknown_action"
+    assert "not one of the tools offered" in receipt["error"]["message"]

@@ -87,6 +87,9 @@ def test_montage_agent_sends_one_turn_of_series_montages(cases, tmp_path):
     images = [part for part in user if part["type"] == "image_url"]
     assert len(images) == len(SEQUENCES)  # one montage per loaded series
     assert "Track C (2D slice montage)" in user[0]["text"]
+    system = body["messages"][0]["content"]
+    for tool_text in ("tool-calling rounds", "tools exposed in this run", "image_coords_to_ras", "select_volume"):
+        assert tool_text not in system + user[0]["text"]  # nothing asks for tools that are not offered
     record = episodes(tmp_path / "c")["UCSF-PDGM-0001__r1"]
     assert record["response"].endswith("ANSWER: A") and record["outcome"]["rounds"] == 0
     scrolls = [r for r in read_trace(tmp_path / "c" / record["trace"]) if r.get("action") == "scroll"]

@@ -94,3 +94,18 @@ def test_cli_cohort_then_prepare(tmp_path, capsys):
         ["bench", "prepare", "--module", "bracs", "--source", str(tmp_path / "nowhere"), "--out", str(tmp_path / "x")]
     )
     assert missing.func(missing) == 2
+
+
+@pytest.mark.parametrize("module", ["ucsf-pdgm", "lumiere", "nsclc"])
+def test_track_c_prompt_offers_no_tools_and_counts_no_tool_rounds(module):
+    brief = {"csv_id": "1", "loaded_files": ["a"], "patient": "P", "old_study": "w1", "current_study": "w2",
+             "default_alias": "diagnostic_ct", "source_volume_name": "CT", "source_modality": "CT", "series": {}}
+    with_tools = "\n".join(build_prompt(module, _case(module, **brief), 20))
+    without = "\n".join(build_prompt(module, _case(module, **brief), tools=False))
+    assert "At most 20 tool-calling rounds" in with_tools and "image_coords_to_ras" in with_tools
+    assert "[tools]" not in with_tools and "[/tools]" not in with_tools
+    for tool_text in ("tool-calling rounds", "image_coords_to_ras", "open_case", "select_volume",
+                      "tools exposed in this run", "window_preset", "[tools]"):
+        assert tool_text not in without, tool_text
+    assert "No tools are available in this run" in without
+    assert "ANSWER" in without or "1C2D3B4A5B" in without

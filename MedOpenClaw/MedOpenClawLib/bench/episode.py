@@ -135,6 +135,7 @@ class EpisodeLoop:
         self.config = config
         self.conversation: list[Message] = []
         self.outcome = EpisodeOutcome(status="completed", final_text=None)
+        self.offered = {tool["name"] for tool in agent.context.tools}  # what the model was shown
 
     def run(self, prompt: EpisodePrompt) -> EpisodeOutcome:
         started = time.perf_counter()
@@ -215,6 +216,9 @@ class EpisodeLoop:
             )
         elif call.parse_error is not None:
             result = rejection("invalid_json", f"{call.name}: {call.parse_error}; nothing was executed")
+        elif call.name not in self.offered:  # hidden means refused: the environment may hold more actions
+            result = rejection("unknown_action", f"{call.name!r} is not one of the tools offered in this episode; "
+                                                 "nothing was executed")
         else:
             dispatched = True
             started = time.perf_counter()

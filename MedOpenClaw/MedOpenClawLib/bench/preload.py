@@ -149,5 +149,5 @@ def montage_prompt(case: Case, env: Environment, attachments: Attachments) -> Ep
     the baseline views, and no tools."""
     volumes = [volume["name"] for volume in attachments.inventory.get("volumes", [])]
     images = [slice_montage(env, name) for name in volumes]
-    system, task = build_prompt(case.module, case, 1, scene_inventory=attachments.inventory_text)
+    system, task = build_prompt(case.module, case, scene_inventory=attachments.inventory_text, tools=False)
     return EpisodePrompt(system, task + "\n\n" + TRACK_C_NOTE.format(slices=MONTAGE_SLICES), images)

@@ -1,7 +1,9 @@
 """Prompts of App. H.1 (3D Slicer radiology) and H.2 (QuPath pathology), instantiated per case.
 
 Templates live in ``MedOpenClawLib/resources/prompts/`` (``<module>.system.txt``, ``<module>.task.txt``,
-``pathology.system.txt``, ``pathology.round.txt``) and use ``string.Template`` ``$names``. The scene inventory
+``pathology.system.txt``, ``pathology.round.txt``) and use ``string.Template`` ``$names``. Text about tools is
+marked ``[tools]...[/tools]``: kept (markers removed) when the episode offers tools, dropped for a run without
+tools (Track C), whose budget block says that no tools are available instead of counting tool rounds. The scene inventory
 (radiology) or the current viewer state (pathology) is known only once the episode has opened the case: pass it
 as ``scene_inventory``, or leave it None and the task text keeps :data:`SCENE_INVENTORY_PLACEHOLDER`, which
 :func:`fill_scene_inventory` replaces later. Baseline views are images; the episode loop attaches them.
@@ -9,6 +11,7 @@ as ``scene_inventory``, or leave it None and the task text keeps :data:`SCENE_IN
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from string import Template
 
@@ -16,10 +19,16 @@ from .cases import PATHOLOGY_MODULES, Case
 
 PROMPT_DIR = Path(__file__).resolve().parent.parent / "resources" / "prompts"
 SCENE_INVENTORY_PLACEHOLDER = "<<SCENE_INVENTORY>>"
+TOOL_TEXT = re.compile(r"\[tools\](.*?)\[/tools\]", re.DOTALL)
+NO_TOOLS_BLOCK = (
+    "No tools are available in this run: answer in this single turn from the attached images and the scene "
+    "inventory, in exactly the required format."
+)
 
 
-def _template(name: str) -> Template:
-    return Template((PROMPT_DIR / name).read_text(encoding="utf-8").rstrip("\n"))
+def _template(name: str, tools: bool = True) -> Template:
+    text = (PROMPT_DIR / name).read_text(encoding="utf-8").rstrip("\n")
+    return Template(TOOL_TEXT.sub(r"\1" if tools else "", text))
 
 
 def format_options(case: Case) -> str:
@@ -41,11 +50,15 @@ def format_options(case: Case) -> str:
     return "\n".join(f"{indent}{letter}{separator}{label}" for letter, label in case.questions[0].options)
 
 
-def build_prompt(module: str, case: Case, budget: int = 20, scene_inventory: str | None = None) -> tuple[str, str]:
-    """(system_text, task_text) of one episode; ``budget`` is the tool-round budget (the paper uses 20)."""
+def build_prompt(module: str, case: Case, budget: int = 20, scene_inventory: str | None = None,
+                 tools: bool = True) -> tuple[str, str]:
+    """(system_text, task_text) of one episode; ``budget`` is the tool-round budget (the paper uses 20).
+    ``tools=False`` (Track C): no tool instructions and no tool budget, for radiology modules."""
     if module != case.module:
         raise ValueError(f"case {case.case_id} belongs to {case.module}, not {module}")
-    if budget < 1:
+    if not tools and module in PATHOLOGY_MODULES:
+        raise ValueError("pathology episodes always use the QuPath tools")
+    if tools and budget < 1:
         raise ValueError("the tool budget must be at least one round")
     fields = {
         key: (", ".join(map(str, value)) if isinstance(value, list) else value) for key, value in case.brief.items()
@@ -64,9 +77,9 @@ def build_prompt(module: str, case: Case, budget: int = 20, scene_inventory: str
     if module in PATHOLOGY_MODULES:
         system = _template("pathology.system.txt").substitute(fields)
     else:
-        fields["budget_block"] = _template("radiology_common.txt").substitute(fields)
-        system = _template(f"{module}.system.txt").substitute(fields)
-    task = _template(f"{module}.task.txt").substitute(fields)
+        fields["budget_block"] = _template("radiology_common.txt").substitute(fields) if tools else NO_TOOLS_BLOCK
+        system = _template(f"{module}.system.txt", tools).substitute(fields)
+    task = _template(f"{module}.task.txt", tools).substitute(fields)
     return system, task
 
 
