@@ -3,9 +3,9 @@
 Templates live in ``MedOpenClawLib/resources/prompts/`` (``<module>.system.txt``, ``<module>.task.txt``,
 ``pathology.system.txt``, ``pathology.round.txt``) and use ``string.Template`` ``$names``. Text about tools is
 marked ``[tools]...[/tools]``: kept (markers removed) when the episode offers tools, dropped for a run without
-tools (Track C), whose budget block says that no tools are available instead of counting tool rounds. The scene inventory
-(radiology) or the current viewer state (pathology) is known only once the episode has opened the case: pass it
-as ``scene_inventory``, or leave it None and the task text keeps :data:`SCENE_INVENTORY_PLACEHOLDER`, which
+tools (Track C), whose budget block says that no tools are available instead of counting tool rounds. The scene
+inventory (radiology) or the current viewer state (pathology) is known only once the episode has opened the case:
+pass it as ``scene_inventory``, or leave it None and the task text keeps :data:`SCENE_INVENTORY_PLACEHOLDER`, which
 :func:`fill_scene_inventory` replaces later. Baseline views are images; the episode loop attaches them.
 """
 
