@@ -196,6 +196,30 @@ def _lumiere_fixture(raw: Path, measured: bool) -> None:
     )
 
 
+def test_ucsf_follow_up_rows_neither_overwrite_the_baseline_nor_become_cases(tmp_path):
+    affine = np.diag([-1.0, -1.0, 1.0, 1.0])
+    for folder_id in ("UCSF-PDGM-0004", "UCSF-PDGM-0004_FU001d"):
+        folder = tmp_path / "raw" / f"{folder_id}_nifti"
+        for sequence in ("T1", "T1c", "T2", "FLAIR"):
+            write_nifti(folder / f"{folder_id}_{sequence}.nii.gz", _tiny_volume(100, False), affine)
+        write_nifti(folder / f"{folder_id}_tumor_segmentation.nii.gz", _tiny_volume(0, True).astype(np.uint8), affine)
+    _write_csv(
+        tmp_path / "raw" / "UCSF-PDGM-metadata_v5.csv",
+        [
+            ["ID", "Sex", "Final pathologic diagnosis (WHO 2021)", "IDH"],
+            ["UCSF-PDGM-004", "M", "Glioblastoma, IDH-wildtype", "wildtype"],
+            ["UCSF-PDGM-004_FU001d", "M", "Astrocytoma, IDH-mutant", "mutated"],  # after the base row
+        ],
+    )
+    manifest = prepare("ucsf-pdgm", tmp_path / "raw", tmp_path / "cases")
+    assert [case["case_id"] for case in manifest["cases"]] == ["UCSF-PDGM-0004"]
+    assert load_ground_truth(tmp_path / "cases", "UCSF-PDGM-0004").answers == {"answer": "A"}  # the base row
+    (skipped,) = manifest["skipped"]
+    assert skipped["case_id"] == "UCSF-PDGM-0004_FU001d" and "follow-up" in skipped["reason"]
+    assert manifest["filters"][1] == {"step": "baseline scans only (_FU follow-ups excluded)", "excluded": 1,
+                                      "remaining": 1}
+
+
 def test_lumiere_fixture_quirks(tmp_path):
     raw = tmp_path / "raw"
     _lumiere_fixture(raw, measured=True)
@@ -264,12 +288,20 @@ def test_nsclc_fixture_quirks(cohort, tmp_path):
     assert "Histology " in rows[0]  # the distributed header keeps its trailing space
     t_column = rows[0].index("Pathological T stage")
     rows[1][t_column] = "Not Collected"
+    rows[1][rows[0].index("Histopathological Grade")] = "Not Collected"
+    rows[3][t_column] = "Tis"
     rows[2][rows[0].index("Tumor Location (choice=LLL)")] = "Checked"  # two lobes ticked
     _write_csv(clinical, rows)
     manifest = prepare("nsclc", raw, tmp_path / "cases", include_amc=True)
     ids = [case["case_id"] for case in manifest["cases"]]
-    assert ids == ["AMC-001", "R01-001"]
-    assert load_ground_truth(tmp_path / "cases", "R01-001").answers["q2"] == "E"
+    assert ids == ["AMC-001", "R01-001"] and rows[3][0] == "AMC-001"  # the Tis case is kept
+    truth = load_ground_truth(tmp_path / "cases", "R01-001")
+    assert truth.answers["q2"] == "E"  # "Not Collected" T stage: the paper's option 2E
+    # a grade the paper's options cannot express keeps the case, unscored on that question
+    assert truth.answers["q5"] is None and "Not Collected (not in the paper's label set" in truth.labels["q5"]
+    assert manifest["label_counts"]["q5"]["Not Collected (not in the paper's label set: not scored)"] == 1
+    tis = load_ground_truth(tmp_path / "cases", rows[3][0])
+    assert tis.answers["q2"] is None and tis.labels["q2"].startswith("Tis (not in the paper's label set")
     reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
     assert "exactly one lobe" in reasons["R01-002"]
     seg_dir = next((raw / "manifest-1622561851074" / "NSCLC Radiogenomics" / "R01-001").rglob("1000.0*"))

@@ -327,3 +327,11 @@ def test_multiset_f1_edges():
     assert multiset_f1([], ["a"]) == 0.0
     assert multiset_f1(["a", "a"], ["a", "a"]) == 1.0
     assert json.dumps(multiset_f1(["a"], ["a", "b"])) == "0.6667"
+
+
+def test_nsclc_question_outside_the_label_set_is_not_scored(lesion_truth):
+    """Tis T stage / "Not Collected" grade: the case stays, that question leaves the denominator."""
+    truth = lesion_truth("nsclc", {"q1": "A", "q2": None, "q3": "A", "q4": "A", "q5": "B"})
+    answers = {"q1": "A", "q2": "C", "q3": "A", "q4": "B", "q5": "B"}
+    score = score_case("nsclc", truth, {"answers": answers, "evidence": GOOD_EVIDENCE})
+    assert score.task == 0.75 and "q2" not in score.details["questions"]

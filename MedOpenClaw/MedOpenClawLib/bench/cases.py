@@ -70,6 +70,7 @@ FILTER_STEPS = {
     "lumiere": ("RANO-rated CURRENT study", "evidence available (both segmentations)", "complete imaging",
                 USABLE_STEP, "label frequency"),
     "nsclc": ("exclude AMC (default)", USABLE_STEP),
+    "ucsf-pdgm": ("baseline scans only (_FU follow-ups excluded)", USABLE_STEP),
 }
 
 

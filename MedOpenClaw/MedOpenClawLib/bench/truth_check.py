@@ -89,6 +89,8 @@ def _answer_problems(case: Case, truth: GroundTruth) -> list[str]:
     problems = []
     for question in case.questions:
         value = truth.answers.get(question.qid)
+        if value is None and question.qid in truth.answers and "not scored" in str(truth.labels.get(question.qid)):
+            continue  # a clinical value outside the label set, recorded as unscored
         options = dict(question.options)
         letter = value if value in options else next((k for k, v in options.items() if v == value), None)
         if letter is None:

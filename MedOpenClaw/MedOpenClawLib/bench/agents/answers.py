@@ -28,7 +28,8 @@ def ucsf_answer(letter: str, key_slices: dict | None, ras: list[float] | None, r
 
 
 def nsclc_answer(letters: dict[str, str], key_slices: dict | None, ras: list[float] | None, rationale: str) -> str:
-    compact = "".join(f"{qid[1:]}{letters[qid]}" for qid, _, _ in NSCLC_QUESTIONS)
+    # an unscored question (clinical value outside the label set, answer None) still needs a letter to parse
+    compact = "".join(f"{qid[1:]}{letters[qid] or options[0][0]}" for qid, _, options in NSCLC_QUESTIONS)
     return f"{rationale}\n\n{evidence_block(key_slices, ras)}{compact}"
 
 

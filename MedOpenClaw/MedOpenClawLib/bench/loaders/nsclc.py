@@ -61,8 +61,16 @@ def grade_option(value: str) -> str | None:
     return None
 
 
-def clinical_answers(row: dict) -> dict[str, str]:
-    """The five answer letters of one clinical CSV row; SkipCase when a label has no option."""
+NOT_SCORED = {  # clinical values outside the paper's label set (App. H.1): the case stays, the question is unscored
+    "q2": ("TIS",),  # carcinoma in situ: the T options are T1-T4, not available, no tumour
+    "q5": ("NOT COLLECTED", "NA", ""),  # the grade options have no "not collected"
+}
+
+
+def clinical_answers(row: dict) -> dict[str, str | None]:
+    """The five answer letters of one clinical CSV row. A value the paper's label set has no option for keeps
+    the case (the paper's 162 are all R01 cases) with that question unscored (None); any other value without an
+    option skips the case."""
     checked = [name for name in LOCATIONS if (column(row, f"choice={name})") or "").lower() == "checked"]
     if len(checked) != 1:
         raise SkipCase(f"tumour location must be exactly one lobe, CSV has {checked or 'none'}")
@@ -73,10 +81,18 @@ def clinical_answers(row: dict) -> dict[str, str]:
         "q4": histology_option(column(row, "histology") or ""),
         "q5": grade_option(column(row, "histopathological grade") or ""),
     }
+    raw = {"q2": column(row, "pathological t stage") or "", "q5": column(row, "histopathological grade") or ""}
     for qid, letter in mapped.items():
-        if letter is None:
+        if letter is None and raw.get(qid, "-").strip().upper() not in NOT_SCORED.get(qid, ()):
             raise SkipCase(f"{qid}: clinical value has no answer option")
     return mapped
+
+
+def answer_labels(answers: dict[str, str | None], row: dict) -> dict[str, str]:
+    """Human-readable label per question; an unscored one names its clinical value."""
+    raw = {"q2": column(row, "pathological t stage"), "q5": column(row, "histopathological grade")}
+    return {qid: dict(options)[answers[qid]] if answers[qid] is not None else f"{raw[qid] or 'blank'} (not in "
+            "the paper's label set: not scored)" for qid, _, options in NSCLC_QUESTIONS}
 
 
 def ct_geometry(files: list[Path]):
@@ -205,5 +221,8 @@ def _prepare_case(case_id: str, row: dict | None, series: list[dict], writer: Pa
             "series": {volume.name: volume.modality for volume in volumes},
         },
     )
-    labels = {qid: dict(options)[answers[qid]] for qid, _, options in NSCLC_QUESTIONS}
+    labels = answer_labels(answers, row)
     writer.add(case, GroundTruth("nsclc", case_id, answers, labels, localization=localization))
+    counts = writer.notes.setdefault("label_counts", {})
+    for qid, label in labels.items():
+        counts.setdefault(qid, {})[label] = counts.get(qid, {}).get(label, 0) + 1

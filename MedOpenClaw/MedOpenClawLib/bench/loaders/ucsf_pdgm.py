@@ -3,6 +3,10 @@
 The metadata CSV uses 3-digit IDs (``UCSF-PDGM-004``) while folders use 4 digits (``UCSF-PDGM-0004``); IDs are
 matched by number. Diagnoses ("Glioblastoma, IDH-wildtype", quoted because of the commas) are mapped onto the
 six options of App. H.1 by keyword; "unknown" or unmapped diagnoses skip the case.
+
+Follow-up scans: the v5 CSV also has ``UCSF-PDGM-NNN_FU...`` rows (and their ``..._FU..._nifti`` folders). They
+are keyed apart from the baseline row (never overwriting it) and excluded as a cohort-filter step: the module is
+the paper's preoperative diagnosis task (495 cases), a post-treatment follow-up is not.
 """
 
 from __future__ import annotations
@@ -41,21 +45,29 @@ def diagnosis_option(text: str) -> str | None:
     return None
 
 
-def _number(identifier: str) -> int | None:
-    match = re.search(r"UCSF-PDGM-0*(\d+)", identifier)
-    return int(match.group(1)) if match else None
+FOLLOW_UP_STEP = "baseline scans only (_FU follow-ups excluded)"
+
+
+def subject_key(identifier: str) -> tuple[int, str] | None:
+    """(subject number, follow-up suffix or "") of a CSV ID or folder name: ``UCSF-PDGM-004`` -> (4, ""),
+    ``UCSF-PDGM-0181_FU001d`` -> (181, "_FU001D")."""
+    match = re.search(r"UCSF-PDGM-0*(\d+)(_FU\w*)?", identifier, re.IGNORECASE)
+    return (int(match.group(1)), (match.group(2) or "").upper()) if match else None
 
 
 def prepare_ucsf(source: Path, writer: PackageWriter) -> None:
     metadata = {}
     for row in read_csv_rows(find_one(source, "UCSF-PDGM-metadata*.csv", "metadata CSV")):
-        number = _number(row.get("ID", ""))
-        if number is not None:
-            metadata[number] = row
+        key = subject_key(row.get("ID", ""))
+        if key is not None:
+            metadata[key] = row
     for folder in sorted(path for path in source.rglob("UCSF-PDGM-*_nifti") if path.is_dir()):
         case_id = folder.name[: -len("_nifti")]
+        key = subject_key(case_id)
         try:
-            _prepare_case(case_id, folder, metadata.get(_number(case_id)), writer)
+            if key is not None and key[1]:
+                raise SkipCase(f"follow-up scan {key[1].lstrip('_')} (not a preoperative study)", FOLLOW_UP_STEP)
+            _prepare_case(case_id, folder, metadata.get(key), writer)
         except SkipCase as reason:
             writer.skip(case_id, reason)
 
