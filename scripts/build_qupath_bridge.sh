@@ -4,6 +4,10 @@
 #   scripts/build_qupath_bridge.sh                 core + file-backed viewer + bounded gateway (runs in CI)
 #   QUPATH_JARS=/path/to/QuPath/lib/app scripts/build_qupath_bridge.sh
 #                                                  also the QuPath adapter and extension jar
+#   scripts/build_qupath_bridge.sh --check-adapter  (runs in CI, no QuPath needed) compile the QuPath adapter
+#                                                  against recording stubs of the QuPath API it may use
+#                                                  (src/test/stubs) and run its checks (src/test/java): no
+#                                                  prompting API, fail-fast under dialogs, owner-only files
 #
 # Outputs (MedOpenClaw/QuPathBridge/build/, git-ignored):
 #   medopenclaw-qupath-bridge.jar      core, file-backed ViewerPort, FileBridgeMain, bounded gateway
@@ -31,6 +35,16 @@ mapfile -t core_sources < <(find "$bridge/src/main/java" -name '*.java' | sort)
 "$jar" --create --file "$out/medopenclaw-qupath-bridge.jar" -C "$out/classes" .
 echo "built $out/medopenclaw-qupath-bridge.jar (py4j: $py4j_jar)"
 
+if [[ "${1:-}" == "--check-adapter" ]]; then
+  stubs="$out/qupath-stubs"
+  rm -rf "$stubs" "$out/check-classes"
+  mkdir -p "$stubs/classes" "$out/check-classes"
+  mapfile -t stub_sources < <(find "$bridge/src/test/stubs" -name '*.java' | sort)
+  "$javac" --release 17 -encoding UTF-8 -d "$stubs/classes" "${stub_sources[@]}"
+  "$jar" --create --file "$stubs/qupath-stubs.jar" -C "$stubs/classes" .
+  QUPATH_JARS="$stubs"
+fi
+
 if [[ -n "${QUPATH_JARS:-}" ]]; then
   mkdir -p "$out/qupath-classes"
   mapfile -t qupath_sources < <(find "$bridge/src/qupath/java" -name '*.java' | sort)
@@ -40,4 +54,14 @@ if [[ -n "${QUPATH_JARS:-}" ]]; then
   cp -r "$out/classes/." "$out/qupath-classes/"
   "$jar" --create --file "$out/medopenclaw-qupath-extension.jar" -C "$out/qupath-classes" .
   echo "built $out/medopenclaw-qupath-extension.jar (copy it and $py4j_jar into QuPath's extensions folder)"
+fi
+
+if [[ "${1:-}" == "--check-adapter" ]]; then
+  classpath="$py4j_jar:$out/medopenclaw-qupath-extension.jar:$stubs/qupath-stubs.jar"
+  mapfile -t check_sources < <(find "$bridge/src/test/java" -name '*.java' | sort)
+  "$javac" --release 17 -Xlint:all -Werror -encoding UTF-8 -cp "$classpath" -d "$out/check-classes" \
+    "${check_sources[@]}"
+  for check in org.medopenclaw.qupath.gui.QuPathViewerPortCheck org.medopenclaw.qupath.OwnerOnlyFileCheck; do
+    java -cp "$out/check-classes:$classpath" "$check"
+  done
 fi

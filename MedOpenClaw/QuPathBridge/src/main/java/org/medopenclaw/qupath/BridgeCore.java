@@ -45,6 +45,7 @@ public final class BridgeCore {
     private final List<Path> dataRoots;
     private final AuditSink audit;
     private final List<Map<String, Object>> evidence = new ArrayList<>();
+    private Map<String, Object> lastState;
 
     public BridgeCore(ViewerPort port, List<Path> dataRoots, AuditSink audit) throws IOException {
         this.port = port;
@@ -73,7 +74,7 @@ public final class BridgeCore {
         } catch (RuntimeException bug) {
             error = errorOf("internal_error", bug.getClass().getSimpleName() + ": " + bug.getMessage());
         }
-        Map<String, Object> state = state();
+        Map<String, Object> state = reportedState();
         response.put("ok", error == null);
         response.put("data", data == null ? Map.of() : data);
         response.put("error", error);
@@ -98,6 +99,24 @@ public final class BridgeCore {
     }
 
     // -- state ----------------------------------------------------------------------------------------------
+
+    /** The state after a call; while the viewer cannot answer (a dialog is open), the last state it reported. */
+    private Map<String, Object> reportedState() {
+        try {
+            lastState = state();
+        } catch (ViewerUnavailableException unavailable) {
+            if (lastState == null) {
+                Map<String, Object> empty = new LinkedHashMap<>();
+                empty.put("image", null);
+                empty.put("image_type", "UNSET");
+                empty.put("viewport_width", 0);
+                empty.put("viewport_height", 0);
+                empty.put("view", null);
+                lastState = empty;
+            }
+        }
+        return lastState;
+    }
 
     public Map<String, Object> state() {
         Map<String, Object> state = new LinkedHashMap<>();
