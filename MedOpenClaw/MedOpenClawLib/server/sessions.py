@@ -16,7 +16,10 @@ from ..audit import AuditTrace
 
 
 def add_session_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data-root", action="append", required=True, help="directory open_case may read (repeat)")
+    from ..cli import existing_directory
+
+    parser.add_argument("--data-root", action="append", required=True, type=existing_directory,
+                        help="directory open_case may read (repeat)")
     parser.add_argument("--track", choices=("A", "B"), default="A")
     parser.add_argument("--max-rounds", type=int, default=None, help="tool-call budget of the session")
     parser.add_argument("--trace", type=Path, default=None, help="audit trace JSONL (default: none on disk)")
