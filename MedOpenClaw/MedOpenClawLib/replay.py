@@ -7,6 +7,7 @@ trace is self-describing. Model receipts and other non-action records are skippe
 from __future__ import annotations
 
 import os
+import tempfile
 from dataclasses import dataclass
 
 from .audit import read_trace
@@ -36,15 +37,19 @@ def session_config(records: list[dict]) -> dict:
     raise ValueError("the trace has no session_config record; it cannot be replayed")
 
 
-def build_from_config(config: dict, data_roots: list[str | os.PathLike] | None = None) -> ActionRegistry:
+def build_from_config(config: dict, data_roots: list[str | os.PathLike] | None = None,
+                      artifacts_dir: str | os.PathLike | None = None) -> ActionRegistry:
     """A fresh headless session like the recorded one: a replay started inside the Slicer GUI (or against a
-    QuPath-backed trace) never touches the user's viewer."""
+    QuPath-backed trace) never touches the user's viewer. A session that had an artifact folder gets
+    ``artifacts_dir`` (artifacts get the same names there, see ``fresh_path``)."""
     app = config.get("app", "slicer")
     roots = data_roots or config.get("data_roots")
     options = {"track": config.get("track", "A"), "max_rounds": config.get("max_rounds")}
     if app == "slicer":
         from .session import build_headless_slicer_registry
 
+        if config.get("artifacts"):
+            options["artifacts_dir"] = artifacts_dir
         return build_headless_slicer_registry(roots, **options)
     if app == "wsi":
         from .pathology.actions import build_pathology_registry
@@ -97,6 +102,11 @@ def replay_records(registry: ActionRegistry, records: list[dict]) -> ReplayRepor
     return ReplayReport(True, len(actions), None, f"all {len(actions)} action snapshots match")
 
 
-def replay_trace(path: str | os.PathLike, data_roots: list[str | os.PathLike] | None = None) -> ReplayReport:
+def replay_trace(path: str | os.PathLike, data_roots: list[str | os.PathLike] | None = None,
+                 artifacts_dir: str | os.PathLike | None = None) -> ReplayReport:
+    """``artifacts_dir`` receives what the replayed session writes (default: a temporary folder)."""
+    if artifacts_dir is None:
+        with tempfile.TemporaryDirectory(prefix="medopenclaw-replay-") as scratch:
+            return replay_trace(path, data_roots, scratch)
     records = read_trace(path)
-    return replay_records(build_from_config(session_config(records), data_roots), records)
+    return replay_records(build_from_config(session_config(records), data_roots, artifacts_dir), records)

@@ -1,0 +1,358 @@
+"""Adversarial, schema-driven calls for every action of Track A, Track B and pathology, and the invariants
+each call must keep. Shared by the property test (``test_runtime_fuzz_property.py``, driven by Hypothesis)
+and ``scripts/fuzz_actions.py`` (>= 10,000 calls, crashes caught by running the registry in a child).
+
+Arguments are drawn from each action's own JSON schema, then mutated: a leaf replaced by a value JSON admits
+but the runtime must refuse (NaN, huge numbers, lone surrogates, NUL, printf directives, deep nesting), paths
+drawn from a pool that includes links leading out of the data root, names drawn from what the scene holds.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from runtime_fixtures import oblique_lps_affine, phantom, write_dicom_series, write_nifti
+
+from MedOpenClawLib.audit import AuditTrace
+from MedOpenClawLib.registry import ActionRegistry
+
+
+def nested(depth: int) -> list:
+    value: list = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+# values JSON admits that no action may accept silently or choke on
+ADVERSARIAL: list[Any] = [
+    float("nan"), float("inf"), float("-inf"), 1e308, -1e308, 1e-320, 10**30, -(2**63), 0, -1, 999.9999, 1000,
+    "", " ", "%s%n%s%s%n", "%N-%d", "\ud800", "lesion\udfff", "a\x00b", "x\n", "\x1b[2J", "\u202e", "é" * 5000,
+    "../../../../etc/passwd", "/etc/passwd", "~", "null", "true", "[]", [], {}, [[]], None, True, False,
+    nested(40), nested(2000), {"a": {"b": {"c": {}}}}, ["axial"] * 50, "A" * 300,
+]
+SLOW_ACTIONS = {"register_volumes", "vista3d_segment"}  # seconds per call even on tiny volumes: tried rarely
+
+
+@dataclass
+class DataLayout:
+    """A data root with real files, a hidden outside folder, and links from the root to it."""
+
+    root: Path
+    outside: Path
+    artifacts: Path
+    inside_paths: list[str]
+    escape_paths: list[str]
+
+    @property
+    def path_pool(self) -> list[str]:
+        odd = ["", ".", "..", "/", "a\x00b", "x" * 300, "y/" * 2100, "nonexistent.nii.gz", str(self.outside),
+               str(self.root / ".." / "outside"), "file:///etc/passwd", "\\\\server\\share"]
+        return self.inside_paths + self.escape_paths + odd
+
+
+def write_layout(base: Path, pathology: bool = True) -> DataLayout:
+    root, outside, artifacts = base / "root", base / "outside", base / "artifacts"
+    for folder in (root / "ct", root / "mr", root / "mixed", outside, artifacts):
+        folder.mkdir(parents=True, exist_ok=True)
+    small = phantom(0)[::2, ::2, ::2].copy()  # 24 x 20 x 12: every render and operator stays fast
+    affine = oblique_lps_affine() @ np.diag([2.0, 2.0, 2.0, 1.0])
+    write_nifti(root / "ct" / "CT.nii.gz", small, affine)
+    write_nifti(root / "mr" / "T1.nii.gz", phantom(1)[::2, ::2, ::2].copy(), affine)
+    write_dicom_series(root / "dicom", small[:, :, :6], affine, description="CT_SERIES")
+    write_nifti(outside / "secret.nii.gz", phantom(5)[::2, ::2, ::2].copy(), affine)
+    write_dicom_series(outside / "series", small[:, :, :4], affine, description="SECRET")
+    (root / "notdicom.dcm").write_text("not a DICOM file")
+    links = {root / "mixed" / "linked.nii.gz": outside / "secret.nii.gz", root / "mixed" / "series": outside / "series",
+             root / "escape": outside}
+    for link, target in links.items():
+        if not link.is_symlink():
+            link.symlink_to(target, target_is_directory=target.is_dir())
+    write_nifti(root / "mixed" / "inside.nii.gz", small, affine)
+    inside = [str(root / "ct" / "CT.nii.gz"), str(root / "mr"), str(root / "dicom"), str(root / "mixed"),
+              "ct/CT.nii.gz", str(root / "notdicom.dcm")]
+    escapes = [str(link) for link in links] + [str(root / "escape" / "secret.nii.gz"), str(outside / "secret.nii.gz")]
+    if pathology:
+        from conftest_pathology import paint_regions
+
+        from MedOpenClawLib.pathology.pyramid_tiff import write_pyramidal_tiff
+
+        case = root / "slides" / "case_a"
+        case.mkdir(parents=True, exist_ok=True)
+        if not (case / "slide.tif").exists():
+            write_pyramidal_tiff(case / "slide.tif", 1536, 1024, paint_regions, (1, 4), tile=256, mpp=0.5)
+            write_pyramidal_tiff(outside / "secret.tif", 512, 512, paint_regions, (1,), tile=256, mpp=0.5)
+        hidden = root / "slides" / "case_escape"
+        hidden.mkdir(exist_ok=True)
+        if not (hidden / "slide.tif").is_symlink():
+            (hidden / "slide.tif").symlink_to(outside / "secret.tif")
+        inside += [str(case / "slide.tif"), str(case), "slides/case_a"]
+        escapes += [str(hidden), str(hidden / "slide.tif"), str(outside / "secret.tif")]
+    return DataLayout(root, outside, artifacts, inside, escapes)
+
+
+@dataclass
+class Session:
+    kind: str  # "A", "B" or "pathology"
+    registry: ActionRegistry
+    layout: DataLayout
+    names: list[str] = field(default_factory=list)
+
+    def name_pool(self) -> list[str]:
+        engine = getattr(self.registry.context, "engine", None)
+        scene = [node.GetName() for node in engine.volume_nodes()] if engine is not None else []
+        evidence = getattr(self.registry.context, "evidence", None)
+        ids = [item.id for item in evidence.items] if evidence is not None else []
+        segmentations = []
+        if engine is not None:
+            scene_nodes = engine.scene.GetNodesByClass("vtkMRMLSegmentationNode")
+            segmentations = [scene_nodes.GetItemAsObject(i).GetName() for i in range(scene_nodes.GetNumberOfItems())]
+            transforms = engine.scene.GetNodesByClass("vtkMRMLLinearTransformNode")
+            segmentations += [transforms.GetItemAsObject(i).GetName() for i in range(transforms.GetNumberOfItems())]
+        return scene + ids + segmentations + ["CT", "T1", "CT_SERIES", "ev1", "vtkMRMLScalarVolumeNode1", "nope"]
+
+
+def build_session(kind: str, layout: DataLayout, trace_path: Path | None, window: int = 200) -> Session:
+    trace = AuditTrace(trace_path, window=window)
+    if kind == "pathology":
+        from MedOpenClawLib.pathology.actions import build_pathology_registry
+        from MedOpenClawLib.pathology.viewer import HeadlessWsiViewer
+
+        registry = build_pathology_registry([layout.root], viewer=HeadlessWsiViewer((256, 192)), trace=trace,
+                                            artifact_dir=layout.artifacts)
+    else:
+        from MedOpenClawLib.session import build_slicer_registry
+
+        registry = build_slicer_registry([layout.root], track=kind, trace=trace, artifacts_dir=layout.artifacts)
+    return Session(kind, registry, layout)
+
+
+def priming_calls(session: Session) -> list[tuple[str, dict]]:
+    """Valid calls that give the session something to work on (volumes, a slide, evidence)."""
+    root = session.layout.root
+    if session.kind == "pathology":
+        return [("load_case", {"case_path": str(root / "slides" / "case_a")})]
+    calls = [("open_case", {"dicom_dir": str(root / folder), "size": 64}) for folder in ("ct", "mr", "dicom")]
+    calls += [("record_point", {"ras": [0.0, 0.0, 0.0], "label": "centre"}),
+              ("draw_roi", {"view": "axial", "shape": "box", "bbox_1000": [300, 300, 700, 700], "size": 64})]
+    return calls
+
+
+# ----------------------------------------------------------------------------------------------- arguments
+def _number(schema: dict, rng: random.Random, integer: bool) -> float | int:
+    low = schema.get("minimum", schema.get("exclusiveMinimum", -500))
+    high = schema.get("maximum", schema.get("exclusiveMaximum", 500))
+    value = rng.uniform(low, high) if rng.random() < 0.9 else rng.uniform(low - 100, high + 100)
+    return int(round(value)) if integer else value
+
+
+def _string(key: str, schema: dict, rng: random.Random, session: Session) -> str:
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    if "const" in schema:
+        return schema["const"]
+    lowered = key.lower()
+    if "path" in lowered or "dir" in lowered:
+        return rng.choice(session.layout.path_pool)
+    if any(word in lowered for word in ("volume", "ref", "name", "id", "segment", "transform")):
+        return rng.choice(session.name_pool())
+    return rng.choice(["finding", "50% stenosis", "Läsion 3", "%s%n", "x" * rng.randint(1, 250), "roi-1"])
+
+
+def sample(schema: dict, rng: random.Random, session: Session, key: str = "", depth: int = 0) -> Any:
+    """One value shaped by ``schema`` (mostly valid, sometimes just outside its bounds)."""
+    if "const" in schema:
+        return schema["const"]
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = rng.choice(kind)
+    if kind == "object" or "properties" in schema:
+        return sample_object(schema, rng, session, depth)
+    if kind == "array":
+        low = schema.get("minItems", 0)
+        high = schema.get("maxItems", low + 4)
+        count = rng.randint(low, min(high, low + 6))
+        return [sample(schema.get("items", {}), rng, session, key, depth + 1) for _ in range(count)]
+    if kind == "number":
+        return _number(schema, rng, integer=False)
+    if kind == "integer":
+        return _number(schema, rng, integer=True)
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "null":
+        return None
+    return _string(key, schema, rng, session)
+
+
+def sample_object(schema: dict, rng: random.Random, session: Session, depth: int = 0) -> dict:
+    properties = schema.get("properties", {})
+    required = set(schema.get("required", []))
+    for keyword in ("anyOf", "oneOf"):
+        if keyword in schema and rng.random() < 0.9:
+            required |= set(rng.choice(schema[keyword]).get("required", []))
+    chosen = required | {name for name in properties if rng.random() < 0.35}
+    value = {name: sample(properties.get(name, {}), rng, session, name, depth + 1) for name in sorted(chosen)}
+    if rng.random() < 0.03:
+        value["unexpected_argument"] = 1
+    return value
+
+
+def mutate(value: Any, rng: random.Random) -> Any:
+    """Replace one leaf (or the whole value) with an adversarial one."""
+    if isinstance(value, dict) and value and rng.random() < 0.85:
+        key = rng.choice(sorted(value))
+        return {**value, key: mutate(value[key], rng)}
+    if isinstance(value, list) and value and rng.random() < 0.7:
+        index = rng.randrange(len(value))
+        return [*value[:index], mutate(value[index], rng), *value[index + 1:]]
+    return rng.choice(ADVERSARIAL)
+
+
+def tame(name: str, arguments: Any) -> Any:
+    """Keep a fuzz run fast: small renders, no real sleeping. Applies to valid values only."""
+    if isinstance(arguments, dict):
+        if isinstance(arguments.get("size"), int) and 64 <= arguments["size"] <= 1024:
+            arguments = {**arguments, "size": 64}
+        if name == "sleep" and isinstance(arguments.get("seconds"), (int, float)) and arguments["seconds"] > 0.01:
+            arguments = {**arguments, "seconds": 0.001}
+    return arguments
+
+
+def draw_call(session: Session, rng: random.Random, adversarial: float = 0.35) -> tuple[str, Any]:
+    if rng.random() < 0.01:
+        return rng.choice(priming_calls(session))
+    actions = session.registry.actions()
+    action = rng.choice(actions)
+    while action.name in SLOW_ACTIONS and rng.random() < 0.97:
+        action = rng.choice(actions)
+    arguments: Any = sample_object(action.parameters, rng, session)
+    if rng.random() < adversarial:
+        arguments = mutate(arguments, rng)
+    if rng.random() < 0.02:
+        arguments = rng.choice([[], "arguments", 7, None, nested(5000), {"": 1}, {"\ud800": 1}])
+    return action.name, tame(action.name, arguments)
+
+
+# ----------------------------------------------------------------------------------------------- invariants
+COMPARED_STATE_KEYS_IGNORED = ("policy",)  # a refused handler still spends its agent round
+
+
+def strict_json(value: Any) -> bool:
+    try:
+        json.dumps(value, allow_nan=False)
+        return True
+    except (ValueError, TypeError, RecursionError):
+        return False
+
+
+def comparable(state: dict) -> dict:
+    return {key: value for key, value in state.items() if key not in COMPARED_STATE_KEYS_IGNORED}
+
+
+def loaded_paths(session: Session) -> list[str]:
+    """Every file the session's viewer has read into its scene (or has open)."""
+    context = session.registry.context
+    if session.kind == "pathology":
+        path = context.viewer.view_state().image_path
+        return [path] if path else []
+    paths = []
+    for node in context.engine.volume_nodes():
+        for attribute in ("MedOpenClaw.source", "DICOM.instanceFiles"):
+            value = node.GetAttribute(attribute)
+            if value:
+                paths.extend(value.split("|"))
+    return paths
+
+
+def outside_roots(session: Session) -> list[str]:
+    roots = [session.layout.root.resolve(), session.layout.artifacts.resolve()]
+    escapes = []
+    for path in loaded_paths(session):
+        real = Path(path).resolve()
+        if not any(real == root or root in real.parents for root in roots):
+            escapes.append(path)
+    return escapes
+
+
+@dataclass
+class Tally:
+    calls: int = 0
+    ok: int = 0
+    refused: int = 0
+    internal_errors: int = 0
+    escapes: int = 0  # exceptions out of registry.call
+    refused_changed_state: int = 0
+    non_finite_state: int = 0
+    non_json_results: int = 0
+    root_escapes: int = 0
+    unaudited: int = 0
+    codes: dict[str, int] = field(default_factory=dict)
+    examples: list[dict] = field(default_factory=list)
+
+    def problem(self, kind: str, name: str, arguments: Any, detail: str = "") -> None:
+        if len(self.examples) < 20:
+            from MedOpenClawLib.hygiene import preview
+
+            shown = arguments if strict_json(arguments) and len(json.dumps(arguments)) < 400 else preview(arguments)
+            self.examples.append({"problem": kind, "action": name, "arguments": shown, "detail": detail[:400]})
+
+    def to_json(self) -> dict:
+        body = {key: value for key, value in self.__dict__.items() if key not in ("codes", "examples")}
+        return {**body, "error_codes": dict(sorted(self.codes.items())), "examples": self.examples}
+
+    def merge(self, other: dict) -> None:
+        for key, value in other.items():
+            if key == "error_codes":
+                for code, count in value.items():
+                    self.codes[code] = self.codes.get(code, 0) + count
+            elif key == "examples":
+                self.examples.extend(value[: max(0, 20 - len(self.examples))])
+            elif isinstance(value, int):
+                setattr(self, key, getattr(self, key) + value)
+
+
+def checked_call(session: Session, name: str, arguments: Any, tally: Tally) -> None:
+    """One call through the registry, with every invariant checked and counted."""
+    registry = session.registry
+    before = comparable(registry.context.state())
+    count = registry.trace.count
+    tally.calls += 1
+    try:
+        result = registry.call(name, arguments)
+    except Exception as error:  # registry.call must never raise
+        tally.escapes += 1
+        tally.problem("escape", name, arguments, f"{type(error).__name__}: {error}")
+        return
+    if registry.trace.count != count + 1:
+        tally.unaudited += 1
+        tally.problem("unaudited", name, arguments)
+    state = registry.context.state()
+    if not strict_json(state):
+        tally.non_finite_state += 1
+        tally.problem("non_finite_state", name, arguments)
+    if not strict_json(result.to_json(inline_images=False)):
+        tally.non_json_results += 1
+        tally.problem("non_json_result", name, arguments)
+    if result.ok:
+        tally.ok += 1
+    else:
+        tally.refused += 1
+        code = result.error["code"]
+        tally.codes[code] = tally.codes.get(code, 0) + 1
+        if code == "internal_error":
+            tally.internal_errors += 1
+            tally.problem("internal_error", name, arguments, result.error["message"])
+        if comparable(state) != before:
+            tally.refused_changed_state += 1
+            tally.problem("refused_changed_state", name, arguments, result.error["message"])
+    escaped = outside_roots(session)
+    if escaped:
+        tally.root_escapes += 1
+        tally.problem("root_escape", name, arguments, ", ".join(escaped)[:300])
