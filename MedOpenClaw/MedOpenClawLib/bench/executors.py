@@ -13,6 +13,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from ..audit import read_anchor
@@ -30,15 +31,25 @@ MAX_WORKER_ATTEMPTS = 2  # a worker fault is retried once on a fresh worker; a s
 RoundListener = Callable[[EpisodeTask, EpisodeOutcome, str], None]
 
 
+class WorkerUnavailable(Exception):
+    """No worker can be placed for a slot now (e.g. a Ray cluster lost a node): the slot retires and its
+    episode goes back to the queue for the others, without spending one of the episode's attempts."""
+
+
+def local_worker(config: RunConfig, directory: Path) -> WorkerProcess:
+    """A viewer worker process on this machine (headless slicer-core, or ``--slicer``)."""
+    return WorkerProcess(directory, config.slicer, config.startup_timeout_s, config.call_timeout_s).start()
+
+
 @dataclass
 class WorkerSlot:
     """One worker position of a pool: it starts a worker lazily and replaces it after a fault."""
 
     directory: Path
-    config: RunConfig
+    launch: Callable[[Path], WorkerProcess]  # the executor's: a local process, or a Ray actor's handle
     worker: WorkerProcess | None = None
     started: list[int] = field(default_factory=list)  # pids of every worker this slot launched
-    retired: bool = False  # set when the run is aborted: no new worker may start
+    retired: bool = False  # the run was aborted, or no worker can be placed for it: no new worker starts
 
     def ensure(self) -> WorkerProcess:
         if self.retired:
@@ -46,8 +57,7 @@ class WorkerSlot:
         if self.worker is not None and not self.worker.alive():
             self.discard()
         if self.worker is None:
-            self.worker = WorkerProcess(self.directory, self.config.slicer, self.config.startup_timeout_s,
-                                        self.config.call_timeout_s).start()
+            self.worker = self.launch(self.directory)
             self.started.append(self.worker.pid)
         return self.worker
 
@@ -163,10 +173,12 @@ class LocalExecutor(Executor):
     A thread takes its next episode only after the runner has processed its previous result (the runner
     signals that by asking for the next one), so a stop decided on that result starts nothing new."""
 
-    def __init__(self, job: EpisodeJob, workers: int, on_round: RoundListener | None = None):
+    def __init__(self, job: EpisodeJob, workers: int, on_round: RoundListener | None = None,
+                 launch: Callable[[Path], WorkerProcess] | None = None):
         self.job = job
         self.workers = max(workers, 1)
         self.on_round = on_round
+        self.launch = launch or partial(local_worker, job.config)
         self.slots: list[WorkerSlot] = []
         self._work: queue.Queue[EpisodeTask] = queue.Queue()
         self._results: queue.Queue[tuple[EpisodeTask, dict, threading.Event] | BaseException] = queue.Queue()
@@ -182,7 +194,7 @@ class LocalExecutor(Executor):
             self._outstanding += len(tasks)
         out = Path(self.job.config.out)
         while len(self.slots) < min(self.workers, max(self._outstanding, 1)):
-            slot = WorkerSlot(out / "workers" / f"w{len(self.slots)}", self.job.config)
+            slot = WorkerSlot(out / "workers" / f"w{len(self.slots)}", self.launch)
             self.slots.append(slot)
             thread = threading.Thread(target=self._drain, args=(slot,), daemon=True)
             self._threads.append(thread)
@@ -195,13 +207,26 @@ class LocalExecutor(Executor):
                     task = self._work.get_nowait()
                 except queue.Empty:
                     return
+                try:
+                    record = self.job(slot, task, self.on_round)
+                except WorkerUnavailable:
+                    self._retire(slot, task)
+                    return
                 processed = threading.Event()
-                self._results.put((task, self.job(slot, task, self.on_round), processed))
+                self._results.put((task, record, processed))
                 processed.wait()
         except BaseException as error:  # a harness bug: hand it to the runner, which re-raises it
             self._results.put(error)
         finally:
             slot.close()
+
+    def _retire(self, slot: WorkerSlot, task: EpisodeTask) -> None:
+        """Give ``task`` back to the queue; when no slot is left to take it, nothing more can run now: the
+        pending episodes are dropped from this invocation (a resume runs them)."""
+        slot.retired = True
+        self._work.put(task)
+        if all(other.retired for other in self.slots):
+            self.stop_dispatching()
 
     def _release_last(self) -> None:
         if self._last_handed is not None:

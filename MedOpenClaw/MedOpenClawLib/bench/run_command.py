@@ -115,6 +115,32 @@ def check_agent_track(args) -> None:
         raise ValueError("--agent replay needs --replay-from RUN_DIR, and --replay-from needs --agent replay")
 
 
+def executor_factory(args):
+    """``--executor``: the local process pool (default), or one Ray actor per worker (the ``ray`` extra)."""
+    from .runner import local_executor
+
+    if args.executor == "local":
+        if args.ray_address or args.ray_gpus_per_worker is not None:
+            raise ValueError("--ray-address and --ray-gpus-per-worker need --executor ray")
+        return local_executor
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        raise ValueError("--executor ray needs Ray: pip install 'medopenclaw[ray]'") from None
+    from .ray_executor import RayExecutor
+
+    return lambda job, config, on_round: RayExecutor(job, on_round, address=args.ray_address,
+                                                     num_gpus=args.ray_gpus_per_worker)
+
+
+def _workers(text: str) -> int | str:
+    if text == "auto":
+        return text
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError("a positive number of workers, or 'auto'")
+    return int(text)
+
+
 def _run(args) -> int:
     from ..providers import ProviderError, make_provider
     from .outcomes import EXIT_ERRORS, EXIT_USAGE, exit_status
@@ -137,7 +163,8 @@ def _run(args) -> int:
                            call_timeout_s=args.call_timeout, fail_on_error=args.fail_on_error,
                            replay_from=str(Path(args.replay_from).resolve()) if args.replay_from else None)
         resume = shlex.join(["medopenclaw", *args.argv]) if getattr(args, "argv", None) else "the same command"
-        summary = BenchmarkRunner(config, agent_factory(args, provider), module_prompt, resume_hint=resume).run()
+        summary = BenchmarkRunner(config, agent_factory(args, provider), module_prompt, resume_hint=resume,
+                                  make_executor=executor_factory(args)).run()
     except ProviderError as error:
         print(f"error: model pre-flight failed: {error}", file=sys.stderr)
         return EXIT_USAGE
@@ -214,7 +241,17 @@ def add_bench_subcommand(bench_subparsers) -> None:
                                             "or ~/.cache/medopenclaw)")
     parser.add_argument("--limit", type=int, help="first N cases only")
     parser.add_argument("--repeats", type=int, default=1)
-    parser.add_argument("--workers", type=int, default=1, help="viewer worker processes")
+    parser.add_argument("--workers", type=_workers, default=1,
+                        help="concurrent episodes (one viewer worker each), or 'auto': as many as the CPUs and "
+                             "memory here (or the Ray cluster's resources) carry -- several per core for model "
+                             "agents, which mostly wait on the model")
+    parser.add_argument("--executor", choices=("local", "ray"), default="local",
+                        help="local: worker processes on this machine; ray: one Ray actor per worker, anywhere in "
+                             "a cluster (pip install 'medopenclaw[ray]')")
+    parser.add_argument("--ray-address", help="--executor ray: the cluster to join (default: start a local one)")
+    parser.add_argument("--ray-gpus-per-worker", type=float,
+                        help="--executor ray: GPUs each actor declares (default: 1 for Track B when the cluster "
+                             "has GPUs, else 0)")
     parser.add_argument("--slicer", help="path of a 3D Slicer executable to use as the worker")
     parser.add_argument("--max-rounds", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from .agents.base import Agent
 from .cases import Case, GroundTruth, load_cases, load_ground_truth
+from .concurrency import resolve_workers
 from .episode import EpisodePrompt
 from .executors import EpisodeJob, Executor, LocalExecutor, RoundListener
 from .outcomes import ERROR, EpisodeStore, ErrorPolicy, Tally, exit_status, outcome_of, write_json_atomic
@@ -45,7 +46,7 @@ ExecutorFactory = Callable[[EpisodeJob, RunConfig, RoundListener], Executor]
 
 
 def local_executor(job: EpisodeJob, config: RunConfig, on_round: RoundListener) -> Executor:
-    return LocalExecutor(job, config.workers, on_round)
+    return LocalExecutor(job, resolve_workers(config), on_round)
 
 
 class StopNow(BaseException):

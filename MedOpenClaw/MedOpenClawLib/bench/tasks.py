@@ -31,7 +31,7 @@ class RunConfig:
     track: str = "A"
     limit: int | None = None
     repeats: int = 1
-    workers: int = 1
+    workers: int | str = 1  # or "auto" (concurrency.resolve_workers)
     slicer: str | None = None
     max_rounds: int = 20
     seed: int = 0

@@ -275,7 +275,24 @@ def slicer_command(slicer: str, ready_file: str, port: int = 0) -> list[str]:
     return [slicer, "--no-main-window", "--python-script", str(RUN_BENCH_SCRIPT), *worker_arguments(ready_file, port)]
 
 
-class WorkerProcess:
+class WorkerLink:
+    """What every worker handle shares: liveness through its ``request`` (a local process, or a Ray actor)."""
+
+    def request(self, op: str, timeout_s: float | None = None, **fields) -> dict:
+        raise NotImplementedError
+
+    def ping(self, timeout_s: float = 10.0) -> dict:
+        return self.request("ping", timeout_s=timeout_s)
+
+    def alive(self) -> bool:
+        try:
+            self.ping()
+            return True
+        except WorkerFault:
+            return False
+
+
+class WorkerProcess(WorkerLink):
     """Launches one worker and talks to it; any failure of the process or the link is a :class:`WorkerFault`."""
 
     def __init__(
@@ -372,16 +389,6 @@ class WorkerProcess:
             error = answer.get("error") or {}
             raise WorkerError(error.get("code", "error"), error.get("message", ""))
         return answer["result"]
-
-    def ping(self, timeout_s: float = 10.0) -> dict:
-        return self.request("ping", timeout_s=timeout_s)
-
-    def alive(self) -> bool:
-        try:
-            self.ping()
-            return True
-        except WorkerFault:
-            return False
 
     def kill(self) -> None:
         for handle in (self._stream, self._socket):

@@ -1,0 +1,418 @@
+"""Benchmark episodes on a Ray cluster (``bench run --executor ray``): each Ray actor hosts one viewer worker.
+
+What runs where -- the driver (the ``bench run`` process) keeps everything that defines a run: the agent and its
+model calls (API keys never leave it), the ground truth (the hidden root never leaves it), scoring, the error
+policy and ``--out``, which it alone writes. A node only hosts viewers: an actor (:class:`WorkerHost`) starts
+the same worker process as the local pool (headless slicer-core, or ``--slicer``) on its node and forwards the
+episode's requests to it, so a native crash of the viewer is still contained in that process. Each tool call
+is one actor call; a tool round costs model seconds, the hop costs about a millisecond.
+
+Files -- no shared filesystem is needed:
+
+- *traces*: the worker writes an attempt's audit trace (and its images) in the actor's node-local scratch
+  directory; when the episode ends, or the attempt fails while the actor still lives, the files stream back
+  and the driver writes them under ``--out`` at the same relative path as the local pool.
+- *case packages*: the agent-visible files of a case (its data root, never ``hidden/``) travel through Ray's
+  object store when a node lacks them and are written on the node **at the same absolute path** as on the
+  driver, so the data-root policy, the trace and ``replay`` see exactly the paths of a local run. A node that
+  already holds the files there (a shared path, or the driver's own machine) is used as it is once their
+  digest matches; different files at that path are an environment fault. Nothing is put in the object store
+  for a node that has the files.
+
+An actor or node lost mid-episode surfaces as a :class:`~.worker.WorkerFault`, exactly like a crashed local
+worker: the runner's one error policy retries the episode on a fresh actor, which Ray places on any live node.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from .concurrency import WORKER_MEMORY_BYTES, api_bound, cpus_per_worker, resolve_workers
+from .executors import EpisodeJob, LocalExecutor, RoundListener, WorkerUnavailable
+from .integrity import file_records
+from .worker import WorkerError, WorkerFault, WorkerLink, WorkerProcess
+
+SLICER_RESOURCE = "slicer"  # custom resource advertised by nodes that have a 3D Slicer application
+ACTOR_MARGIN_S = 30.0  # the actor enforces the call timeout itself; the driver waits this much longer
+RESULT_OK, RESULT_REFUSED, RESULT_FAULT = "ok", "refused", "fault"
+
+
+# ------------------------------------------------------------------------------------------ case files
+def tree_files(root: Path) -> list[Path]:
+    return sorted(path for path in Path(root).rglob("*") if path.is_file())
+
+
+def tree_records(root: Path) -> dict[str, dict]:
+    """Size and sha256 of every file under ``root`` (relative paths): what a node must hold there."""
+    return file_records(Path(root), Path(root))
+
+
+def tree_signature(root: Path) -> tuple:
+    """Cheap change detector (names, sizes, mtimes): a node re-hashes a tree only when this changes."""
+    return tuple((path.relative_to(root).as_posix(), path.stat().st_size, path.stat().st_mtime_ns)
+                 for path in tree_files(root))
+
+
+def pack_tree(root: Path) -> dict[str, bytes]:
+    return {path.relative_to(root).as_posix(): path.read_bytes() for path in tree_files(root)}
+
+
+def materialize_tree(root: Path, files: dict[str, bytes], records: dict[str, dict]) -> None:
+    """Write ``files`` at ``root`` (built beside it and renamed into place, so a half-written tree is never
+    seen) and check the result against the driver's records."""
+    root = Path(root)
+    staging = Path(tempfile.mkdtemp(prefix=f".{root.name}-staging-", dir=_make_parent(root)))
+    try:
+        for relative, content in files.items():
+            target = (staging / relative).resolve()
+            if not target.is_relative_to(staging.resolve()):
+                raise ValueError(f"case file {relative!r} escapes its data root")
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        if tree_records(staging) != records:
+            raise ValueError(f"case files for {root} arrived corrupted (size or sha256 differ)")
+        try:
+            os.replace(staging, root)
+        except OSError:  # another actor on this node materialized it first
+            if tree_records(root) != records:
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _make_parent(root: Path) -> Path:
+    try:
+        root.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise ValueError(f"cannot create {root.parent} on node {socket.gethostname()}: {error}; "
+                         "give the nodes the cases at the same path (shared or copied) or a writable one") from error
+    return root.parent
+
+
+# ------------------------------------------------------------------------------------------ the actor
+class WorkerHost:
+    """The body of one Ray actor: one viewer worker process on this node, a scratch directory for its traces.
+
+    Answers are tagged dictionaries rather than exceptions, so a refused request (:class:`WorkerError`) and a
+    worker fault reach the driver as the same types the local pool raises.
+    """
+
+    def __init__(self, slicer: str | None, startup_timeout_s: float, call_timeout_s: float):
+        self.scratch = Path(tempfile.mkdtemp(prefix="medopenclaw-ray-"))
+        self.worker = WorkerProcess(self.scratch / "worker", slicer, startup_timeout_s, call_timeout_s)
+        self.verified: dict[str, tuple[dict, tuple]] = {}  # data root -> (records, signature) checked here
+
+    def start(self) -> dict:
+        try:
+            self.worker.start()
+        except WorkerFault as fault:
+            return {"status": RESULT_FAULT, "message": f"{fault} on node {socket.gethostname()}: "
+                                                       f"{self.log_tail()}"}
+        import ray
+
+        return {"status": RESULT_OK, "pid": self.worker.pid, "actor_pid": os.getpid(), "node": socket.gethostname(),
+                "node_id": ray.get_runtime_context().get_node_id()}
+
+    def request(self, op: str, fields: dict) -> dict:
+        if op == "start":
+            fields = {**fields, "trace_path": str(self.scratch / "out" / fields["trace_path"])}
+        try:
+            return {"status": RESULT_OK, "result": self.worker.request(op, **fields)}
+        except WorkerError as error:
+            return {"status": RESULT_REFUSED, "code": error.code, "message": str(error)}
+        except WorkerFault as fault:
+            return {"status": RESULT_FAULT, "message": f"{fault} (node {socket.gethostname()})"}
+
+    def collect(self, relative_dir: str) -> dict[str, bytes]:
+        """Hand over (and forget) the files an episode wrote under ``relative_dir``."""
+        directory = self.scratch / "out" / relative_dir
+        files = {path.relative_to(self.scratch / "out").as_posix(): path.read_bytes() for path in tree_files(directory)}
+        shutil.rmtree(directory, ignore_errors=True)
+        return files
+
+    def case_status(self, root: str, records: dict[str, dict]) -> str:
+        """``present`` (the same files at ``root``), ``missing`` or ``different``."""
+        path = Path(root)
+        if not path.exists():
+            return "missing"
+        signature = tree_signature(path)
+        if self.verified.get(root) == (records, signature):
+            return "present"
+        if tree_records(path) != records:
+            return "different"
+        self.verified[root] = (records, signature)
+        return "present"
+
+    def put_case(self, root: str, records: dict[str, dict], files: dict[str, bytes]) -> dict:
+        try:
+            materialize_tree(Path(root), files, records)
+        except ValueError as error:
+            return {"status": RESULT_FAULT, "message": str(error)}
+        return {"status": RESULT_OK}
+
+    def log_tail(self, size: int = 2000) -> str:
+        log = self.worker.workdir / "worker.log"
+        return log.read_bytes()[-size:].decode(errors="replace") if log.exists() else ""
+
+    def worker_log(self) -> bytes:
+        log = self.worker.workdir / "worker.log"
+        return log.read_bytes() if log.exists() else b""
+
+    def close(self) -> None:
+        self.worker.close()
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
+# ------------------------------------------------------------------------------------------ driver side
+@dataclass(frozen=True)
+class ActorResources:
+    """What each actor declares to Ray's scheduler for the viewer worker it hosts."""
+
+    num_cpus: float = 1.0
+    memory_bytes: int = WORKER_MEMORY_BYTES
+    num_gpus: float = 0.0  # Track B: VISTA3D runs on the node's GPU when the actor holds one
+    slicer: bool = False  # --slicer: only nodes advertising the ``slicer`` resource have the application
+
+    def options(self) -> dict:
+        options = {"num_cpus": self.num_cpus, "memory": self.memory_bytes, "num_gpus": self.num_gpus,
+                   "max_restarts": 0, "max_task_retries": 0}
+        if self.slicer:
+            options["resources"] = {SLICER_RESOURCE: 1}
+        return options
+
+    def fits(self, cluster: dict) -> int:
+        """How many such actors the cluster's total resources hold at once."""
+        demands = {"CPU": self.num_cpus, "memory": self.memory_bytes, "GPU": self.num_gpus,
+                   SLICER_RESOURCE: 1 if self.slicer else 0}
+        return min(int(cluster.get(name, 0) / need + 1e-9) for name, need in demands.items() if need)
+
+
+def actor_resources(api_bound: bool, track: str, slicer: bool, cluster: dict, num_gpus: float | None = None,
+                    num_cpus: float | None = None, memory_bytes: int | None = None) -> ActorResources:
+    """Declared resources: the concurrency rule's CPU share, one GPU per Track B worker where the cluster has
+    GPUs (unless given), the measured worker memory."""
+    if num_gpus is None:
+        num_gpus = 1.0 if track == "B" and cluster.get("GPU", 0) > 0 else 0.0
+    return ActorResources(num_cpus=cpus_per_worker(api_bound) if num_cpus is None else num_cpus,
+                          memory_bytes=memory_bytes or WORKER_MEMORY_BYTES, num_gpus=num_gpus, slicer=slicer)
+
+
+class RayWorker(WorkerLink):
+    """The driver's handle on one actor; it answers like :class:`~.worker.WorkerProcess`, so the runner's
+    episode code and error policy are the same for both executors."""
+
+    def __init__(self, actor, out: Path, call_timeout_s: float, startup_timeout_s: float, cases: CaseShipper,
+                 log_path: Path | None = None):
+        self.actor = actor
+        self.log_path = log_path
+        self.out = Path(out)
+        self.call_timeout_s = call_timeout_s
+        self.startup_timeout_s = startup_timeout_s
+        self.cases = cases
+        self.info: dict = {}
+        self.episode_dir: str | None = None  # relative to --out: what the node writes for the current episode
+
+    @property
+    def pid(self) -> int | None:
+        return self.info.get("pid")
+
+    def _get(self, reference, timeout_s: float, what: str):
+        import ray
+        from ray.exceptions import GetTimeoutError, RayActorError
+
+        try:
+            return ray.get(reference, timeout=timeout_s)
+        except GetTimeoutError:
+            self.kill(collect=False)
+            raise WorkerFault(f"actor did not answer {what} within {timeout_s:g} s") from None
+        except RayActorError as error:  # the actor process or its node is gone
+            self.kill(collect=False)
+            raise WorkerFault(f"lost the actor during {what}: {type(error).__name__}: "
+                              f"{str(error).splitlines()[0] if str(error) else ''}") from error
+
+    def _unwrap(self, answer: dict):
+        if answer["status"] == RESULT_FAULT:
+            raise WorkerFault(answer["message"])
+        if answer["status"] == RESULT_REFUSED:
+            raise WorkerError(answer["code"], answer["message"])
+        return answer.get("result")
+
+    def start(self) -> RayWorker:
+        answer = self._get(self.actor.start.remote(), self.startup_timeout_s + ACTOR_MARGIN_S, "start-up")
+        if answer["status"] != RESULT_OK:
+            self.kill(collect=False)
+        self._unwrap(answer)
+        self.info = answer
+        return self
+
+    def request(self, op: str, timeout_s: float | None = None, **fields) -> dict:
+        if op == "start":
+            fields = self._localize(fields)
+        wait = (timeout_s or self.call_timeout_s) + ACTOR_MARGIN_S
+        result = self._unwrap(self._get(self.actor.request.remote(op, fields), wait, repr(op)))
+        if op == "end":
+            self.collect()
+        return result
+
+    def _localize(self, fields: dict) -> dict:
+        """Ship missing case files; make the trace path relative to ``--out`` (the node writes it in scratch)."""
+        for root in fields.get("data_roots") or []:
+            self.cases.ensure(self, root)
+        trace = Path(fields["trace_path"]).resolve()
+        relative = trace.relative_to(self.out.resolve())
+        self.episode_dir = relative.parent.as_posix()
+        return {**fields, "trace_path": relative.as_posix()}
+
+    def collect(self, timeout_s: float | None = None) -> None:
+        """Bring the current episode's trace files home to ``--out``."""
+        if self.episode_dir is None:
+            return
+        files = self._get(self.actor.collect.remote(self.episode_dir), timeout_s or self.call_timeout_s, "collect")
+        for relative, content in files.items():
+            target = self.out / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(content)
+        self.episode_dir = None
+
+    def kill(self, collect: bool = True) -> None:
+        """Discard the actor (and with it its worker); keep what the failed attempt traced if it still answers."""
+        import ray
+
+        actor, self.actor = self.actor, None
+        if actor is None:
+            return
+        if collect and self.episode_dir is not None:
+            self.actor = actor
+            try:
+                self.collect(timeout_s=10.0)
+            except WorkerFault:
+                pass
+            self.actor = None
+        ray.kill(actor, no_restart=True)
+
+    def close(self) -> None:
+        """Shut the worker down and keep its log where the local pool keeps it (``workers/<slot>/worker.log``)."""
+        import ray
+
+        if self.actor is None:
+            return
+        try:
+            if self.log_path is not None:
+                log = ray.get(self.actor.worker_log.remote(), timeout=30)
+                self.log_path.parent.mkdir(parents=True, exist_ok=True)
+                with open(self.log_path, "ab") as handle:
+                    handle.write(log)
+            ray.get(self.actor.close.remote(), timeout=30)
+        except Exception:  # noqa: BLE001 - an actor already gone has nothing left to close
+            pass
+        self.kill(collect=False)
+
+
+class CaseShipper:
+    """Driver side of case transfer: the file records of each data root once per run; the files go into the
+    object store only for a node that lacks them, and are dropped once written there."""
+
+    def __init__(self):
+        self.records: dict[str, dict[str, dict]] = {}
+        self._lock = threading.Lock()
+
+    def expected(self, root: str) -> dict[str, dict]:
+        with self._lock:
+            if root not in self.records:
+                self.records[root] = tree_records(Path(root))
+            return self.records[root]
+
+    def ensure(self, worker: RayWorker, root: str) -> None:
+        import ray
+
+        records = self.expected(root)
+        status = worker._get(worker.actor.case_status.remote(root, records), worker.call_timeout_s, "case check")
+        if status == "present":
+            return
+        if status == "different":
+            raise WorkerFault(f"node {worker.info.get('node')} holds different files at {root}")
+        files = ray.put(pack_tree(Path(root)))
+        try:
+            worker._unwrap(worker._get(worker.actor.put_case.remote(root, records, files),
+                                       worker.call_timeout_s, "case transfer"))
+        finally:
+            del files
+
+
+class RayExecutor(LocalExecutor):
+    """The local pool's episode loop (same job, same error policy, one driver thread per slot), with each
+    slot's worker hosted by a Ray actor somewhere in the cluster.
+
+    ``address``: the cluster to join; without one a small single-machine cluster is started for the run.
+    ``--workers auto`` takes as many actors as the cluster's resources hold at once."""
+
+    def __init__(self, job: EpisodeJob, on_round: RoundListener | None = None, address: str | None = None,
+                 num_gpus: float | None = None, placement_timeout_s: float = 60.0,
+                 local_object_store_bytes: int = 256 << 20):
+        import ray
+
+        config = job.config
+        self._connected_here = False
+        if not ray.is_initialized():
+            if address:
+                ray.init(address=address, logging_level="WARNING", log_to_driver=False)
+            else:  # a one-machine cluster: its object store only needs to hold case transfers
+                ray.init(object_store_memory=local_object_store_bytes, include_dashboard=False,
+                         logging_level="WARNING", log_to_driver=False)
+            self._connected_here = True
+        cluster = ray.cluster_resources()
+        self.resources = actor_resources(api_bound(config), config.track, bool(config.slicer), cluster,
+                                         num_gpus=num_gpus)
+        self.placement_timeout_s = placement_timeout_s
+        self.cases = CaseShipper()
+        capacity = self.resources.fits(cluster)
+        if capacity == 0:
+            self._disconnect()
+            raise ValueError(f"no node of the Ray cluster can host a worker needing {self.resources} "
+                             f"(cluster: {cluster})")
+        self._actor_class = ray.remote(WorkerHost).options(**self.resources.options())
+        super().__init__(job, resolve_workers(config, capacity), on_round, launch=self._launch)
+
+    def _launch(self, directory: Path) -> RayWorker:
+        """A new actor for the slot at ``directory``. Waiting for the cluster to place it, the slot gives way
+        (:class:`WorkerUnavailable`) if other slots are still running; the last one keeps waiting."""
+        import ray
+        from ray.exceptions import GetTimeoutError
+
+        config = self.job.config
+        actor = self._actor_class.remote(config.slicer, config.startup_timeout_s, config.call_timeout_s)
+        while True:
+            try:
+                ray.get(actor.__ray_ready__.remote(), timeout=self.placement_timeout_s)
+                break
+            except GetTimeoutError:
+                others_run = any(slot.worker is not None and slot.directory != directory for slot in self.slots)
+                if others_run or self.resources.fits(ray.cluster_resources()) == 0:
+                    ray.kill(actor, no_restart=True)
+                    raise WorkerUnavailable(f"no node could host a worker within {self.placement_timeout_s:g} s "
+                                            f"({self.resources})") from None
+            except ray.exceptions.RayActorError as error:
+                raise WorkerFault(f"the actor died while starting: {error}") from error
+        return RayWorker(actor, config.out, config.call_timeout_s, config.startup_timeout_s, self.cases,
+                         log_path=Path(directory) / "worker.log").start()
+
+    def _disconnect(self) -> None:
+        import ray
+
+        if self._connected_here:
+            ray.shutdown()
+            self._connected_here = False
+
+    def close(self) -> None:
+        super().close()
+        self._disconnect()
+
+    def abort(self) -> None:
+        super().abort()
+        self._disconnect()

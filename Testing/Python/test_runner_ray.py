@@ -1,0 +1,137 @@
+"""``bench run --executor ray`` on a real two-node Ray cluster on this machine (a head and a second node process):
+oracle episodes score exactly as with the local pool, traces come home to ``--out``, an actor killed
+mid-episode is retried on a fresh one with nothing lost or duplicated, and case files travel to nodes that
+lack them. Skipped when Ray (the ``ray`` extra) is not installed."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+
+import pytest
+from agents_cases import write_ucsf_package
+
+from MedOpenClawLib.audit import verify_trace
+from MedOpenClawLib.bench.agents.oracle import OracleAgent
+from MedOpenClawLib.bench.preload import module_prompt
+from MedOpenClawLib.bench.ray_executor import RayExecutor, WorkerHost, pack_tree, tree_records
+from MedOpenClawLib.bench.runner import BenchmarkRunner, RunConfig
+from MedOpenClawLib.cli import main
+
+ray = pytest.importorskip("ray")
+cluster_utils = pytest.importorskip("ray.cluster_utils")
+
+NODE = {"num_cpus": 1, "object_store_memory": 80 << 20}  # one actor per node for offline agents
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    # the machine's own address: Ray rewrites a 127.0.0.1 bootstrap address to it when a driver connects
+    cluster = cluster_utils.Cluster(initialize_head=True, head_node_args={**NODE, "include_dashboard": False})
+    cluster.add_node(**NODE)
+    try:
+        yield cluster
+    finally:
+        if ray.is_initialized():
+            ray.shutdown()
+        cluster.shutdown()
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    return write_ucsf_package(tmp_path_factory.mktemp("cases"), cases=3)
+
+
+def episode_results(out):
+    return {path.parent.name: json.loads(path.read_text()) for path in (out / "episodes").glob("*/result.json")}
+
+
+def cli_run(cases, out, capsys, *extra) -> dict:
+    code = main(["bench", "run", "--module", "ucsf-pdgm", "--agent", "oracle", "--cases", str(cases),
+                 "--workers", "2", "--out", str(out), *extra])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    return json.loads(captured.out.strip().splitlines()[-1])
+
+
+def test_oracle_on_two_nodes_scores_exactly_like_the_local_pool(cluster, cases, tmp_path, capsys):
+    local = cli_run(cases, tmp_path / "local", capsys)
+    distributed = cli_run(cases, tmp_path / "ray", capsys, "--executor", "ray", "--ray-address", cluster.address)
+    assert not ray.is_initialized()  # the driver left the cluster it joined
+    assert distributed == local and local["n"] == 3 and local["strict"] == 1.0
+    local_records, ray_records = episode_results(tmp_path / "local"), episode_results(tmp_path / "ray")
+    assert sorted(ray_records) == sorted(local_records)
+    for name, record in ray_records.items():
+        assert record["score"] == local_records[name]["score"] and record["attempts"] == 1
+        assert record["trace"] == local_records[name]["trace"]
+        trace = tmp_path / "ray" / record["trace"]
+        assert verify_trace(trace).ok  # written on a node, streamed back, intact
+        assert list(trace.parent.glob("trace-1_images/*.png"))
+    assert (tmp_path / "ray" / "workers" / "w0" / "worker.log").exists()
+
+
+class ActorKillingOracle(OracleAgent):
+    """SIGKILLs the Ray actor hosting its viewer in the middle of the marked case's first episode."""
+
+    victim: dict = {}
+
+    def step(self, conversation, allow_tools=True):
+        victim = self.victim
+        if self.context.case.case_id == victim.get("case") and not victim.get("killed") and len(conversation) > 3:
+            victim["killed"] = True
+            worker = next(slot.worker for slot in victim["runner"].slots if slot.worker and
+                          slot.worker.episode_dir and self.context.case.case_id in slot.worker.episode_dir)
+            victim["node_id"] = worker.info["node_id"]
+            os.kill(worker.info["actor_pid"], signal.SIGKILL)
+        return super().step(conversation, allow_tools)
+
+
+def test_actor_killed_mid_episode_is_retried_nothing_lost_or_duplicated(cluster, cases, tmp_path):
+    def runner():
+        config = RunConfig(module="ucsf-pdgm", agent="oracle", out=tmp_path / "run", cases_dir=cases, workers=2,
+                           repeats=2)
+        return BenchmarkRunner(config, lambda task: ActorKillingOracle(), module_prompt,
+                               progress_stream=io.StringIO(),
+                               make_executor=lambda job, config, on_round: RayExecutor(job, on_round, cluster.address))
+
+    first = runner()
+    ActorKillingOracle.victim = {"case": "UCSF-PDGM-0002", "runner": first}
+    summary = first.run()
+    assert ActorKillingOracle.victim["killed"]
+    records = episode_results(tmp_path / "run")
+    assert len(records) == 6 and summary["n"] == 6 and summary["strict"] == 1.0 and summary["invalid"] == 0
+    retried = [record for record in records.values() if record["attempts"] == 2]
+    assert len(retried) == 1 and retried[0]["case_id"] == "UCSF-PDGM-0002"
+    assert verify_trace(tmp_path / "run" / retried[0]["trace"]).ok
+    assert sum(len(slot.started) for slot in first.slots) == 3  # two actors, one replacement
+
+    again = runner()
+    second = again.run()
+    assert again.executed == [] and second["executed_now"] == 0
+    assert {k: v for k, v in second.items() if k != "executed_now"} == {
+        k: v for k, v in summary.items() if k != "executed_now"}
+
+
+def test_case_files_reach_a_node_that_lacks_them(cases, tmp_path):
+    """The actor body, in this process: a data root missing on the node is written at the same path from the
+    object-store payload; matching files are used as they are, different ones are refused."""
+    source = cases / "data" / "UCSF-PDGM-0001"
+    records = tree_records(source)
+    host = WorkerHost(None, 30.0, 30.0)
+    try:
+        target = tmp_path / "node" / "data" / "UCSF-PDGM-0001"
+        assert host.case_status(str(target), records) == "missing"
+        assert host.put_case(str(target), records, pack_tree(source)) == {"status": "ok"}
+        assert host.case_status(str(target), records) == "present" and tree_records(target) == records
+        assert host.case_status(str(source), records) == "present"
+        next(target.iterdir()).write_bytes(b"changed")
+        assert host.case_status(str(target), records) == "different"
+        corrupted = {**pack_tree(source), "extra.txt": b"x"}
+        answer = host.put_case(str(tmp_path / "other"), records, corrupted)
+        assert answer["status"] == "fault" and "corrupted" in answer["message"]
+        escaping = host.put_case(str(tmp_path / "third"), records, {"../escape.txt": b"x"})
+        assert escaping["status"] == "fault" and not (tmp_path / "escape.txt").exists()
+    finally:
+        host.close()
