@@ -342,6 +342,26 @@ def test_bracs_fixture_quirks(tmp_path):
     truth = load_ground_truth(tmp_path / "cases", "BRACS_1")
     assert truth.answers == {"answer": "DCIS"} and truth.slide_size == [600, 400]
     assert [region["label"] for region in truth.regions] == ["DCIS"]  # "Tissue" is not a BRACS class
+    assert truth.labels["evidence"] == "available"
+    assert manifest["class_counts"] == {"DCIS": {"cases": 1, "evidence_available": 1}}
+
+
+def test_bracs_slide_without_geojson_export_is_kept_as_evidence_unavailable(tmp_path):
+    from PIL import Image
+
+    raw = tmp_path / "raw"
+    image = Image.new("RGB", (600, 400), (230, 180, 200))
+    write_pyramid(raw / "BRACS_WSI" / "val" / "Group_AT" / "Type_ADH" / "BRACS_7.svs", image, mpp=0.5, aperio=True,
+                  levels=2)
+    (raw / "BRACS_RoI" / "project" / "data" / "1").mkdir(parents=True)
+    (raw / "BRACS_RoI" / "project" / "data" / "1" / "data.qpdata").write_bytes(b"QuPath binary")
+    (raw / "BRACS.xlsx").write_bytes(deterministic_xlsx(
+        [["WSI Filename", "Set", "WSI label"], ["BRACS_7.svs", "val", "ADH"]], "WSI_Information"))
+    manifest = prepare("bracs", raw, tmp_path / "cases")
+    assert [case["case_id"] for case in manifest["cases"]] == ["BRACS_7"]
+    assert load_ground_truth(tmp_path / "cases", "BRACS_7").labels["evidence"] == "unavailable"
+    assert manifest["class_counts"] == {"ADH": {"cases": 1, "evidence_available": 0}}
+    assert "export_geojson.groovy" in manifest["evidence_note"] and "1 QuPath .qpdata" in manifest["evidence_note"]
 
 
 def test_camelyon_fixture_quirks(tmp_path):

@@ -335,3 +335,15 @@ def test_nsclc_question_outside_the_label_set_is_not_scored(lesion_truth):
     answers = {"q1": "A", "q2": "C", "q3": "A", "q4": "B", "q5": "B"}
     score = score_case("nsclc", truth, {"answers": answers, "evidence": GOOD_EVIDENCE})
     assert score.task == 0.75 and "q2" not in score.details["questions"]
+
+
+def test_positive_slide_without_reference_evidence_is_excluded_from_strict_and_loc():
+    """A BRACS slide without a GeoJSON export: Task counts, Strict and Loc do not (never Strict = Task)."""
+    unavailable = GroundTruth("bracs", "u", {"answer": "DCIS"}, {"answer": "DCIS", "evidence": "unavailable"})
+    score = score_case("bracs", unavailable, {"answer": "DCIS", "localizations": [[1, 1]]})
+    assert score.task == 1.0 and score.strict is None and score.loc is None
+    assert score.gates["evidence"] == "unavailable"
+    scored = score_case("bracs", GroundTruth("bracs", "b", {"answer": "DCIS"}, regions=BRACS_REGIONS),
+                        {"answer": "DCIS", "localizations": []})
+    summary = aggregate([score, scored])
+    assert summary["task"] == 1.0 and summary["strict"] == 0.0 and summary["strict_n"] == 1

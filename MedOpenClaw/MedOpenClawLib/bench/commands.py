@@ -113,8 +113,12 @@ def filter_table_text(manifest: dict) -> str:
     for row in manifest.get("filters", []):
         lines.append(f"  {row['step']:<48} {row['excluded']:>8} {row['remaining']:>9}")
     lines.append(f"  {'paper (Table 4)':<48} {'':>8} {manifest.get('paper_count', '?'):>9}")
-    for name, value in sorted((manifest.get("class_counts") or {}).items()):
-        lines.append(f"  class {name}: {value}")
+    for name, counts in sorted((manifest.get("class_counts") or {}).items()):
+        lines.append(f"  class {name}: {counts['cases']} cases, {counts['evidence_available']} with evidence")
+    for question, counts in sorted((manifest.get("label_counts") or {}).items()):
+        lines.append(f"  {question}: " + "; ".join(f"{label} {count}" for label, count in sorted(counts.items())))
+    if manifest.get("evidence_note"):
+        lines.append(f"  note: {manifest['evidence_note']}")
     return "\n".join(lines)
 
 

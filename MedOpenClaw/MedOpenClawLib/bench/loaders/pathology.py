@@ -4,8 +4,10 @@ BRACS: slides ``BRACS_WSI/{split}/Group_*/Type_*/BRACS_<id>.svs``; labels from `
 ``WSI_Information`` (normalised to N, PB, UDH, FEA, ADH, DCIS, IC; a disagreeing ``Type_*`` folder skips the
 case); ROIs from one QuPath GeoJSON export per slide (``<id>.geojson`` anywhere under the source). BRACS ships
 QuPath ``.qpdata`` projects: export each once with QuPath ("File > Export objects as GeoJSON", or
-``exportAllObjectsToGeoJson`` in a script) before preparing. Slides without an export are kept but are not
-evidence-scored.
+``exportAllObjectsToGeoJson`` in a script: ``QuPathBridge/scripts/export_geojson.groovy`` does it for a whole
+project, "Run for project") before preparing. A slide without an export is kept with ``evidence:
+unavailable`` in its ground truth (and brief): it counts for Task, and is excluded from Strict and Loc.
+Per-class counts (all cases, and those with evidence) are written to the manifest and printed at prepare.
 CAMELYON17: ``training/center_*/patient_NNN_node_K.tif``; node labels from ``stage_labels.csv``; ASAP XML
 annotations (``<name>.xml`` anywhere under the source): groups ``_0``/``_1``/``Tumor``/``metastases`` are
 tumour, ``_2``/``Exclusion`` are exclusion regions; an unknown group skips the case.
@@ -102,11 +104,20 @@ def geojson_regions(path: Path) -> list[tuple[str, str, list]]:
     return regions
 
 
+def count_class(writer: PackageWriter, label: str, evidence: str) -> None:
+    """Per-class counts for the manifest (``class_counts``): cases, and how many of them are evidence-scored."""
+    counts = writer.notes.setdefault("class_counts", {})
+    entry = counts.setdefault(label, {"cases": 0, "evidence_available": 0})
+    entry["cases"] += 1
+    entry["evidence_available"] += evidence == "available"
+
+
 def prepare_bracs(source: Path, writer: PackageWriter) -> None:
     try:
         labels = bracs_labels(find_one(source, "BRACS.xlsx", "BRACS.xlsx"))
     except SkipCase as error:
         raise ValueError(str(error)) from error
+    qpdata = sum(1 for _ in source.rglob("*.qpdata"))
     for slide in sorted(source.rglob("BRACS_*.svs")):
         case_id = slide.stem
         try:
@@ -121,12 +132,22 @@ def prepare_bracs(source: Path, writer: PackageWriter) -> None:
             relative, size = _place_slide(slide, case_id, writer)
             case = _case("bracs", case_id, relative, writer)
             case.brief["annotations"] = "hidden" if exports else "none"
+            evidence = "available" if label == "N" or any(r["label"] == label for r in regions) else "unavailable"
+            readable = {"answer": label, "evidence": evidence}
             writer.add(
                 case,
-                GroundTruth("bracs", case_id, {"answer": label}, {"answer": label}, regions=regions, slide_size=size),
+                GroundTruth("bracs", case_id, {"answer": label}, readable, regions=regions, slide_size=size),
             )
+            count_class(writer, label, evidence)
         except (SkipCase, ValueError, KeyError, TypeError, IndexError) as reason:
             writer.skip(case_id, reason)
+    unavailable = sum(entry["cases"] - entry["evidence_available"]
+                      for entry in writer.notes.get("class_counts", {}).values())
+    if unavailable and qpdata:
+        writer.notes["evidence_note"] = (
+            f"{unavailable} slide(s) have no GeoJSON export while the source holds {qpdata} QuPath .qpdata file(s): "
+            "export them with QuPathBridge/scripts/export_geojson.groovy (Run for project) and prepare again"
+        )
 
 
 def asap_regions(path: Path) -> list[tuple[str, str, list]]:

@@ -29,7 +29,9 @@ def aggregate(scores: Iterable[CaseScore]) -> dict:
         "module": module,
         "n": len(valid),
         "task": _mean([score.task for score in valid]),
-        "strict": _mean([score.strict for score in valid]),
+        # a case without reference evidence (a BRACS slide without a GeoJSON export) has no Strict: not counted
+        "strict": _mean([score.strict for score in valid if score.strict is not None]),
+        "strict_n": sum(1 for score in valid if score.strict is not None),
         "loc": _mean(loc_values) if module in MODULES_WITH_LOC else None,
         "loc_n": len(loc_values) if module in MODULES_WITH_LOC else 0,
         "invalid": len(scores) - len(valid),

@@ -31,7 +31,7 @@ class CaseScore:
     module: str
     case_id: str
     task: float = 0.0
-    strict: float = 0.0
+    strict: float | None = 0.0  # None: the case has no reference evidence (excluded from Strict)
     loc: float | None = None
     invalid: bool = False
     invalid_reason: str | None = None
@@ -111,17 +111,22 @@ def _hits(points: list, targets: list[dict], exclusions: list[dict]) -> bool:
 def _pathology_gate(score: CaseScore, negative: bool, points: list, targets: list[dict], exclusions: list[dict],
                     hit_gate: str) -> None:
     """Table 4's pathology evidence gate: a negative slide must have no localizations; a positive slide with
-    reference regions needs one coordinate inside a target and outside every exclusion (that is also Loc); a
-    positive slide without reference regions has no gate (Strict = Task, no Loc)."""
+    reference regions needs one coordinate inside a target and outside every exclusion (that is also Loc). A
+    positive slide without reference regions is not evidence-scored: ``evidence: unavailable``, no Strict and
+    no Loc (never silently Strict = Task)."""
     if negative:
         gate = len(points) == 0
         score.gates["empty_localizations"] = gate
         score.loc = None
+    elif not targets:
+        score.gates["evidence"] = "unavailable"
+        score.strict = score.loc = None
+        return
     else:
-        gate = _hits(points, targets, exclusions) if targets else None
+        gate = _hits(points, targets, exclusions)
         score.gates[hit_gate] = gate
-        score.loc = None if gate is None else float(gate)
-    score.strict = score.task if gate in (True, None) else 0.0
+        score.loc = float(gate)
+    score.strict = score.task if gate else 0.0
 
 
 def score_bracs(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
