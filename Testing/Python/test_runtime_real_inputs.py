@@ -106,6 +106,8 @@ def test_slightly_uneven_spacing_is_resampled_onto_an_even_grid(data):
     assert volume["dimensions"][2] == 5 and volume["spacing_mm"][2] == pytest.approx(2.5)
     assert volume["ras_bounds"][2] == pytest.approx([-1.2375, 8.7625], abs=1e-3)
     assert any("resampled onto an even 2.5 mm grid" in warning for warning in result.data["warnings"])
+    # ITK's own warning (printed on stderr by the native reader) is captured into the Result too
+    assert any("Non uniform sampling" in warning for warning in result.data["warnings"])
 
 
 def test_four_d_nifti_is_refused_with_its_reason_and_a_folder_keeps_its_good_files(data):
@@ -178,3 +180,40 @@ def test_error_messages_print_plain_numbers():
     ras = np.array([500.0, -2.5, 3.0])
     assert bounded_message(f"RAS {list(ras)} lies outside X ({np.int64(3)} voxels)") == (
         "RAS [500.0, -2.5, 3.0] lies outside X (3 voxels)")
+
+
+def _series(folder: Path, description: str = "SERIES") -> list[Path]:
+    from runtime_fixtures import write_dicom_series
+
+    affine = np.array([[-1.0, 0, 0, 10.0], [0, -1.0, 0, 12.0], [0, 0, 2.0, -4.0], [0, 0, 0, 1]])
+    write_dicom_series(folder, np.arange(8 * 6 * 4, dtype=float).reshape(8, 6, 4), affine, description=description)
+    return sorted(folder.glob("*.dcm"))
+
+
+def test_repeated_positions_split_by_temporal_position(tmp_path):
+    first, second = _series(tmp_path / "a"), _series(tmp_path / "b")
+    series_uid = pydicom.dcmread(first[0]).SeriesInstanceUID
+    folder = tmp_path / "data" / "dynamic"
+    folder.mkdir(parents=True)
+    for phase, files in ((1, first), (2, second)):
+        for path in files:
+            dataset = pydicom.dcmread(path)
+            dataset.SeriesInstanceUID, dataset.TemporalPositionIdentifier = series_uid, phase
+            dataset.save_as(folder / f"p{phase}_{path.name}")
+    registry = build_slicer_registry([tmp_path / "data"])
+    result = call_ok(registry, "open_case", dicom_dir=str(folder))
+    assert sorted(result.data["loaded"]) == ["SERIES_t1", "SERIES_t2"]
+    assert all(volume["dimensions"][2] == 4 and volume["spacing_mm"][2] == 2.0 for volume in result.data["volumes"])
+    assert any("one volume per TemporalPositionIdentifier" in warning for warning in result.data["warnings"])
+
+
+def test_sheared_slice_stack_is_refused_with_its_reason(tmp_path):
+    folder = tmp_path / "data" / "tilted"
+    for index, path in enumerate(_series(folder)):
+        dataset = pydicom.dcmread(path)
+        position = [float(value) for value in dataset.ImagePositionPatient]
+        dataset.ImagePositionPatient = [position[0], position[1] + 0.9 * index, position[2]]  # gantry tilt
+        dataset.save_as(path)
+    registry = build_slicer_registry([tmp_path / "data"])
+    message = call_error(registry, "open_case", "no_volumes", dicom_dir=str(folder)).error["message"]
+    assert "gantry tilt" in message and "SERIES" in message

@@ -88,13 +88,16 @@ def _draw_roi(geometry: SliceImageGeometry, node, draw, color) -> bool:
     return True
 
 
-def over_black(rgba: np.ndarray) -> np.ndarray:
+def over_black(rgba: np.ndarray) -> Image.Image:
     """The blended layers composited over black: outside the volume the slice logic's pixels are transparent
     (alpha 0) but still carry the lookup-table colour of value 0 (grey on CT), which must not show."""
-    alpha = rgba[..., 3]
-    if alpha.min() == 255:
-        return np.ascontiguousarray(rgba[..., :3])
-    return (rgba[..., :3].astype(np.uint16) * alpha[..., None] // 255).astype(np.uint8)
+    image = Image.fromarray(rgba, "RGBA")
+    alpha = image.getchannel("A")
+    if alpha.getextrema()[0] == 255:  # nothing transparent: a plain conversion (the common, fast case)
+        return image.convert("RGB")
+    composite = Image.new("RGB", image.size)
+    composite.paste(image, mask=alpha)
+    return composite
 
 
 def render_view(engine: ViewerEngine, view: str, size: int, returned: bool = True) -> RenderedImage:
@@ -104,7 +107,7 @@ def render_view(engine: ViewerEngine, view: str, size: int, returned: bool = Tru
     for later 0..999 arguments on ``view`` (a frame that only goes into a montage is not).
     """
     rgba, geometry = engine.render_slice(view, size)
-    image = Image.fromarray(over_black(rgba), "RGB")
+    image = over_black(rgba)
     state = engine.view_state(view)
     grayscale = engine.shows_only_grey(view)
     draw = ImageDraw.Draw(image)
