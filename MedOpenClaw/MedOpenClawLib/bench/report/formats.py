@@ -54,7 +54,8 @@ def cell_parts(cell: Cell, column: Column) -> tuple[str, str, str]:
         return MISSING_TEXT, "", ""
     low, high = value.interval
     metric = column.metric
-    interval = f"[{number(low, metric)}, {number(high, metric)}]" if low is not None else ""
+    shown = low is not None and column.kind != "mean"
+    interval = f"[{number(low, metric)}, {number(high, metric)}]" if shown else ""
     change = f"({arrow(cell.delta)})" if cell.delta is not None and cell.delta.value is not None else ""
     return number(value.value, metric), interval, change
 

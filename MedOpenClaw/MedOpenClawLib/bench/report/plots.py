@@ -59,7 +59,7 @@ def scores_plot(runs: list[Run], out_dir: Path) -> list[str]:
     pyplot = _pyplot()
     rows = _rows(runs)
     modules = [module for module in MODULES if any(module in by_module for by_module in rows.values())]
-    figure, axes = pyplot.subplots(1, 3, figsize=(max(9, 2.2 * len(modules) * 3), 3.8), sharey=True)
+    figure, axes = pyplot.subplots(3, 1, figsize=(max(7.5, 1.7 * len(modules) + 2.5), 9.5), sharex=True)
     width = 0.8 / max(len(rows), 1)
     for axis, metric in zip(axes, ("task", "strict", "loc")):
         for index, (label, by_module) in enumerate(rows.items()):
@@ -74,14 +74,13 @@ def scores_plot(runs: list[Run], out_dir: Path) -> list[str]:
                 highs.append(0.0 if high is None else high - cell.value)
             positions = np.arange(len(modules)) - 0.4 + width * (index + 0.5)
             axis.bar(positions, values, width, yerr=[lows, highs], capsize=2, label=label)
-        axis.set_title({"task": "Task", "strict": "Strict", "loc": "Loc."}[metric])
-        axis.set_xticks(np.arange(len(modules)), [MODULE_TITLES[module] for module in modules], rotation=30,
-                        ha="right")
+        axis.set_ylabel({"task": "Task", "strict": "Strict", "loc": "Loc."}[metric])
         axis.set_ylim(0, 1.05)
         axis.grid(axis="y", alpha=0.3)
-    axes[0].set_ylabel("score (mean, 95% bootstrap CI)")
-    axes[-1].legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    figure.suptitle("Scores per module")
+    axes[-1].set_xticks(np.arange(len(modules)), [MODULE_TITLES[module] for module in modules])
+    axes[0].legend(fontsize="small", loc="lower left", bbox_to_anchor=(0.0, 1.02), ncol=2)
+    figure.suptitle("Scores per module (mean, 95% bootstrap CI)", y=1.0)
+    figure.tight_layout()
     return _save(figure, out_dir, "scores")
 
 

@@ -44,7 +44,7 @@ class Column:
     label: str
     module: str | None = None
     metric: str | None = None
-    kind: str = "score"  # score | sub (fine-grained field or subtask) | count
+    kind: str = "score"  # score | sub (fine-grained field or subtask) | mean (no interval in text) | count | text
 
 
 @dataclass
@@ -78,6 +78,11 @@ class Table:
     columns: list[Column]
     sections: list[Section]
     notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        privileged = any(row.identity.get("privileged") for section in self.sections for row in section.rows)
+        if not privileged:
+            self.notes = [note for note in self.notes if note != PRIVILEGED_NOTE]
 
     @property
     def empty(self) -> bool:
@@ -319,6 +324,7 @@ def budget_table(runs: list[Run]) -> Table:
                  IDENTITY_HEADER, columns, sections if rows else [], [])
 
 
+PROCESS_GROUP = "Process (mean per episode)"
 USAGE_GROUP = "Model usage (run total)"
 RUN_COLUMNS = [
     Column("module", "Run", "Module", kind="text"),
@@ -328,12 +334,12 @@ RUN_COLUMNS = [
     Column("task", "Scores", "Task", metric="task"),
     Column("strict", "Scores", "Strict", metric="strict"),
     Column("loc", "Scores", "Loc.", metric="loc"),
-    Column("calls", "Process (mean per episode)", "tool calls", metric="calls"),
-    Column("images", "Process (mean per episode)", "images", metric="images"),
-    Column("planning_f1", "Process (mean per episode)", "planning F1", metric="planning_f1"),
-    Column("execution", "Process (mean per episode)", "execution", metric="execution"),
-    Column("progress_rate", "Process (mean per episode)", "progress", metric="progress_rate"),
-    Column("budget_exhausted", "Process (mean per episode)", "budget exhausted", metric="budget_exhausted"),
+    Column("calls", PROCESS_GROUP, "tool calls", metric="calls", kind="mean"),
+    Column("images", PROCESS_GROUP, "images", metric="images", kind="mean"),
+    Column("planning_f1", PROCESS_GROUP, "planning F1", metric="planning_f1", kind="mean"),
+    Column("execution", PROCESS_GROUP, "execution", metric="execution", kind="mean"),
+    Column("progress_rate", PROCESS_GROUP, "progress", metric="progress_rate", kind="mean"),
+    Column("budget_exhausted", PROCESS_GROUP, "budget exhausted", metric="budget_exhausted", kind="mean"),
     Column("input_tokens", USAGE_GROUP, "input tokens", metric="input_tokens", kind="count"),
     Column("output_tokens", USAGE_GROUP, "output tokens", metric="output_tokens", kind="count"),
     Column("reasoning_tokens", USAGE_GROUP, "reasoning tokens", metric="reasoning_tokens", kind="count"),
@@ -366,10 +372,10 @@ def runs_table(runs: list[Run]) -> Table:
         identity = identity_of([run])
         rows.append(Row([run.name, *identity_header(identity)], cells, identity))
     recorded = [column for column in RUN_COLUMNS if column.group != USAGE_GROUP
-                or any(row.cells[column.id].plain is not None for row in rows)]
+                or any(row.cells[column.id].plain not in (None, 0) for row in rows)]
     return Table("runs", "Runs", "Every run directory of the report. Scores and process metrics: mean over scored "
-                 "episodes [bootstrap 95% CI]; model usage: totals over the run (columns that no run recorded, "
-                 "such as cost without a price table, are left out).",
+                 "episodes [bootstrap 95% CI]; model usage: totals over the run (left out where no run recorded "
+                 "any, e.g. offline agents, or cost without a price table).",
                  ("Run", *IDENTITY_HEADER), recorded, [Section("Runs", rows)], [PRIVILEGED_NOTE])
 
 
