@@ -333,3 +333,15 @@ def test_non_finite_numbers_never_reach_the_scene(session, action, arguments):
 def test_jump_with_nan_while_a_markup_exists_is_a_clear_error(session):
     call_ok(session, "record_point", ras=lesion_center_ras(oblique_lps_affine()).tolist(), label="p")
     call_error(session, "jump", "invalid_argument", ras=[float("nan"), 0.0, 0.0])
+
+
+def test_the_supervised_worker_passes_arguments_as_sent(tmp_path, data_root):
+    """Item 9 through ``serve``/``mcp``: the viewer child turned ``[]`` into ``{}`` and ran the call."""
+    from MedOpenClawLib.bench.worker import WorkerService
+
+    service = WorkerService()
+    service.handle({"op": "start", "viewer": "radiology", "data_roots": [str(data_root)], "track": "A",
+                    "trace_path": str(tmp_path / "worker.jsonl")})
+    answer = service.handle({"op": "call", "name": "ping", "arguments": []})
+    assert answer["ok"] is False and answer["error"]["code"] == "invalid_argument"
+    assert service.handle({"op": "call", "name": "ping", "arguments": None})["ok"] is True

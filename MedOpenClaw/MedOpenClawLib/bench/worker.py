@@ -119,7 +119,7 @@ class WorkerService:
         if op == "call":
             result = self.env.call(
                 request.get("name"),
-                request.get("arguments") or {},
+                request.get("arguments"),  # as sent: ``[]`` must be refused, not called as ``{}``
                 actor=request.get("actor", "agent"),
                 round_id=request.get("round_id"),
                 audit_extra=request.get("audit_extra"),
