@@ -23,19 +23,48 @@ from MedOpenClawLib.viewer.application import VIEW_NODES, build_core_logics
 from MedOpenClawLib.viewer.geometry import numpy_to_vtk_matrix
 
 
-class SliceWidget:
-    """qMRMLSliceWidget: a slice view with its own slice logic."""
+class SliceController:
+    """qMRMLSliceControllerWidget (Libs/MRML/Widgets/qMRMLSliceControllerWidget.cxx): the slice view calls
+    ``setSliceViewSize`` on every resize, which does ``d->SliceLogic->ResizeSliceNode(newSize.width(),
+    newSize.height())``."""
 
     def __init__(self, logic):
         self._logic = logic
 
+    def setSliceViewSize(self, size) -> None:  # noqa: N802 - Qt's name
+        self._logic.ResizeSliceNode(float(size.width()), float(size.height()))
+
+
+class SliceWidget:
+    """qMRMLSliceWidget: a slice view with its own slice logic and controller."""
+
+    def __init__(self, logic):
+        self._logic = logic
+        self._controller = SliceController(logic)
+
     def sliceLogic(self):  # noqa: N802 - Qt's name
         return self._logic
 
+    def sliceController(self):  # noqa: N802 - Qt's name
+        return self._controller
+
     def resize(self, width: int, height: int) -> None:
-        """The user resizes the view. Mirrors Libs/MRML/Widgets/qMRMLSliceControllerWidget.cxx,
-        ``setSliceViewSize``: ``d->SliceLogic->ResizeSliceNode(newSize.width(), newSize.height())``."""
-        self._logic.ResizeSliceNode(float(width), float(height))
+        """The user resizes the view (the widget tells its controller its new size)."""
+        self._controller.setSliceViewSize(_Size(width, height))
+
+
+@dataclass
+class _Size:
+    """QSize."""
+
+    w: int
+    h: int
+
+    def width(self) -> int:
+        return self.w
+
+    def height(self) -> int:
+        return self.h
 
 
 class LayoutManager:
@@ -185,12 +214,16 @@ def brains_modules(app: Application, fail_fit: str | None = None, fail_resample:
                    matrix: np.ndarray | None = None) -> tuple[CliModule, CliModule]:
     """BRAINSFit and BRAINSResample doubles (parameter names from BRAINSTools' XML). On success BRAINSFit writes
     ``matrix`` into ``linearTransform`` and BRAINSResample copies the moving voxels into ``outputVolume``;
-    with ``fail_*`` the module exits non-zero with that text on standard error and writes nothing."""
+    with ``fail_*`` the module exits non-zero with that text on standard error and writes nothing. BRAINSFit also
+    fails on a constant moving image, as the real one does (no mutual information to optimise)."""
     matrix = np.eye(4) if matrix is None else matrix
 
     def brainsfit(parameters: dict) -> tuple[bool, str]:
         if fail_fit is not None:
             return False, fail_fit
+        moving = slicer.util.arrayFromVolume(app.scene.GetNodeByID(parameters["movingVolume"]))
+        if moving.min() == moving.max():
+            return False, "ERROR: Too many samples map outside moving image buffer (constant image)"
         transform = app.scene.GetNodeByID(parameters["linearTransform"])
         transform.SetMatrixTransformToParent(numpy_to_vtk_matrix(matrix))
         return True, ""
