@@ -22,6 +22,7 @@ from runtime_fixtures import (
 
 from MedOpenClawLib.session import build_slicer_registry
 from MedOpenClawLib.viewer.geometry import screen_to_xy, vtk_to_numpy_matrix
+from MedOpenClawLib.viewer.image_geometry import SliceImageGeometry
 
 
 @pytest.fixture()
@@ -71,6 +72,12 @@ def test_every_image_carries_its_geometry(registry):
     point = [123.0, 801.0]
     ras = axial.screen_to_ras(point)
     assert np.allclose(axial.ras_to_screen(ras), [*point, 0.0], atol=1e-6)
+    # what an offline reader (report, replay) rebuilds from the JSON maps the same way, to the JSON's precision
+    image_json = result.to_json(inline_images=False)["images"][0]
+    rebuilt = SliceImageGeometry.from_json(image_json["geometry"], image_json["image_id"])
+    assert rebuilt.image_id == axial.image_id and np.allclose(rebuilt.screen_to_ras(point), ras, atol=1e-4)
+    col, row, distance = rebuilt.ras_to_pixel(ras)
+    assert abs(distance) < 1e-6 and 0 <= col < 256 and 0 <= row < 256
 
 
 def test_a_view_resized_behind_the_registrys_back_maps_the_pixel_the_agent_saw(registry):

@@ -89,6 +89,21 @@ class SliceImageGeometry:
             "slice_offset_mm": round(float(self.slice_offset_mm), 3),
         }
 
+    @classmethod
+    def from_json(cls, data: dict, image_id: str | None = None) -> SliceImageGeometry:
+        """Rebuild a record from :meth:`to_json` (an image of a result or audit trace, or an evidence item's
+        ``view_state["image"]``), e.g. to draw evidence on the image it was read on, offline."""
+        return cls(
+            image_id=image_id or data.get("image_id") or "",
+            view=data["view"],
+            width=int(data["width"]),
+            height=int(data["height"]),
+            xy_to_ras=np.asarray(data["xy_to_ras"], dtype=float),
+            slice_to_ras=np.asarray(data["slice_to_ras"], dtype=float),
+            field_of_view_mm=tuple(float(value) for value in data["field_of_view_mm"]),
+            slice_offset_mm=float(data["slice_offset_mm"]),
+        )
+
     def changes_since(self, slice_to_ras: np.ndarray, field_of_view_mm, slice_offset_mm: float) -> list[str]:
         """How a live view (its plane, the square field of view it renders now, its offset) differs from this
         image, in words; empty when it would render the same image."""
