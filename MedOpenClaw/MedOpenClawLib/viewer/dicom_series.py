@@ -34,6 +34,8 @@ SHEAR_EPSILON_MM = 0.05
 GAP_SPLIT_RATIO = 1.5
 TEMPORAL_TAGS = ("TemporalPositionIdentifier", "AcquisitionNumber", "TriggerTime", "ContentTime")
 PLANE_NAMES = {0: "sagittal", 1: "coronal", 2: "axial"}
+HEADER_TAGS = ["ImageOrientationPatient", "ImagePositionPatient", "Rows", "Columns", "PixelSpacing", "ImageType",
+               "NumberOfFrames", "SeriesNumber", "SeriesDescription", *TEMPORAL_TAGS]  # all the split reads
 
 
 @dataclass
@@ -88,7 +90,7 @@ def read_headers(files: list[str]) -> tuple[list[SliceHeader], list[str]]:
     headers, problems = [], []
     for path in files:
         try:
-            dataset = pydicom.dcmread(path, stop_before_pixels=True)
+            dataset = pydicom.dcmread(path, stop_before_pixels=True, specific_tags=HEADER_TAGS)
             orientation = dataset.get("ImageOrientationPatient")
             position = dataset.get("ImagePositionPatient")
             spacing = dataset.get("PixelSpacing")
