@@ -53,7 +53,7 @@ def score(module: str, case_id: str, task: float, strict: float, loc: float | No
 
 def write_run(root: Path, name: str, module: str, agent: str, scores: list[dict], track: str = "A",
               max_rounds: int = 20, model: str | None = None, usage: dict | None = None,
-              invalid: int = 0) -> Path:
+              invalid: int = 0, errors: int = 0) -> Path:
     run = root / name
     provider = {"kind": "openai", "model": model, "base_url": "http://127.0.0.1:9/v1"} if model else None
     (run / "episodes").mkdir(parents=True)
@@ -69,6 +69,12 @@ def write_run(root: Path, name: str, module: str, agent: str, scores: list[dict]
                       response="ANSWER: A", outcome={"status": "completed", "usage": usage or {}})
         (run / "episodes" / episode_id).mkdir()
         (run / "episodes" / episode_id / "result.json").write_text(json.dumps(result))
+    for index in range(errors):  # provider failures: only error.json, re-run by the next `bench run`
+        episode_id = f"E{index}__r1"
+        (run / "episodes" / episode_id).mkdir()
+        (run / "episodes" / episode_id / "error.json").write_text(json.dumps(
+            {"episode_id": episode_id, "case_id": f"E{index}", "error": {"kind": "transient", "message": "HTTP 503"},
+             "usage_all_attempts": usage or {}}))
     (run / "summary.json").write_text(json.dumps({"module": module, "n": len(scores)}))
     return run
 
@@ -89,7 +95,7 @@ def cohort_of_runs(root: Path) -> Path:
     usage = {"input_tokens": 1200, "output_tokens": 80, "reasoning_tokens": 20, "calls": 3, "cost_usd": 0.0125}
     ucsf = [score("ucsf-pdgm", f"U{k}", *values) for k, values in
             enumerate([(1, 1, 1), (1, 0, 1), (0, 0, 0), (1, 1, None)])]
-    write_run(root, "gpt/ucsf-A", "ucsf-pdgm", "model", ucsf, model="gpt-test", usage=usage, invalid=1)
+    write_run(root, "gpt/ucsf-A", "ucsf-pdgm", "model", ucsf, model="gpt-test", usage=usage, invalid=1, errors=1)
     write_run(root, "gpt/ucsf-A-5rounds", "ucsf-pdgm", "model",
               [score("ucsf-pdgm", f"U{k}", *values) for k, values in enumerate([(1, 0, 0), (0, 0, 0)])],
               max_rounds=5, model="gpt-test", usage=usage)

@@ -105,9 +105,10 @@ def test_tables_follow_the_paper_layouts(report):
 
     runs = _table(out, "runs")
     gpt = _row(runs, runs=["gpt/ucsf-A"])
-    assert gpt["cells"]["invalid"]["value"] == 1 and gpt["cells"]["n"]["value"] == 4
-    assert gpt["cells"]["input_tokens"]["value"] == 4800 and isinstance(gpt["cells"]["input_tokens"]["value"], int)
-    assert gpt["cells"]["cost_usd"]["value"] == pytest.approx(0.05, abs=1e-5)
+    assert (gpt["cells"]["n"]["value"], gpt["cells"]["invalid"]["value"], gpt["cells"]["errors"]["value"]) == (4, 1, 1)
+    # usage is what the run paid: every episode, the INVALID and errored ones included
+    assert gpt["cells"]["input_tokens"]["value"] == 7200 and isinstance(gpt["cells"]["input_tokens"]["value"], int)
+    assert gpt["cells"]["cost_usd"]["value"] == pytest.approx(0.075, abs=1e-5)
 
 
 def test_formats_markdown_csv_latex_and_the_versioned_schema(report):

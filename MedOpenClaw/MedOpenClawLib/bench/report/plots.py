@@ -122,11 +122,10 @@ def process_plot(runs: list[Run], out_dir: Path) -> list[str]:
         data, labels = [], []
         for label, by_module in rows.items():
             episodes = [episode for module_runs in by_module.values() for run in module_runs for episode in run.scored]
-            if metric == "tokens":
+            if metric == "tokens":  # episodes that called a model (offline agents call none)
                 values = [(episode.metrics.get("input_tokens") or 0) + (episode.metrics.get("output_tokens") or 0)
-                          for episode in episodes
-                          if episode.metrics.get("input_tokens") is not None
-                          or episode.metrics.get("output_tokens") is not None]
+                          for episode in episodes if episode.metrics.get("model_calls")
+                          or episode.metrics.get("input_tokens") or episode.metrics.get("output_tokens")]
             else:
                 values = [episode.metrics[metric] for episode in episodes if episode.metrics.get(metric) is not None]
             if values:

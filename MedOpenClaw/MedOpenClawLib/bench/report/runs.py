@@ -104,9 +104,11 @@ class Run:
     def count(self, outcome: str) -> int:
         return sum(1 for episode in self.episodes if episode.outcome == outcome)
 
-    def values(self, metric: str) -> list[float]:
-        """The metric over scored episodes, skipping episodes where it does not apply (None)."""
-        return [episode.metrics[metric] for episode in self.scored if episode.metrics.get(metric) is not None]
+    def values(self, metric: str, every_episode: bool = False) -> list[float]:
+        """The metric over scored episodes (or every episode: what a run paid includes errored and INVALID
+        ones), skipping episodes where it does not apply (None)."""
+        episodes = self.episodes if every_episode else self.scored
+        return [episode.metrics[metric] for episode in episodes if episode.metrics.get(metric) is not None]
 
 
 def find_runs(paths: list[str | os.PathLike]) -> list[Path]:

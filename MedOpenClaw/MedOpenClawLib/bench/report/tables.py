@@ -360,7 +360,7 @@ def runs_table(runs: list[Run]) -> Table:
                 outcome = {"n": "scored", "invalid": "invalid", "errors": "error"}[column.id]
                 cells[column.id] = Cell(plain=run.count(outcome))
             elif column.kind == "count":
-                values = run.values(column.metric)
+                values = run.values(column.metric, every_episode=True)
                 total = sum(values) if values else None
                 integer = column.metric in INTEGER_METRICS
                 cells[column.id] = Cell(plain=None if total is None else (int(round(total)) if integer
@@ -374,8 +374,8 @@ def runs_table(runs: list[Run]) -> Table:
     recorded = [column for column in RUN_COLUMNS if column.group != USAGE_GROUP
                 or any(row.cells[column.id].plain not in (None, 0) for row in rows)]
     return Table("runs", "Runs", "Every run directory of the report. Scores and process metrics: mean over scored "
-                 "episodes [bootstrap 95% CI]; model usage: totals over the run (left out where no run recorded "
-                 "any, e.g. offline agents, or cost without a price table).",
+                 "episodes [bootstrap 95% CI]; model usage: totals over every episode, errored and INVALID ones "
+                 "included (left out where no run recorded any, e.g. offline agents, or cost without a price table).",
                  ("Run", *IDENTITY_HEADER), recorded, [Section("Runs", rows)], [PRIVILEGED_NOTE])
 
 
