@@ -37,8 +37,15 @@ def existing_file(text: str) -> Path:
     return Path(text)
 
 
+class OneLineErrors(argparse.ArgumentParser):
+    """Usage mistakes as one line naming the command and pointing at ``--help`` (sub-parsers inherit the class)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineErrors(
         prog="medopenclaw",
         description="Bounded, audited viewer actions for agents, and the MedFlow-Bench benchmark.",
     )

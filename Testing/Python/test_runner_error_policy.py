@@ -5,6 +5,7 @@ non-zero while errors remain, and the progress line agrees with summary.json."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import signal
@@ -15,10 +16,15 @@ from pathlib import Path
 
 import pytest
 from agents_cases import write_ucsf_package
-from agents_fakes import FakeModelServer, Scripted, openai_reply
+from agents_fakes import FakeModelServer, Scripted, anthropic_reply, openai_reply
 
+from MedOpenClawLib.bench.cases import Case
+from MedOpenClawLib.bench.episode import EpisodeOutcome
 from MedOpenClawLib.bench.outcomes import ErrorPolicy, Tally, exit_status, parse_fail_on_error
+from MedOpenClawLib.bench.progress import Progress
+from MedOpenClawLib.bench.tasks import EpisodeTask
 from MedOpenClawLib.cli import main
+from MedOpenClawLib.providers.messages import Usage
 
 ANSWER = Scripted(openai_reply("ANSWER: glioblastoma"))
 OUTAGE = Scripted({"error": {"message": "upstream overloaded"}}, 500)
@@ -47,15 +53,27 @@ def last_progress(stderr: str) -> str:
     return [line for line in stderr.splitlines() if line.startswith("[")][-1]
 
 
-def test_rate_limits_with_retry_after_are_absorbed(cases, tmp_path, capsys, monkeypatch):
+PRICES = {"m": {"input": 3.0, "output": 15.0, "cached_input": 0.3, "cache_write": 3.75}}
+COSTS = {"openai": (100 * 3.0 + 10 * 15.0) / 1e6, "anthropic": (120 * 3.0 + 80 * 3.75 + 12 * 15.0) / 1e6}
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_rate_limits_with_retry_after_are_absorbed_and_costs_reported(provider, cases, tmp_path, capsys,
+                                                                       monkeypatch):
     monkeypatch.setenv("MEDOPENCLAW_API_KEY", "k")
+    (tmp_path / "prices.json").write_text(json.dumps(PRICES))
     limited = [Scripted({"error": {"message": "slow down"}}, 429, headers={"Retry-After": "1"})] * 2
-    with FakeModelServer(limited, fallback=ANSWER) as server:
-        code, summary, _ = run_cli(bench_run(cases, tmp_path / "run", server.url, "--limit", "1", "--no-preflight",
-                                            "--max-retries", "3"),
-                                   capsys)
+    answer = ANSWER if provider == "openai" else Scripted(anthropic_reply("ANSWER: glioblastoma"))
+    with FakeModelServer(limited, fallback=answer) as server:
+        argv = bench_run(cases, tmp_path / "run", server.url, "--limit", "1", "--no-preflight", "--max-retries",
+                         "3", "--provider", provider, "--prices", str(tmp_path / "prices.json"))
+        code, summary, _ = run_cli(argv, capsys)
     assert code == 0 and (summary["scored"], summary["errors"], summary["invalid"]) == (1, 0, 0)
     assert summary["usage"]["retries"] == 2 and summary["usage"]["calls"] == 1
+    assert summary["cost_usd"] == pytest.approx(COSTS[provider], abs=1e-6)
+    record = json.loads(next((tmp_path / "run").rglob("result.json")).read_text())
+    assert record["outcome"]["usage"]["cost_usd"] == pytest.approx(COSTS[provider], abs=1e-6)
+    assert record["outcome"]["usage"]["model_seconds"] > 0
 
 
 def test_outage_leaves_errors_that_the_same_command_reruns(cases, tmp_path, capsys, monkeypatch):
@@ -141,6 +159,22 @@ def test_error_policy_thresholds_and_exit_status():
     assert reason == "3 of 10 episodes are in error (--fail-on-error 0.2)"
     assert exit_status({"errors": 0, "missing": 0}) == 0 and exit_status({"errors": 1, "missing": 0}) == 1
     assert exit_status({"errors": 0, "missing": 0, "interrupted": True}) == 130
+
+
+def test_terminal_progress_shows_the_running_episode():
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Terminal()
+    progress = Progress(Tally(4), stream, max_rounds=20)
+    outcome = EpisodeOutcome(status="completed", final_text=None, rounds=2)
+    outcome.usage.add(Usage(input_tokens=1500, output_tokens=30))
+    task = EpisodeTask(Case(module="ucsf-pdgm", case_id="C-1", data_dir="cases/C-1", open_paths=[]), 1)
+    progress.episode(task, outcome, "jump, observe")
+    line = stream.getvalue().rsplit("\r\x1b[2K", 1)[-1]
+    assert line.endswith("| C-1__r1 round 2/20 jump, observe tokens 1.5k in/30 out")
+    assert "0/4" in line and "invalid 0 errors 0" in line
 
 
 def _start_run(argv, stderr_path):

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..providers import ProviderConfig
 from .cases import PATHOLOGY_MODULES, Case
+
+if TYPE_CHECKING:  # the CLI reads TRACKS at --help time: no HTTP client import for that
+    from ..providers import ProviderConfig
 
 TRACKS = ("A", "B", "C")  # C: runtime-agnostic (App. C.2): one turn on slice montages
 

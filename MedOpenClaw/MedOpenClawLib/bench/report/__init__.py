@@ -146,6 +146,7 @@ def _evidence(renderer: RadiologyEvidence, run: Run, episode: Episode, records: 
             result["evidence"].append({"view": view.view, "src": target.relative_to(page.parent).as_posix(),
                                        "volume": view.volume, "offset": f"{view.offset_mm:.2f} mm",
                                        "notes": view.notes})
-    except (ActionError, CaseFormatError, OSError, ValueError, StopIteration, RuntimeError) as error:
+    except (ActionError, CaseFormatError, OSError, ValueError, StopIteration, RuntimeError, ImportError) as error:
+        # ImportError: no viewer (slicer-core) here -- the report still renders, without the evidence views
         result["evidence_error"] = f"{type(error).__name__}: {error}"
     return result
