@@ -30,6 +30,16 @@ def canonical_json(value: Any) -> str:
                       allow_nan=False)
 
 
+def recordable(value: Any) -> Any:
+    """``value`` if a trace can hold it, else a bounded summary (e.g. model text with a lone surrogate in a
+    call's audit extras must not make the call itself unrecordable)."""
+    try:
+        canonical_json(value).encode("utf-8")
+        return value
+    except (ValueError, TypeError, RecursionError) as error:  # UnicodeEncodeError is a ValueError
+        return {"unrecordable": type(error).__name__, "preview": preview(value)}
+
+
 def sha256_bytes(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import jsonschema
 
-from .audit import AuditTrace
+from .audit import AuditTrace, recordable
 from .hygiene import bounded_message, check_arguments, preview, refused_input
 from .policy import SessionPolicy
 from .result import ActionError, Result
@@ -51,7 +51,8 @@ def unrecordable_reason(error: Exception) -> tuple[str, str]:
 def call_identity(name: object, actor: object, round_id: object, extra: dict | None) -> dict:
     """How a call is named in its audit record (``record_action`` keywords): an unknown actor as the agent, a
     name that is no short string as a bounded preview."""
-    return {"actor": actor if actor in ACTORS else "agent", "round_id": round_id, "extra": extra,
+    return {"actor": actor if actor in ACTORS else "agent", "round_id": recordable(round_id),
+            "extra": recordable(extra),
             "action": name if isinstance(name, str) and len(name) <= 64 else preview(name)}
 
 

@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import pytest
+import runtime_fixtures
 from runtime_fixtures import (
     call_error,
     call_ok,
@@ -28,15 +29,8 @@ from MedOpenClawLib.replay import replay_trace
 from MedOpenClawLib.result import ActionError, Result
 from MedOpenClawLib.session import build_slicer_registry
 
+data_root = runtime_fixtures.data_root  # the shared fixture: a root holding CT.nii.gz
 FORMAT_LABELS = ["%s", "%n", "%s%s%s%s%n", "%N-%d %x %p"]
-
-
-@pytest.fixture()
-def data_root(tmp_path):
-    root = tmp_path / "data"
-    root.mkdir()
-    write_nifti(root / "CT.nii.gz", phantom(0), oblique_lps_affine())
-    return root
 
 
 @pytest.fixture()
@@ -345,3 +339,13 @@ def test_the_supervised_worker_passes_arguments_as_sent(tmp_path, data_root):
     answer = service.handle({"op": "call", "name": "ping", "arguments": []})
     assert answer["ok"] is False and answer["error"]["code"] == "invalid_argument"
     assert service.handle({"op": "call", "name": "ping", "arguments": None})["ok"] is True
+
+
+def test_unencodable_audit_extras_do_not_undo_a_valid_call(tmp_path):
+    """Model text with a lone surrogate travels in ``audit_extra`` (receipts): the call still stands."""
+    registry = scratch_registry(tmp_path)
+    result = registry.call("change", {}, audit_extra={"raw_model_output": "tool call \ud800"}, round_id=float("nan"))
+    assert result.ok and registry.context.value == 1
+    record = read_trace(registry.trace.path)[-1]
+    assert record["status"] == "ok" and record["extra"]["unrecordable"] == "UnicodeEncodeError"
+    assert verify_trace(registry.trace.path).ok
