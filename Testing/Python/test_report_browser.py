@@ -25,10 +25,10 @@ def test_report_pages_render_in_chromium_without_overflow(tmp_path):
     root = cohort_of_runs(tmp_path / "runs")
     write_report([root], tmp_path / "report", evidence=False)
     verdict = check_report_browser.check(tmp_path / "report", tmp_path / "shots", docs=tmp_path / "docs" / "i.png",
-                                         widths=(1400, 800))
+                                         widths=(1400,))
     assert verdict["ok"], verdict["problems"]
     shots = verdict["screenshots"]
-    assert {f"{page}_{width}.png" for page in ("index", "run", "episode") for width in (1400, 800)} == set(shots)
+    assert {f"{page}_1400.png" for page in ("index", "run", "episode")} == set(shots)
     index = shots["index_1400.png"]
     assert index["scroll_width"] <= index["client_width"] == 1400
     assert (tmp_path / "docs" / "i.png").stat().st_size > 10000

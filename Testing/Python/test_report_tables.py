@@ -169,6 +169,21 @@ def test_pages_are_relative_and_name_every_run(report):
     assert "case package is not available" in episode  # cases_dir of the fixture does not exist
 
 
+def test_pages_never_show_local_absolute_paths(tmp_path):
+    """Recorded text (arguments, error messages, answers) keeps file names but not this machine's folders."""
+    import json as json_module
+
+    root = cohort_of_runs(tmp_path / "runs")
+    result_path = root / "gpt" / "ucsf-A" / "episodes" / "U0__r1" / "result.json"
+    result = json_module.loads(result_path.read_text())
+    result["response"] = f"I opened {tmp_path}/elsewhere/scan.nii.gz and /root/.cache/x/mask.nii.gz; see /v1/tools"
+    result_path.write_text(json_module.dumps(result))
+    write_report([root], tmp_path / "report", evidence=False)
+    page = (tmp_path / "report" / "runs" / "gpt__ucsf-A" / "U0__r1.html").read_text()
+    assert "…/scan.nii.gz" in page and "mask.nii.gz" in page and "/v1/tools" in page
+    assert str(tmp_path) not in page and "/root/" not in page
+
+
 def test_find_runs_accepts_runs_and_folders_of_runs(tmp_path):
     root = cohort_of_runs(tmp_path)
     assert len(find_runs([root])) == 9

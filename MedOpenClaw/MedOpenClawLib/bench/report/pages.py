@@ -34,6 +34,16 @@ def local_paths(runs: list[Run], out_dir: Path) -> list[tuple[str, str]]:
                   key=lambda pair: -len(pair[0]))
 
 
+ABSOLUTE_PATH = re.compile(r"(?<![\w.:/])/([\w.-]+)(?:/[\w.@+-]+)+")
+
+
+def _local_path(match: re.Match) -> str:
+    """Any other absolute path under a top-level folder of this machine (/tmp, /home, ...) keeps its name only."""
+    if Path("/" + match.group(1)).is_dir():
+        return "…/" + match.group(0).rsplit("/", 1)[-1]
+    return match.group(0)
+
+
 def environment(paths: list[tuple[str, str]]):
     """Templates with autoescape, and every printed string stripped of local absolute paths."""
     import jinja2
@@ -42,6 +52,7 @@ def environment(paths: list[tuple[str, str]]):
         if isinstance(value, str):
             for prefix, name in paths:
                 value = value.replace(prefix, name)
+            value = ABSOLUTE_PATH.sub(_local_path, value)
         return value
 
     return jinja2.Environment(loader=jinja2.PackageLoader(__package__, "templates"), autoescape=True,
