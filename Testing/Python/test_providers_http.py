@@ -267,6 +267,10 @@ def test_preflight_fails_fast_on_a_bad_key_and_an_unreachable_url_but_not_on_a_b
         with pytest.raises(ProviderError, match="API key was refused") as caught:
             provider("anthropic", server.url).preflight()
     assert caught.value.fatal and server.requests[0]["body"]["max_tokens"] == 1
+    with FakeModelServer([Scripted({"error": {"message": "missing key"}}, 401)]) as server:
+        keyless = make_provider(ProviderConfig(kind="openai", model="m", base_url=server.url, retry=FAST_RETRY))
+        with pytest.raises(ProviderError, match="no API key was sent: set MEDOPENCLAW_API_KEY"):
+            keyless.preflight()
     started = time.monotonic()
     with pytest.raises(ProviderError, match="connection failed") as caught:
         provider("openai", "http://127.0.0.1:9").preflight()

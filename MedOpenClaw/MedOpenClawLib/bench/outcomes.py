@@ -153,8 +153,9 @@ def parse_fail_on_error(text: str) -> float:
 @dataclass
 class ErrorPolicy:
     """When a run stops early. ``fail_on_error`` N >= 1: once N episodes of this invocation ended in error;
-    a fraction f: once more than f of the run's episodes are in error. A fatal provider error (rejected key,
-    unknown model) always stops the run: no later episode could succeed."""
+    a fraction f: once more than f of the run's episodes ended in error in this invocation (errors left by
+    earlier invocations are being re-run, so they do not count). A fatal provider error (rejected key, unknown
+    model) always stops the run: no later episode could succeed."""
 
     fail_on_error: float | None = None
     fresh_errors: int = 0
@@ -171,8 +172,8 @@ class ErrorPolicy:
             self.stop_reason = f"the model provider cannot serve this run: {error.get('message')}"
         elif limit is not None and limit >= 1 and self.fresh_errors >= limit:
             self.stop_reason = f"{self.fresh_errors} episodes ended in error (--fail-on-error {limit:g})"
-        elif limit is not None and limit < 1 and tally.count(ERROR) > limit * tally.total:
-            self.stop_reason = (f"{tally.count(ERROR)} of {tally.total} episodes are in error "
+        elif limit is not None and limit < 1 and self.fresh_errors > limit * tally.total:
+            self.stop_reason = (f"{self.fresh_errors} of {tally.total} episodes ended in error "
                                 f"(--fail-on-error {limit:g})")
         return self.stop_reason
 

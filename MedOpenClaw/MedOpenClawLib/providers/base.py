@@ -10,7 +10,7 @@ from dataclasses import replace
 import requests
 
 from .config import DEFAULT_BASE_URLS, ENV_PREFIX, ProviderConfig
-from .http import RETRY_STATUSES, ProviderError, RetryPolicy, post_json
+from .http import AUTH_STATUSES, RETRY_STATUSES, ProviderError, RetryPolicy, post_json
 from .messages import Message, ModelReply
 
 PREFLIGHT_RETRY = RetryPolicy(max_retries=3, backoff_s=0.5, max_backoff_s=4.0, deadline_s=15.0)
@@ -43,7 +43,9 @@ class Provider(ABC):
         except ProviderError as error:
             if error.status in RETRY_STATUSES:
                 return f"model pre-flight: the server is busy ({error}); starting anyway"
-            raise ProviderError(str(error), error.status, error.retryable, fatal=True) from None
+            hint = f" (no API key was sent: set {ENV_PREFIX}API_KEY)" if error.status in AUTH_STATUSES and \
+                not self.config.api_key else ""
+            raise ProviderError(f"{error}{hint}", error.status, error.retryable, fatal=True) from None
         return None
 
     def _send(self, body: dict, images: int, timeout_s: float, retry: RetryPolicy) -> ModelReply:
