@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from abc import ABC, abstractmethod
 from dataclasses import replace
@@ -39,7 +40,7 @@ class Provider(ABC):
         config = replace(self.config, max_tokens=1 if self.config.token_limit_field == "max_tokens" else 16)
         body, images = type(self)(config, self.session)._request_body([Message("user", "Reply with OK.")], [], True)
         try:
-            self._send(self.config.request_body(body), images, PREFLIGHT_TIMEOUT_S, PREFLIGHT_RETRY)
+            self._send(self.config.request_body(body), images, PREFLIGHT_TIMEOUT_S, PREFLIGHT_RETRY, logging.DEBUG)
         except ProviderError as error:
             if error.status in RETRY_STATUSES:
                 return f"model pre-flight: the server is busy ({error}); starting anyway"
@@ -48,7 +49,8 @@ class Provider(ABC):
             raise ProviderError(f"{error}{hint}", error.status, error.retryable, fatal=True) from None
         return None
 
-    def _send(self, body: dict, images: int, timeout_s: float, retry: RetryPolicy) -> ModelReply:
+    def _send(self, body: dict, images: int, timeout_s: float, retry: RetryPolicy,
+              retry_log_level: int = logging.WARNING) -> ModelReply:
         started = time.perf_counter()
         response, retries = post_json(
             self.session,
@@ -58,6 +60,7 @@ class Provider(ABC):
             timeout_s=timeout_s,
             retry=retry,
             secrets=(self.config.api_key,),
+            retry_log_level=retry_log_level,
         )
         try:
             reply = self._parse(response)

@@ -113,6 +113,13 @@ def provider_message(response: requests.Response) -> str:
     return json.dumps(body)[:500]
 
 
+def connection_reason(error: requests.ConnectionError) -> str:
+    """The innermost cause (``Failed to establish a new connection: [Errno 111] Connection refused``), without
+    urllib3's pool wrapper text."""
+    reason = getattr(error.args[0], "reason", None) if error.args else None
+    return str(reason or error)
+
+
 def classify(status: int, message: str) -> tuple[bool, bool, str]:
     """``(retryable, fatal, what)`` for an HTTP error status and the provider's message."""
     if status in RETRY_STATUSES:
@@ -134,8 +141,10 @@ def post_json(
     secrets: tuple[str, ...] = (),
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
+    retry_log_level: int = logging.WARNING,
 ) -> tuple[dict, int]:
-    """POST ``body``; return ``(json_response, retries_used)`` or raise :class:`ProviderError`."""
+    """POST ``body``; return ``(json_response, retries_used)`` or raise :class:`ProviderError`. Each retry is
+    logged at ``retry_log_level``."""
     started = clock()
     attempt = 0
     while True:
@@ -157,7 +166,7 @@ def post_json(
         except requests.Timeout:
             message, retryable = f"no response within {timeout_s:g} s", True
         except requests.ConnectionError as error:
-            message, retryable = f"connection failed: {scrub(str(error), secrets)}", True
+            message, retryable = f"connection failed: {scrub(connection_reason(error), secrets)}", True
         except requests.RequestException as error:
             # a body cut off mid-stream is transient; a bad URL or header (e.g. a key with a newline, whose
             # message quotes the key) is not, and must still end as a scrubbed ProviderError, never a crash
@@ -175,6 +184,6 @@ def post_json(
                 status,
                 retryable,
             )
-        log.warning("model call failed (%s); retry %d in %.1f s", message, attempt + 1, delay)
+        log.log(retry_log_level, "model call failed (%s); retry %d in %.1f s", message, attempt + 1, delay)
         sleep(delay)
         attempt += 1
