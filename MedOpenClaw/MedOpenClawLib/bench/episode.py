@@ -224,7 +224,7 @@ class EpisodeLoop:
             started = time.perf_counter()
             result = self.env.call(
                 call.name,
-                call.arguments or {},
+                call.arguments,  # as the model sent them: the registry refuses a non-object, never rewrites it
                 actor="agent",
                 round_id=round_id,
                 audit_extra={"round": round_id, "call_id": call.id},
