@@ -261,7 +261,9 @@ class ActionRegistry(ToolCatalog):
                     raise TypeError(f"handler returned {type(result).__name__}, not a Result")
             except ActionError as error:
                 result = Result.failure(error.code, bounded_message(str(error.message)))
-            except Exception as error:  # a handler bug must not leak a half-changed scene or a traceback
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as error:  # a handler bug must not leak a half-changed scene or a traceback
                 result = Result.failure("internal_error", bounded_message(f"{type(error).__name__}: {error}"))
                 result.data = {"traceback": bounded_message(traceback.format_exc(limit=3), 4000)}
             if not result.ok and checkpoint is not None:

@@ -4,6 +4,7 @@ calls. Each test reproduces one reported one-call failure through the public reg
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -154,6 +155,8 @@ def scratch_registry(tmp_path) -> ActionRegistry:
         ctx.value += 1
         if returns == "recursion":
             raise RecursionError("maximum recursion depth exceeded")
+        if returns == "cancelled":
+            raise asyncio.CancelledError()  # a BaseException, not an Exception
         if returns == "surrogate":
             return Result(ok=True, data={"echo": "\ud800"})
         if returns == "nan":
@@ -166,7 +169,8 @@ def scratch_registry(tmp_path) -> ActionRegistry:
     return ActionRegistry(Scratch(), [tools], AuditTrace(tmp_path / "scratch.jsonl"))
 
 
-@pytest.mark.parametrize("returns, code", [("recursion", "internal_error"), ("surrogate", "unencodable_text"),
+@pytest.mark.parametrize("returns, code", [("recursion", "internal_error"), ("cancelled", "internal_error"),
+                                           ("surrogate", "unencodable_text"),
                                            ("nan", "non_finite_result"), ("not_a_result", "internal_error")])
 def test_registry_call_never_raises_and_always_audits_with_rollback(tmp_path, returns, code):
     """Item 2/3: a handler's exception, or an outcome the trace cannot hold (text that is not Unicode, a NaN),
