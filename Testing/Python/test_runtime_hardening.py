@@ -353,3 +353,31 @@ def test_unencodable_audit_extras_do_not_undo_a_valid_call(tmp_path):
     record = read_trace(registry.trace.path)[-1]
     assert record["status"] == "ok" and record["extra"]["unrecordable"] == "UnicodeEncodeError"
     assert verify_trace(registry.trace.path).ok
+
+
+@pytest.mark.parametrize("layout", ["linked_folder", "linked_file", "vms"])
+def test_multi_file_slides_cannot_read_companions_outside_the_roots(tmp_path, layout):
+    """MIRAX (.mrxs + data folder) and Hamamatsu VMS name further files OpenSlide reads: each must resolve inside."""
+    from MedOpenClawLib.pathology.actions import build_pathology_registry
+    from MedOpenClawLib.pathology.viewer import HeadlessWsiViewer
+
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    (root / "case").mkdir(parents=True)
+    (outside / "data").mkdir(parents=True)
+    (outside / "data" / "Data0000.dat").write_bytes(b"\0" * 16)
+    if layout == "linked_folder":
+        (root / "case" / "slide.mrxs").write_text("[GENERAL]\n")
+        (root / "case" / "slide").symlink_to(outside / "data", target_is_directory=True)
+        slide = root / "case" / "slide.mrxs"
+    elif layout == "linked_file":
+        (root / "case" / "slide.mrxs").write_text("[GENERAL]\n")
+        (root / "case" / "slide").mkdir()
+        (root / "case" / "slide" / "Data0000.dat").symlink_to(outside / "data" / "Data0000.dat")
+        slide = root / "case" / "slide.mrxs"
+    else:
+        slide = root / "case" / "slide.vms"
+        slide.write_text(f"[Virtual Microscope Specimen]\nImageFile={outside / 'data' / 'Data0000.dat'}\n")
+    registry = build_pathology_registry([root], viewer=HeadlessWsiViewer((256, 256)))
+    for name, arguments in (("load_image", {"image_path": str(slide)}), ("load_case", {"case_path": str(slide)})):
+        result = registry.call(name, arguments)
+        assert result.error["code"] == "path_not_allowed" and "companion" in result.error["message"]

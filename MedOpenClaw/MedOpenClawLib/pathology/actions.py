@@ -17,7 +17,7 @@ from ..audit import AuditTrace, fresh_path, sha256_bytes
 from ..policy import DataRootPolicy, SessionPolicy
 from ..registry import ActionRegistry, Toolset
 from ..result import ActionError, RenderedImage, Result
-from .cases import resolve_case_image
+from .cases import resolve_case_image, resolve_slide
 from .geometry import MIN_DOWNSAMPLE, NORMALISED_SPAN, PAN_DIRECTIONS, PAN_UNITS, ZOOM_DIRECTIONS, ZOOM_UNITS, ViewState
 from .render import normalised_rect
 from .summaries import direct_state_summary, gui_state_summary
@@ -142,7 +142,7 @@ def load_case(context: PathologyContext, case_path: str, image_name: str | None 
     required=["image_path"],
 )
 def load_image(context: PathologyContext, image_path: str) -> Result:
-    context.viewer.load_image(str(context.policy.data_roots.resolve(image_path)))
+    context.viewer.load_image(str(resolve_slide(image_path, context.policy.data_roots)))
     return Result(True, context.view_data())
 
 

@@ -7,6 +7,8 @@ folder), so neither a QuPath project nor a link in a case folder can point the v
 from __future__ import annotations
 
 import json
+import os
+import re
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
@@ -54,16 +56,51 @@ def _choose(candidates: list[tuple[str, Path]], image_name: str | None, where: s
     return candidates[0][1]
 
 
+def _companion_files(slide: Path) -> list[Path]:
+    """Files a multi-file slide format makes OpenSlide read besides ``slide``: MIRAX keeps its data in a folder
+    named like the slide; Hamamatsu VMS/VMU lists its image and map files in the slide's ini text."""
+    suffix = slide.suffix.lower()
+    if suffix == ".mrxs":
+        folder = slide.with_suffix("")
+        return [folder, *(folder / entry.name for entry in os.scandir(folder))] if folder.is_dir() else []
+    if suffix in (".vms", ".vmu"):
+        try:
+            text = slide.read_text(encoding="latin-1")
+        except OSError:
+            return []
+        names = re.findall(r"^\s*(?:ImageFile[^=]*|MapFile|OptimisationFile)\s*=\s*(.+?)\s*$", text, re.MULTILINE)
+        return [slide.parent / name for name in names]
+    return []
+
+
+def resolve_slide(path: str, roots: DataRootPolicy) -> Path:
+    """The data-root resolver for a slide: the file, and every companion file its format reads, must resolve
+    inside the roots (a link in a MIRAX data folder would otherwise let OpenSlide read outside)."""
+    slide = roots.resolve(path)
+    for companion in _companion_files(slide):
+        try:
+            roots.resolve(str(companion))
+        except ActionError as error:
+            if error.code == "not_found":
+                continue  # OpenSlide reports the missing part when it opens the slide
+            raise ActionError("path_not_allowed", f"{slide.name}: its companion file {companion.name!r} lies "
+                                                  "outside the allowed data roots") from error
+    return slide
+
+
 def resolve_case_image(case_path: str, image_name: str | None, roots: DataRootPolicy) -> Path:
     """The slide file of a case: the file itself, the project's (named) image, or the folder's only slide."""
-    guard = roots.resolve
-    case = guard(case_path)
+    case = roots.resolve(case_path)
+
+    def guard(path: str) -> Path:
+        return resolve_slide(path, roots)
+
     if case.is_file():
         if case.suffix == ".qpproj":
             return guard(str(_choose(_project_images(case), image_name, case.name)))
         if image_name is not None and image_name != case.name:
             raise ActionError("invalid_argument", "image_name only applies to a case folder or a QuPath project")
-        return case
+        return guard(str(case))
     project = case / PROJECT_FILE
     if project.is_file():
         return guard(str(_choose(_project_images(project), image_name, case.name)))
