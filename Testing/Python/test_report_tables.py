@@ -122,6 +122,9 @@ def test_formats_markdown_csv_latex_and_the_versioned_schema(report):
     assert re.search(r"\| gpt-test \| openai \| model \| B \| 20 \| Strict \| — \| — \| 0\.67 \[[0-9.]+, [0-9.]+\] "
                      r"\(↑0\.17\) \| 3 \|", markdown)
     assert "| — | — | oracle † | A | 20 |" in markdown and "† privileged" in markdown
+    # a cell over other episodes than its module's n column says so (an answer outside the Loc denominator)
+    assert re.search(r"\| gpt-test \| openai \| model \| A \| 20 \| .*\| 0\.75 \[[0-9., ]+\] \| 0\.50 \[[0-9., ]+\] "
+                     r"\| 0\.67 \[[0-9., ]+\] n=3 \| 4 \|", markdown)
     rows = list(csv.DictReader(io.StringIO((out / "results.csv").read_text())))
     cell = next(row for row in rows if row["table"] == "table1" and row["model"] == "gpt-test"
                 and row["column"] == "Task" and row["group"] == "Brain MRI")

@@ -45,23 +45,24 @@ def plain_text(value) -> str:
     return str(value)
 
 
-def cell_parts(cell: Cell, column: Column) -> tuple[str, str, str]:
-    """(value, interval, change) texts of one cell; empty strings where they do not apply."""
+def cell_parts(cell: Cell, column: Column, own_n: int | None = None) -> tuple[str, str, str, str]:
+    """(value, interval, change, n) texts of one cell; empty strings where they do not apply. ``own_n`` is shown
+    when the cell counts other episodes than its group's n column (Loc. denominators, unscorable fields)."""
     if cell.plain is not None or column.kind in ("text", "count"):
-        return plain_text(cell.plain), "", ""
+        return plain_text(cell.plain), "", "", ""
     value = cell.estimate
     if value.value is None:
-        return MISSING_TEXT, "", ""
+        return MISSING_TEXT, "", "", ""
     low, high = value.interval
     metric = column.metric
     shown = low is not None and column.kind != "mean"
     interval = f"[{number(low, metric)}, {number(high, metric)}]" if shown else ""
     change = f"({arrow(cell.delta)})" if cell.delta is not None and cell.delta.value is not None else ""
-    return number(value.value, metric), interval, change
+    return number(value.value, metric), interval, change, f"n={own_n}" if own_n is not None else ""
 
 
-def cell_text(cell: Cell, column: Column) -> str:
-    return " ".join(part for part in cell_parts(cell, column) if part)
+def cell_text(cell: Cell, column: Column, own_n: int | None = None) -> str:
+    return " ".join(part for part in cell_parts(cell, column, own_n) if part)
 
 
 # ------------------------------------------------------------------------------------------------ layout
@@ -83,14 +84,26 @@ def layout(table: Table) -> list[tuple[str, object]]:
     return entries
 
 
+def group_n(row: Row, group: list[Column]) -> int | None:
+    """The n of a module group: its episodes (the largest n among its cells)."""
+    counts = [row.cells[column.id].estimate.n for column in group
+              if column.id in row.cells and row.cells[column.id].estimate.value is not None]
+    return max(counts) if counts else None
+
+
 def n_text(row: Row, group: list[Column]) -> str:
-    counts = {column.metric or column.id: row.cells[column.id].estimate.n for column in group
-              if column.id in row.cells and row.cells[column.id].estimate.value is not None}
-    if not counts:
-        return MISSING_TEXT
-    main = max(counts.values())
-    loc = counts.get("loc")
-    return f"{main} (Loc {loc})" if loc is not None and loc != main else str(main)
+    count = group_n(row, group)
+    return MISSING_TEXT if count is None else str(count)
+
+
+def own_n(table: Table, row: Row, column: Column) -> int | None:
+    """A cell's n when it differs from its group's n column (module groups only: not on summary rows, the
+    Model Avg. columns or the runs table)."""
+    cell = row.cells.get(column.id)
+    if row.summary_row or column.module is None or table.id == "runs" or cell is None or cell.estimate.value is None:
+        return None
+    group = group_n(row, [other for other in table.columns if other.group == column.group])
+    return cell.estimate.n if cell.estimate.n != group else None
 
 
 def header_cells(table: Table) -> list[tuple[str, str]]:
@@ -108,7 +121,7 @@ def body_cells(table: Table, row: Row) -> list[str]:
     texts = []
     for kind, item in layout(table):
         if kind == "cell":
-            texts.append(cell_text(row.cells.get(item.id, Cell()), item))
+            texts.append(cell_text(row.cells.get(item.id, Cell()), item, own_n(table, row, item)))
         else:
             texts.append("" if row.summary_row else n_text(row, item))
     return texts
@@ -218,13 +231,15 @@ def latex_escape(text: str) -> str:
     return "".join(LATEX_SPECIALS.get(character, LATEX_ARROWS.get(character, character)) for character in text)
 
 
-def latex_cell(cell: Cell, column: Column) -> str:
-    value, interval, change = cell_parts(cell, column)
+def latex_cell(cell: Cell, column: Column, count: int | None = None) -> str:
+    value, interval, change, n = cell_parts(cell, column, count)
     text = latex_escape(value)
     if interval:
         text += r"\,{\scriptsize " + latex_escape(interval) + "}"
     if change:
         text += " " + latex_escape(change)
+    if n:
+        text += r"$_{" + n + "}$"
     return text
 
 
@@ -254,7 +269,7 @@ def latex(tables: list[Table]) -> str:
                 cells = []
                 for kind, item in entries:
                     if kind == "cell":
-                        cells.append(latex_cell(row.cells.get(item.id, Cell()), item))
+                        cells.append(latex_cell(row.cells.get(item.id, Cell()), item, own_n(table, row, item)))
                     else:
                         cells.append("" if row.summary_row else latex_escape(n_text(row, item)))
                 out.append(" & ".join([*(latex_escape(text) for text in row.header), *cells]) + r" \\")

@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from ..cases import place_file
-from .formats import cell_parts, header_cells, layout, n_text, plain_text
+from .formats import cell_parts, header_cells, layout, n_text, own_n, plain_text
 from .runs import Episode, Run
 from .tables import Cell, Table
 
@@ -86,14 +86,15 @@ def html_table(table: Table, run_links: dict[str, str]) -> dict:
             for (kind, item), css in zip(entries, kinds):
                 if kind == "n":
                     cells.append({"kind": "n", "value": "" if row.summary_row else n_text(row, item), "interval": "",
-                                  "change": "", "trend": ""})
+                              "change": "", "trend": "", "n": ""})
                     continue
                 cell = row.cells.get(item.id, Cell())
-                value, interval, change = cell_parts(cell, item)
+                value, interval, change, count = cell_parts(cell, item, own_n(table, row, item))
                 trend = ""
                 if change:
                     trend = "up" if "↑" in change else "down" if "↓" in change else "flat"
-                cells.append({"kind": css, "value": value, "interval": interval, "change": change, "trend": trend})
+                cells.append({"kind": css, "value": value, "interval": interval, "change": change, "trend": trend,
+                              "n": count})
             link = run_links.get(row.header[0]) if table.id == "runs" else None
             rows.append({"header": row.header, "cells": cells, "summary_row": row.summary_row,
                          "privileged": bool(row.identity.get("privileged")), "link": link})
