@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cases import Case, GroundTruth
+from ...result import ActionError
+from ..cases import PATHOLOGY_MODULES, Case, CaseFormatError, GroundTruth, load_cases, load_ground_truth
 
 VIEW_KEYS = {"axial": "key_slice_axial_mm", "sagittal": "key_slice_sagittal_mm", "coronal": "key_slice_coronal_mm"}
 # Slicer's slice-view colours: Red = axial, Yellow = sagittal, Green = coronal
@@ -27,6 +28,7 @@ VIEW_COLOURS = {"axial": (240, 70, 55), "sagittal": (235, 205, 50), "coronal": (
 MASK_COLOUR = (0, 220, 255)
 POINT_COLOUR = (255, 40, 255)
 EVIDENCE_SIZE = 384
+NO_EVIDENCE = {"evidence": [], "pathology_overlay": None, "evidence_error": None}
 
 
 @dataclass
@@ -245,6 +247,37 @@ class RadiologyEvidence:
             return []
         draw.ellipse((column - radius, row - radius, column + radius, row + radius), outline=POINT_COLOUR, width=2)
         return [f"answered RAS point is {distance:+.1f} mm off this {view} slice (ring)"]
+
+
+def episode_evidence(renderer: RadiologyEvidence, run, episode, records: list[dict], page: Path) -> dict:
+    """Evidence images for one episode, as template variables; a failure is reported on the page."""
+    cases_dir = run.identity.get("cases_dir")
+    result = dict(NO_EVIDENCE, evidence=[])
+    if not cases_dir or not Path(cases_dir, "manifest.json").is_file():
+        result["evidence_error"] = "the run's case package is not available on this machine"
+        return result
+    assets = page.with_suffix("")
+    assets.mkdir(parents=True, exist_ok=True)
+    try:
+        truth = load_ground_truth(cases_dir, episode.case_id)
+        case = next(case for case in load_cases(cases_dir) if case.case_id == episode.case_id)
+        if run.module in PATHOLOGY_MODULES:
+            target = assets / "evidence_slide.png"
+            if case.slide and pathology_overlay(truth, episode.parsed, case.path(case.slide), target):
+                result["pathology_overlay"] = target.relative_to(page.parent).as_posix()
+            return result
+        if run.track == "C" or run.module == "lumiere":
+            return result  # no viewer geometry (Track C) or no spatial evidence (LUMIERE answers lesion fields)
+        for view in renderer.render(case, truth, episode.parsed, records):
+            target = assets / f"evidence_{view.view}.png"
+            view.image.save(target)
+            result["evidence"].append({"view": view.view, "src": target.relative_to(page.parent).as_posix(),
+                                       "volume": view.volume, "offset": f"{view.offset_mm:.2f} mm",
+                                       "notes": view.notes})
+    except (ActionError, CaseFormatError, OSError, ValueError, StopIteration, RuntimeError, ImportError) as error:
+        # ImportError: no viewer (slicer-core) here -- the report still renders, without the evidence views
+        result["evidence_error"] = f"{type(error).__name__}: {error}"
+    return result
 
 
 def pathology_overlay(truth: GroundTruth, parsed: dict, slide: Path, out: Path) -> Path | None:

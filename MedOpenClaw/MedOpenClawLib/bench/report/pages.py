@@ -8,14 +8,20 @@ engine (autoescape on).
 from __future__ import annotations
 
 import json
+import os
 import re
+from importlib import resources
 from pathlib import Path
 
+from ...audit import read_trace
 from ..cases import place_file
+from .evidence import NO_EVIDENCE, RadiologyEvidence, episode_evidence
 from .formats import cell_parts, header_cells, layout, n_text, own_n, plain_text
 from .runs import Episode, Run
 from .tables import Cell, Table
 
+PLOT_TITLES = {"scores": "Scores per module (95% bootstrap CI)", "task_vs_strict": "Task vs Strict: the evidence gap",
+               "process": "Process metrics per episode", "budget": "Score against the round budget"}
 GATE_TEXT = {True: ("pass", "pass"), False: ("fail", "fail"), None: ("na", "n/a")}
 EPISODE_COLUMNS = ("task", "strict", "loc", "calls", "images", "input_tokens", "output_tokens", "cost_usd")
 
@@ -184,3 +190,45 @@ def episode_page(env, run: Run, episode: Episode, records: list[dict], page: Pat
         steps=steps(records, episode.trace, assets / "steps", page) if episode.trace else [],
         response=str(episode.result.get("response") or "(no answer)"),
         parsed=json.dumps(episode.parsed, indent=1, sort_keys=True), **evidence), encoding="utf-8")
+
+
+def write_pages(runs: list[Run], tables: list[Table], plots: list[str], pages: dict[str, Path], out_dir: Path,
+                evidence: bool) -> int:
+    """index.html, one page per run and per episode (with its evidence views unless ``evidence`` is off);
+    returns the number of episode pages."""
+    env = environment(local_paths(runs, out_dir))
+    (out_dir / "style.css").write_text(resources.files(__package__).joinpath("templates/style.css").read_text(
+        encoding="utf-8"), encoding="utf-8")
+    links = {run.name: pages[run.name].relative_to(out_dir).as_posix() for run in runs}
+    figures = [{"png": f"plots/{name}", "svg": f"plots/{name[:-4]}.svg", "title": PLOT_TITLES.get(name[:-4], name)}
+               for name in plots if name.endswith(".png")]
+    downloads = ["results.md", "results.csv", "results.json", "results.schema.json", "results.tex"]
+    (out_dir / "index.html").write_text(env.get_template("index.html.j2").render(
+        title="Results", root="", crumbs=[("report", None)], runs=runs, episodes=sum(len(run.episodes) for run in runs),
+        downloads=downloads, privileged=any(run.privileged for run in runs),
+        tables=[html_table(table, links) for table in tables], plots=figures), encoding="utf-8")
+    renderer = RadiologyEvidence()
+    count = 0
+    try:
+        ordered = sorted(((run, episode) for run in runs for episode in run.episodes),
+                         key=lambda item: (str(item[0].identity.get("cases_dir")), item[1].case_id, item[0].name))
+        episode_pages = {(run.name, episode.episode_id):
+                         pages[run.name].with_suffix("") / f"{slug(episode.episode_id)}.html"
+                         for run, episode in ordered}
+        for run, episode in ordered:
+            page = episode_pages[(run.name, episode.episode_id)]
+            page.parent.mkdir(parents=True, exist_ok=True)
+            records = read_trace(episode.trace) if episode.trace else []
+            drawn = episode_evidence(renderer, run, episode, records, page) if evidence else dict(NO_EVIDENCE)
+            crumbs = [("report", _root(page, out_dir) + "index.html"),
+                      (run.name, os.path.relpath(pages[run.name], page.parent)), (episode.episode_id, None)]
+            episode_page(env, run, episode, records, page, out_dir, drawn, crumbs)
+            count += 1
+    finally:
+        renderer.close()
+    for run in runs:
+        page = pages[run.name]
+        page.parent.mkdir(parents=True, exist_ok=True)
+        own = {episode_id: path for (name, episode_id), path in episode_pages.items() if name == run.name}
+        run_page(env, run, out_dir, page, own, [("report", _root(page, out_dir) + "index.html"), (run.name, None)])
+    return count
