@@ -2,9 +2,10 @@
 VTK crashes (a label reaching a markups API segfaulted or aborted the process).
 
 The wrapped ``add_markups`` first adds the markups node to the scene, as the real sink does, and only then
-dies, so a crash leaves a half-changed scene behind -- which the restored session must not show. Labels
-``CRASH:segv`` (a real SIGSEGV: reading address 0 through ctypes), ``CRASH:abort`` (``os.abort``, SIGABRT) and
-``CRASH:hang`` (never returns). Only tests launch this file; the production worker has no such path.
+dies, so a crash leaves a half-changed scene behind -- which the restored session must not show; the whole-slide
+viewer's ``record_view`` dies the same way. Labels ``CRASH:segv`` (a real SIGSEGV: reading address 0 through
+ctypes), ``CRASH:abort`` (``os.abort``, SIGABRT) and ``CRASH:hang`` (never returns). Only tests launch this
+file; the production worker has no such path.
 
 Run as ``python crashing_worker.py --port P --ready-file F --parent-pid R`` (the worker's own arguments), or
 import :func:`command` as a supervisor's launch command.
@@ -30,22 +31,30 @@ def crash(kind: str) -> None:
             time.sleep(60)
 
 
-def install() -> None:
+def crashing(function):
+    """``function``, run for real, then a crash when its ``label`` argument carries the sentinel."""
+    import functools
     import inspect
 
-    from MedOpenClawLib.evidence import actions
+    signature = inspect.signature(function)
 
-    real_add_markups = actions.add_markups
-    signature = inspect.signature(real_add_markups)
-
-    def add_markups(*args, **kwargs):
-        node = real_add_markups(*args, **kwargs)
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        outcome = function(*args, **kwargs)
         label = signature.bind(*args, **kwargs).arguments.get("label")
         if isinstance(label, str) and label.startswith(SENTINEL):
             crash(label.removeprefix(SENTINEL))
-        return node
+        return outcome
 
-    actions.add_markups = add_markups
+    return wrapper
+
+
+def install() -> None:
+    from MedOpenClawLib.evidence import actions
+    from MedOpenClawLib.pathology.viewer import HeadlessWsiViewer
+
+    actions.add_markups = crashing(actions.add_markups)
+    HeadlessWsiViewer.record_view = crashing(HeadlessWsiViewer.record_view)
 
 
 def command(ready_file: str) -> list[str]:

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import conftest_pathology
 import crashing_worker
 import requests
 import runtime_fixtures
@@ -25,6 +26,8 @@ from MedOpenClawLib.session import build_slicer_registry
 
 HERE = Path(__file__).resolve().parent
 data_root = runtime_fixtures.data_root
+slide_root = conftest_pathology.slide_root
+slide_path = conftest_pathology.slide_path
 
 
 def supervised(tmp_path, root, **options) -> SupervisedRegistry:
@@ -126,6 +129,21 @@ def test_hang_is_stopped_and_repeated_crashes_close_the_session(tmp_path, data_r
     kinds = [record["kind"] for record in read_trace(tmp_path / "trace.jsonl")]
     assert kinds.count(VIEWER_CRASHED) == 2 and kinds.count(VIEWER_UNAVAILABLE) == 1
     assert verify_trace(tmp_path / "trace.jsonl").ok and replay_trace(tmp_path / "trace.jsonl").ok
+
+
+def test_pathology_viewer_is_restored_after_a_crash(tmp_path, slide_root, slide_path):
+    with SupervisedRegistry("pathology", [slide_root], trace=AuditTrace(tmp_path / "wsi.jsonl"),
+                            workdir=tmp_path / "viewer", command=crashing_worker.command) as registry:
+        assert "record_view_as_evidence" in {tool["name"] for tool in registry.mcp_tools()}
+        ok(registry, "load_image", image_path=slide_path)
+        ok(registry, "zoom", direction="in", amount=4, unit="factor")
+        ok(registry, "record_view_as_evidence", label="first")
+        before = registry.state()
+        crashed = registry.call("record_view_as_evidence", {"label": "CRASH:segv"})
+        assert crashed.error["code"] == VIEWER_CRASHED and "SIGSEGV" in crashed.error["message"]
+        assert registry.state() == before
+        assert ok(registry, "record_view_as_evidence", label="second").data["recorded_view"]["index"] == 1
+    assert verify_trace(tmp_path / "wsi.jsonl").ok and replay_trace(tmp_path / "wsi.jsonl").ok
 
 
 # ------------------------------------------------------------------------------------------ the real front-ends

@@ -8,11 +8,12 @@ registry. The parent owns the audit trace: the child's records are re-chained in
 mid-write can never corrupt it.
 
 When the child dies or stops answering during a call, the caller gets ``{ok: false, error: {code:
-"viewer_crashed"}}`` and the call is not applied; a fresh child is started and the session is restored by
-replaying the trace's action records (:func:`~MedOpenClawLib.replay.replay_records`, every snapshot checked);
-the trace gets a ``viewer_crashed`` system record (skipped by replay, so ``trace verify`` and ``replay`` still
-pass). More than ``max_crashes`` crashes within ``crash_window_s`` seconds, or a restore whose snapshots
-diverge from the trace, close the session: later calls are answered ``viewer_unavailable`` (and audited).
+"viewer_crashed"}}`` and the call is not applied (nor charged to the round budget); a fresh child is started
+and the session is restored by replaying the trace's action records
+(:func:`~MedOpenClawLib.replay.replay_records`, every snapshot checked); the trace gets a ``viewer_crashed``
+system record (skipped by replay, so ``trace verify`` and ``replay`` still pass). More than ``max_crashes``
+crashes within ``crash_window_s`` seconds, or a restore whose snapshots diverge from the trace, close the
+session: later calls are answered ``viewer_unavailable`` (and audited).
 """
 
 from __future__ import annotations
