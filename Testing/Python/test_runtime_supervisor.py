@@ -20,7 +20,7 @@ import runtime_fixtures
 from runtime_fixtures import lesion_center_ras, oblique_lps_affine
 
 from MedOpenClawLib.audit import AuditTrace, read_trace, verify_trace
-from MedOpenClawLib.replay import replay_trace
+from MedOpenClawLib.replay import images_without_pixels, replay_trace
 from MedOpenClawLib.server.supervisor import VIEWER_CRASHED, VIEWER_UNAVAILABLE, SupervisedRegistry
 from MedOpenClawLib.session import build_slicer_registry
 
@@ -79,6 +79,21 @@ def test_segfault_answers_viewer_crashed_and_restores_the_session(tmp_path, data
     assert verify_trace(tmp_path / "trace.jsonl").ok
     replayed = replay_trace(tmp_path / "trace.jsonl")
     assert replayed.ok, replayed.message
+
+
+def test_replay_renders_the_geometry_without_the_pixels(data_root):
+    registry = build_slicer_registry([data_root])
+    build_session(registry, data_root)
+    drawn = ok(registry, "scroll", view="coronal", direction="up", num_slices=3, output="cine", size=64)
+    with images_without_pixels(registry):
+        bare = ok(registry, "scroll", view="coronal", direction="down", num_slices=3, output="cine", size=64)
+        again = ok(registry, "observe", view="axial", size=96).images[0]
+    assert bare.images[0].pixels is None and (bare.images[0].width, bare.images[0].height) == (
+        drawn.images[0].width, drawn.images[0].height)
+    shown = ok(registry, "observe", view="axial", size=96).images[0]
+    assert shown.pixels is not None and again.pixels is None
+    geometry = {key: value for key, value in again.geometry.to_json().items() if key != "image_id"}
+    assert geometry == {key: value for key, value in shown.geometry.to_json().items() if key != "image_id"}
 
 
 def test_supervised_session_matches_the_in_process_one(tmp_path, data_root):

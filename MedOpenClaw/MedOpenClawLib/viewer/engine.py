@@ -71,6 +71,9 @@ class ViewerEngine:
         self.layout = "conventional"
         self.default_step_mm: float | None = None
         self.images = ImageLog()  # geometry of every slice image rendered for this session
+        # False while a trace is replayed: images keep their geometry (what later 0..999 arguments are read on)
+        # but skip the reslice, which is most of a replay's time; see replay.images_without_pixels
+        self.render_pixels = True
 
     # ----------------------------------------------------------------- volumes
     def logic(self, view: str):
@@ -236,9 +239,10 @@ class ViewerEngine:
         slice_node.SetDimensions(size, size, 1)
         slice_node.SetFieldOfView(side, side, slice_node.GetFieldOfView()[2])
 
-    def render_slice(self, view: str, size: int) -> tuple[np.ndarray, SliceImageGeometry]:
+    def render_slice(self, view: str, size: int) -> tuple[np.ndarray | None, SliceImageGeometry]:
         """The view as a ``size`` x ``size`` image: the slice logic's blended layers (background, foreground,
-        label) as an (H, W, 4) uint8 array, and the geometry it was rendered with.
+        label) as an (H, W, 4) uint8 array (None unless :attr:`render_pixels`), and the geometry it was rendered
+        with.
 
         The slice node is squared for the reslice and then given back its own dimensions and field of view:
         inside the GUI those belong to the view widget, and an agent's observation must not reshape the
@@ -248,14 +252,17 @@ class ViewerEngine:
         dimensions, field_of_view = tuple(slice_node.GetDimensions()), tuple(slice_node.GetFieldOfView())
         self._ensure_square(slice_node, size)
         try:
-            producer = self.logic(view).GetImageDataConnection().GetProducer()
-            producer.Update()
-            image = producer.GetOutputDataObject(0)
-            width, height, _ = image.GetDimensions()
-            pixels = numpy_support.vtk_to_numpy(image.GetPointData().GetScalars())
-            # copied (row-flipped to a top-left origin, a fast contiguous copy): the buffer belongs to the VTK
-            # pipeline and is reused or freed on its next update
-            rgba = np.flipud(pixels.reshape(height, width, 4)).copy()
+            rgba = None
+            width, height, _ = slice_node.GetDimensions()  # the reslice's output size
+            if self.render_pixels:
+                producer = self.logic(view).GetImageDataConnection().GetProducer()
+                producer.Update()
+                image = producer.GetOutputDataObject(0)
+                width, height, _ = image.GetDimensions()
+                pixels = numpy_support.vtk_to_numpy(image.GetPointData().GetScalars())
+                # copied (row-flipped to a top-left origin, a fast contiguous copy): the buffer belongs to the VTK
+                # pipeline and is reused or freed on its next update
+                rgba = np.flipud(pixels.reshape(height, width, 4)).copy()
             geometry = SliceImageGeometry(
                 image_id=self.images.next_id(),
                 view=view,

@@ -104,9 +104,20 @@ def render_view(engine: ViewerEngine, view: str, size: int, returned: bool = Tru
     """Reslice, draw markups and the corner overlay; grayscale output when nothing coloured is shown.
 
     The image carries the geometry it was rendered with; ``returned`` images become the session's reference
-    for later 0..999 arguments on ``view`` (a frame that only goes into a montage is not).
+    for later 0..999 arguments on ``view`` (a frame that only goes into a montage is not). During a replay
+    (``engine.render_pixels`` off) it carries the geometry alone.
     """
     rgba, geometry = engine.render_slice(view, size)
+    pixels = None if rgba is None else picture(engine, view, size, rgba, geometry)
+    rendered = RenderedImage(view=view, width=geometry.width, height=geometry.height,
+                             slice_offset_mm=round(geometry.slice_offset_mm, 3), pixels=pixels, geometry=geometry)
+    if returned:
+        engine.images.returned([rendered])
+    return rendered
+
+
+def picture(engine: ViewerEngine, view: str, size: int, rgba: np.ndarray, geometry: SliceImageGeometry) -> np.ndarray:
+    """The resliced layers over black with the markups and the corner overlay drawn in."""
     image = over_black(rgba)
     state = engine.view_state(view)
     grayscale = engine.shows_only_grey(view)
@@ -122,18 +133,15 @@ def render_view(engine: ViewerEngine, view: str, size: int, returned: bool = Tru
         draw.text((margin, anchor_y), text, fill=(255, 255, 255), font=font(text_size), anchor=anchor,
                   stroke_width=1, stroke_fill=(0, 0, 0))
     # white-on-black text keeps a grayscale view grayscale: one channel encodes about 3x faster
-    pixels = np.asarray(image.getchannel(0) if grayscale else image)
-    rendered = RenderedImage(view=view, width=geometry.width, height=geometry.height,
-                             slice_offset_mm=round(geometry.slice_offset_mm, 3), pixels=pixels, geometry=geometry)
-    if returned:
-        engine.images.returned([rendered])
-    return rendered
+    return np.asarray(image.getchannel(0) if grayscale else image)
 
 
 def montage(images: list[RenderedImage], columns: int | None = None, tile: int = 256) -> RenderedImage:
     """Tile rendered views (each already carries its offset overlay) into one contact sheet."""
     columns = columns or math.ceil(math.sqrt(len(images)))
     rows = math.ceil(len(images) / columns)
+    if any(rendered.pixels is None for rendered in images):  # frames of a replay: no picture to tile
+        return RenderedImage(view="montage", width=columns * tile, height=rows * tile)
     sheet = Image.new("RGB", (columns * tile, rows * tile))
     for index, rendered in enumerate(images):
         frame = Image.fromarray(rendered.pixels).convert("RGB").resize((tile, tile), Image.BILINEAR)
