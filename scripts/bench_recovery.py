@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import platform
 import shutil
 import statistics
@@ -148,8 +149,8 @@ def main() -> int:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     result = {
-        "machine": {"platform": platform.platform(), "python": platform.python_version(),
-                    "cpus": __import__("os").cpu_count()},
+        "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
+                    "load_average_at_end": [round(value, 2) for value in os.getloadavg()]},
         "volume": "MNI152 T1 1 mm template (197x233x189), nilearn",
         "recovery": recoveries,
         "per_call": overhead,

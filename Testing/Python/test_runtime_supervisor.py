@@ -146,6 +146,18 @@ def test_hang_is_stopped_and_repeated_crashes_close_the_session(tmp_path, data_r
     assert verify_trace(tmp_path / "trace.jsonl").ok and replay_trace(tmp_path / "trace.jsonl").ok
 
 
+def test_a_restore_that_diverges_from_the_trace_closes_the_session(tmp_path, data_root):
+    with supervised(tmp_path, data_root) as registry:
+        ok(registry, "open_case", dicom_dir=str(data_root), size=64)
+        path = tmp_path / "trace.jsonl"
+        records = read_trace(path)
+        records[-1]["state"]["layout"] = "four_up"  # the trace no longer describes the session
+        path.write_text("".join(json.dumps(record) + "\n" for record in records))
+        crashed = registry.call("record_point", {"ras": [0, 0, 0], "label": "CRASH:segv"})
+        assert crashed.error["code"] == VIEWER_CRASHED and "diverged from its audit trace" in crashed.error["message"]
+        assert registry.call("observe", {}).error["code"] == VIEWER_UNAVAILABLE and registry._worker is None
+
+
 def test_pathology_viewer_is_restored_after_a_crash(tmp_path, slide_root, slide_path):
     with SupervisedRegistry("pathology", [slide_root], trace=AuditTrace(tmp_path / "wsi.jsonl"),
                             workdir=tmp_path / "viewer", command=crashing_worker.command) as registry:

@@ -129,16 +129,18 @@ class SupervisedRegistry(ToolCatalog):
             try:
                 answer = self._worker.request("call", name=name, arguments=arguments, actor=actor,
                                               round_id=round_id, audit_extra=audit_extra, with_record=True)
+                result, record = Result.from_json(answer["result"]), answer["record"]
             except WorkerFault as fault:
                 return self._crashed(name, arguments, actor, round_id, fault)
-            except Exception as error:  # the child refused the request itself (WorkerError): a supervisor bug
+            except (KeyError, TypeError, ValueError) as error:  # an answer out of protocol: a broken child
+                return self._crashed(name, arguments, actor, round_id, WorkerFault(f"malformed answer: {error!r}"))
+            except WorkerError as error:  # the child refused the request itself: a supervisor bug, not a crash
                 failure = Result.failure("internal_error", bounded_message(f"the viewer refused the call: {error}"))
                 return self._audit(failure, started, arguments=arguments, state=self._state, **identity)
-            record = answer["record"]
             self._state = record["state"]
-            return self._audit(Result.from_json(answer["result"]), started, actor=record["actor"],
-                               action=record["action"], arguments=record["arguments"], state=record["state"],
-                               round_id=record["round"], extra=record["extra"])
+            return self._audit(result, started, actor=record["actor"], action=record["action"],
+                               arguments=record["arguments"], state=record["state"], round_id=record["round"],
+                               extra=record["extra"])
 
     def _audit(self, result: Result, started: float, **record) -> Result:
         """Write the call's record into this process's trace. Should that fail (a full disk), the child is
@@ -191,7 +193,7 @@ class SupervisedRegistry(ToolCatalog):
 
     def _replace_worker(self) -> dict:
         """Discard the child and restore the session on a new one; returns what the crash record reports."""
-        self._worker.kill()
+        self._discard(self._worker)
         self._worker = None
         return self._restore()
 
@@ -209,24 +211,32 @@ class SupervisedRegistry(ToolCatalog):
                 self.closed_reason = (f"the viewer crashed {len(self.crashes)} times within "
                                       f"{self.crash_window_s:g} s; it is not restarted again")
                 return {"restored": False}
+            child = None
             try:
                 child, _ = self._launch()
                 answer = child.request("restore", records=history,
                                        timeout_s=self.call_timeout_s + self.startup_timeout_s)
-            except WorkerFault:  # the restore crashed too: that counts against the limit
+                report, state = answer["report"], answer["state"]
+            except (WorkerFault, OSError):  # the new child died (or could not start) too: a crash of its own
+                self._discard(child)
                 self.crashes.append(time.monotonic())
                 continue
-            except WorkerError as error:
-                self.closed_reason = f"the restarted viewer refused the restore: {error}"
+            except (WorkerError, KeyError, TypeError) as error:
+                self._discard(child)
+                self.closed_reason = bounded_message(f"the restarted viewer refused the restore: {error}")
                 return {"restored": False}
-            report = answer["report"]
             if not report["ok"]:
-                child.close()
-                self.closed_reason = f"the restored session diverged from its audit trace: {report['message']}"
+                self._discard(child)
+                self.closed_reason = bounded_message(
+                    f"the restored session diverged from its audit trace: {report['message']}")
                 return {"restored": False, "replay": report}
-            self._worker = child
-            self._state = answer["state"]
+            self._worker, self._state = child, state
             return {"restored": True, "replayed_actions": report["actions"]}
+
+    @staticmethod
+    def _discard(child: WorkerProcess | None) -> None:
+        if child is not None:
+            child.kill()
 
     def _crashed(self, name: str, arguments: dict, actor: str, round_id: object, fault: WorkerFault) -> Result:
         crashed_at = time.perf_counter()
