@@ -17,7 +17,7 @@ from report_fixtures import cohort_of_runs
 
 from MedOpenClawLib.bench.report import write_report
 from MedOpenClawLib.bench.report.formats import latex_escape
-from MedOpenClawLib.bench.report.runs import find_runs, load_run, run_names
+from MedOpenClawLib.bench.report.runs import find_runs, load_run, operator_names, operators_called, run_names
 from MedOpenClawLib.bench.report.stats import average, difference, estimate
 from MedOpenClawLib.bench.report.tables import all_tables
 
@@ -119,8 +119,8 @@ def test_formats_markdown_csv_latex_and_the_versioned_schema(report):
     assert {run["name"] for run in body["runs"]} >= {"gpt/ucsf-A", "offline/oracle-ucsf"}
     markdown = (out / "results.md").read_text()
     assert "| gpt-test | openai | model | A | 20 | — | — | — |" not in markdown  # Table 1 has LUMIERE values
-    assert re.search(r"\| gpt-test \| openai \| model \| B \| 20 \| Strict \| — \| — \| 0\.67 \[[0-9.]+, [0-9.]+\] "
-                     r"\(↑0\.17\) \| 3 \|", markdown)
+    assert re.search(r"\| gpt-test \| openai \| model \| B \| 20 \| none \| Strict \| — \| — \| "
+                     r"0\.67 \[[0-9.]+, [0-9.]+\] \(↑0\.17\) \| 3 \|", markdown)
     assert "| — | — | oracle † | A | 20 |" in markdown and "† privileged" in markdown
     # a cell over other episodes than its module's n column says so (an answer outside the Loc denominator)
     assert re.search(r"\| gpt-test \| openai \| model \| A \| 20 \| .*\| 0\.75 \[[0-9., ]+\] \| 0\.50 \[[0-9., ]+\] "
@@ -135,6 +135,13 @@ def test_formats_markdown_csv_latex_and_the_versioned_schema(report):
     assert r"\cmidrule(lr)" in latex and r"\multicolumn{4}{c}{Brain MRI}" in latex
     assert r"$\uparrow$" in latex and r"oracle $^\dagger$" in latex
     assert r"gpt/ucsf-A\_5rounds" not in latex and r"gpt/ucsf-A-5rounds" in latex
+    for block in latex.split(r"\begin{tabular}")[1:]:  # every row spans exactly the declared columns
+        columns = len(re.match(r"\{([lc]+)\}", block).group(1))
+        for line in block.split(r"\end{tabular}")[0].splitlines():
+            if line.endswith("\\\\"):
+                cells = re.split(r"(?<!\\)&", line[:-2])
+                spans = [int(m.group(1)) if (m := re.search(r"\\multicolumn\{(\d+)\}", cell)) else 1 for cell in cells]
+                assert sum(spans) == columns, line
     assert latex_escape("m_1 & 5% #2 ~{x}") == r"m\_1 \& 5\% \#2 \textasciitilde{}\{x\}"
 
 
@@ -185,6 +192,15 @@ def test_pages_never_show_local_absolute_paths(tmp_path):
     page = (tmp_path / "report" / "runs" / "gpt__ucsf-A" / "U0__r1.html").read_text()
     assert "…/scan.nii.gz" in page and "mask.nii.gz" in page and "/v1/tools" in page
     assert str(tmp_path) not in page and "/root/" not in page
+
+
+def test_operators_called_are_the_agents_successful_operator_actions():
+    records = [{"kind": "action", "actor": "agent", "action": "vista3d_segment", "status": "ok"},
+               {"kind": "action", "actor": "agent", "action": "register_volumes", "status": "error"},
+               {"kind": "action", "actor": "system", "action": "segment_region", "status": "ok"},
+               {"kind": "action", "actor": "agent", "action": "observe", "status": "ok"}]
+    assert operators_called(records) == {"vista3d_segment"}
+    assert {"vista3d_segment", "register_volumes", "segment_region"} <= operator_names()
 
 
 def test_find_runs_accepts_runs_and_folders_of_runs(tmp_path):

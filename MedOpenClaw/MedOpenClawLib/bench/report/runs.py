@@ -7,6 +7,7 @@ bootstrap interval. Optional fields (provider usage, cost, latency) are read whe
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ class Episode:
     result: dict
     trace: Path | None
     metrics: dict[str, float | None] = field(default_factory=dict)
+    operators: frozenset[str] = frozenset()  # Track B operators the agent ran successfully
 
     @property
     def score(self) -> dict:
@@ -196,9 +198,11 @@ def episode_metrics(module: str | None, episode: Episode) -> dict[str, float | N
         metrics[key] = _number(details.get(key))
     if episode.trace is not None and module and episode.outcome == "scored":
         try:
-            process = process_metrics(module, read_trace(episode.trace), answered(module, episode.parsed))
+            records = read_trace(episode.trace)
+            process = process_metrics(module, records, answered(module, episode.parsed))
         except (OSError, ValueError, KeyError):
-            process = {}
+            records, process = [], {}
+        episode.operators = operators_called(records)
         metrics.update({key: _number(process.get(key)) for key in PROCESS_METRICS})
         trace_tokens = {key: _number(process.get(key)) for key in ("input_tokens", "output_tokens")}
     else:
@@ -211,6 +215,20 @@ def episode_metrics(module: str | None, episode: Episode) -> dict[str, float | N
     if metrics["cost_usd"] is None:
         metrics["cost_usd"] = _number(episode.result.get("cost_usd"))
     return metrics
+
+
+@functools.cache
+def operator_names() -> frozenset[str]:
+    """Names of the Track B analysis operators (from the registry's operator toolset)."""
+    from ...operators.actions import OPERATORS
+
+    return frozenset(action.name for action in OPERATORS.actions)
+
+
+def operators_called(records: list[dict]) -> frozenset[str]:
+    calls = {record.get("action") for record in records
+             if record.get("kind") == "action" and record.get("actor") == "agent" and record.get("status") == "ok"}
+    return frozenset(calls & operator_names()) if calls else frozenset()
 
 
 def _number(value) -> float | None:

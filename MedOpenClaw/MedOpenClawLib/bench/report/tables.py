@@ -15,7 +15,7 @@ section. Cells without runs stay empty (rendered as an em dash); every cell keep
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from ..cases import PATHOLOGY_MODULES, RADIOLOGY_MODULES
@@ -263,21 +263,32 @@ def _track_rows(runs: list[Run], track: str):
                    identity_of([run for value in present.values() for run in value]))
 
 
+def operators_text(runs: list[Run]) -> str:
+    """Which operators the agent actually ran: the share of scored episodes that called each successfully."""
+    episodes = [episode for run in runs for episode in run.scored]
+    counts = Counter(name for episode in episodes for name in episode.operators)
+    return ", ".join(f"{name} {count}/{len(episodes)}" for name, count in sorted(counts.items())) or "none"
+
+
 def table3(runs: list[Run]) -> Table:
     columns = [Column(module, MODULE_TITLES[module], "Track B", module) for module in RADIOLOGY_MODULES]
     rows = []
     for key, present, control, identity in _track_rows(runs, "B"):
+        used = operators_text([run for value in present.values() for run in value])
         for metric in ("task", "strict", "loc"):
             cells = {module: _delta_cell(present.get(module), control.get(module), module, metric, key)
                      for module in RADIOLOGY_MODULES}
-            rows.append(Row([*identity_header(identity), METRIC_LABELS[metric]], cells, {**identity, "metric": metric}))
+            rows.append(Row([*identity_header(identity), used, METRIC_LABELS[metric]], cells,
+                            {**identity, "metric": metric, "operators_called": used}))
     sections = [Section(title, [row for row in rows if row.identity["privileged"] == privileged])
                 for title, privileged in (("Agents", False), ("Privileged reference †", True))]
     return Table("table3", "Table 3: Track B, advanced operations",
                  "Each cell: the Track B score (operators enabled) and its change against the Track A "
                  "(viewer-native) score of the same backbone; ↑ improvement, ↓ degradation, ↔ no change. Track B "
-                 "exposes all operators at once (segmentation, registration, VISTA3D), so columns are modules.",
-                 (*IDENTITY_HEADER, "Metric"), columns, [section for section in sections if section.rows],
+                 "exposes all operators at once (segmentation, registration, VISTA3D), so columns are modules and "
+                 "'Operators called' says which ones the agent ran (share of scored episodes, over all modules).",
+                 (*IDENTITY_HEADER, "Operators called", "Metric"), columns,
+                 [section for section in sections if section.rows],
                  [PRIVILEGED_NOTE])
 
 
