@@ -203,6 +203,22 @@ def test_operators_called_are_the_agents_successful_operator_actions():
     assert {"vista3d_segment", "register_volumes", "segment_region"} <= operator_names()
 
 
+def test_a_trace_cannot_bring_other_files_into_the_report(tmp_path):
+    import json as json_module
+
+    root = cohort_of_runs(tmp_path / "runs")
+    (tmp_path / "secret.png").write_bytes(b"not for the report")
+    episode = root / "gpt" / "ucsf-A" / "episodes" / "U0__r1"
+    record = {"kind": "action", "actor": "agent", "action": "observe", "status": "ok", "seq": 1, "arguments": {},
+              "result": {"images": [{"view": "axial", "path": "../../../../../secret.png"}, "junk", {"path": 5}]}}
+    (episode / "trace-1.jsonl").write_text(json_module.dumps(record) + "\n" + json_module.dumps(["junk"]) + "\n")
+    result = json_module.loads((episode / "result.json").read_text())
+    (episode / "result.json").write_text(json_module.dumps({**result, "trace": "episodes/U0__r1/trace-1.jsonl"}))
+    write_report([root], tmp_path / "report", evidence=False)
+    assert not [path for path in (tmp_path / "report").rglob("secret.png")]
+    assert "observe" in (tmp_path / "report" / "runs" / "gpt__ucsf-A" / "U0__r1.html").read_text()
+
+
 def test_find_runs_accepts_runs_and_folders_of_runs(tmp_path):
     root = cohort_of_runs(tmp_path)
     assert len(find_runs([root])) == 9

@@ -55,7 +55,8 @@ def last_image_geometries(records: list[dict]) -> dict[str, dict]:
     for record in records:
         if record.get("kind") != "action":
             continue
-        for image in (record.get("result") or {}).get("images") or []:
+        result = record.get("result") if isinstance(record.get("result"), dict) else {}
+        for image in result.get("images") or []:
             if isinstance(image, dict) and isinstance(image.get("geometry"), dict) and image.get("view") in VIEW_KEYS:
                 geometries[image["view"]] = image["geometry"]
     return geometries
@@ -274,8 +275,10 @@ def episode_evidence(renderer: RadiologyEvidence, run, episode, records: list[di
             result["evidence"].append({"view": view.view, "src": target.relative_to(page.parent).as_posix(),
                                        "volume": view.volume, "offset": f"{view.offset_mm:.2f} mm",
                                        "notes": view.notes})
-    except (ActionError, CaseFormatError, OSError, ValueError, StopIteration, RuntimeError, ImportError) as error:
-        # ImportError: no viewer (slicer-core) here -- the report still renders, without the evidence views
+    except (ActionError, CaseFormatError, OSError, ValueError, StopIteration, RuntimeError, ImportError,
+            TypeError, KeyError, AttributeError) as error:
+        # ImportError: no viewer (slicer-core) here; Type/Key/AttributeError: a trace whose viewer-state or
+        # geometry records have another shape. Either way the report still renders, without the evidence views.
         result["evidence_error"] = f"{type(error).__name__}: {error}"
     return result
 

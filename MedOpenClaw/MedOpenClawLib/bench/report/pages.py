@@ -13,11 +13,10 @@ import re
 from importlib import resources
 from pathlib import Path
 
-from ...audit import read_trace
 from ..cases import place_file
 from .evidence import NO_EVIDENCE, RadiologyEvidence, episode_evidence
 from .formats import cell_parts, header_cells, layout, n_text, own_n, plain_text
-from .runs import Episode, Run
+from .runs import Episode, Run, trace_records
 from .tables import Cell, Table
 
 PLOT_TITLES = {"scores": "Scores per module (95% bootstrap CI)", "task_vs_strict": "Task vs Strict: the evidence gap",
@@ -142,22 +141,27 @@ def _root(page: Path, out_dir: Path) -> str:
 
 
 def steps(records: list[dict], trace: Path, assets: Path, page: Path) -> list[dict]:
-    """Every action record with its images copied next to the page."""
+    """Every action record with its images copied next to the page (only images inside the trace's own
+    folder: a record naming another file never brings that file into the report)."""
     rows = []
+    folder = trace.parent.resolve()
     for record in records:
-        if record.get("kind") != "action":
+        if not isinstance(record, dict) or record.get("kind") != "action":
             continue
         images = []
-        for image in (record.get("result") or {}).get("images") or []:
-            source = trace.parent / str(image.get("path") or "")
-            if not image.get("path") or not source.is_file():
+        result = record.get("result") if isinstance(record.get("result"), dict) else {}
+        for image in result.get("images") or []:
+            if not isinstance(image, dict) or not isinstance(image.get("path"), str):
                 continue
-            target = assets / Path(image["path"]).name
+            source = (folder / image["path"]).resolve()
+            if folder not in source.parents or not source.is_file():
+                continue
+            target = assets / source.name
             place_file(source, target)
             images.append({"src": target.relative_to(page.parent).as_posix(), "view": image.get("view"),
                            "title": f"{image.get('view')} {image.get('width')}x{image.get('height')}"
                                     f" @ {image.get('slice_offset_mm')} mm"})
-        error = record.get("error") or {}
+        error = record.get("error") if isinstance(record.get("error"), dict) else {}
         status = str(record.get("status", ""))
         if error:
             status += f": {error.get('code')} {error.get('message', '')}"
@@ -179,7 +183,9 @@ def episode_page(env, run: Run, episode: Episode, records: list[dict], page: Pat
                  evidence: dict, crumbs) -> None:
     assets = page.with_suffix("")
     score = episode.score
-    gates = [(name, *GATE_TEXT.get(value, ("na", str(value)))) for name, value in (score.get("gates") or {}).items()]
+    raw_gates = score.get("gates") if isinstance(score.get("gates"), dict) else {}
+    gates = [(str(name), *GATE_TEXT.get(value if isinstance(value, bool) else None))
+             for name, value in raw_gates.items()]
     run_label = f"{run.model} [{run.agent}]" if run.model else run.agent
     page.write_text(env.get_template("episode.html.j2").render(
         title=episode.episode_id, root=_root(page, out_dir), crumbs=crumbs,
@@ -218,7 +224,7 @@ def write_pages(runs: list[Run], tables: list[Table], plots: list[str], pages: d
         for run, episode in ordered:
             page = episode_pages[(run.name, episode.episode_id)]
             page.parent.mkdir(parents=True, exist_ok=True)
-            records = read_trace(episode.trace) if episode.trace else []
+            records = trace_records(episode.trace)
             drawn = episode_evidence(renderer, run, episode, records, page) if evidence else dict(NO_EVIDENCE)
             crumbs = [("report", _root(page, out_dir) + "index.html"),
                       (run.name, os.path.relpath(pages[run.name], page.parent)), (episode.episode_id, None)]

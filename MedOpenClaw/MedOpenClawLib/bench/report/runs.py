@@ -45,16 +45,16 @@ class Episode:
 
     @property
     def score(self) -> dict:
-        return self.result.get("score") or {}
+        return _mapping(self.result.get("score"))
 
     @property
     def parsed(self) -> dict:
-        return (self.score.get("details") or {}).get("parsed") or {}
+        return _mapping(_mapping(self.score.get("details")).get("parsed"))
 
     @property
     def outcome(self) -> str:
         """scored | invalid (environment fault, excluded) | error (provider failure, retryable)."""
-        if self.result.get("error") or (self.result.get("outcome") or {}).get("status") == "error":
+        if self.result.get("error") or _mapping(self.result.get("outcome")).get("status") == "error":
             return "error"
         if self.result.get("invalid") or self.score.get("invalid"):
             return "invalid"
@@ -72,7 +72,7 @@ class Run:
 
     @property
     def module(self) -> str:
-        return self.identity.get("module") or self.summary.get("module") or "?"
+        return str(self.identity.get("module") or self.summary.get("module") or "?")
 
     @property
     def agent(self) -> str:
@@ -84,15 +84,16 @@ class Run:
 
     @property
     def max_rounds(self) -> int | None:
-        return self.identity.get("max_rounds")
+        value = self.identity.get("max_rounds")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
 
     @property
     def provider(self) -> str | None:
-        return (self.identity.get("provider") or {}).get("kind")
+        return _text(_mapping(self.identity.get("provider")).get("kind"))
 
     @property
     def model(self) -> str | None:
-        return (self.identity.get("provider") or {}).get("model")
+        return _text(_mapping(self.identity.get("provider")).get("model"))
 
     @property
     def backbone(self) -> tuple:
@@ -168,7 +169,7 @@ def load_run(path: Path, name: str) -> Run:
         trace = path / result["trace"] if result.get("trace") else None
         episode = Episode(str(result.get("episode_id") or result["case_id"]), result["case_id"], result,
                           trace if trace is not None and trace.is_file() else None)
-        episode.metrics = episode_metrics(module, episode)
+        episode.metrics = episode_metrics(module, episode, str(identity.get("track") or "A"))
         episodes.append(episode)
     return Run(path, name, identity, summary, episodes, is_privileged(identity))
 
@@ -185,30 +186,31 @@ def is_privileged(identity: dict) -> bool:
     return False
 
 
-def episode_metrics(module: str | None, episode: Episode) -> dict[str, float | None]:
+def episode_metrics(module: str | None, episode: Episode, track: str = "A") -> dict[str, float | None]:
     """Scores (Task/Strict/Loc and the Table 5 sub-columns), process metrics from the trace, usage and cost."""
     score = episode.score
-    details = score.get("details") or {}
+    details = _mapping(score.get("details"))
     metrics: dict[str, float | None] = {key: _number(score.get(key)) for key in ("task", "strict", "loc")}
     for name in LUMIERE_EVIDENCE_FIELDS:
-        metrics[name] = _number((details.get("fields") or {}).get(name))
+        metrics[name] = _number(_mapping(details.get("fields")).get(name))
     for qid, _, _ in NSCLC_QUESTIONS:
-        metrics[qid] = _number((details.get("questions") or {}).get(qid))
+        metrics[qid] = _number(_mapping(details.get("questions")).get(qid))
     for key in ("tumor_presence", "largest_metastasis"):
         metrics[key] = _number(details.get(key))
     if episode.trace is not None and module and episode.outcome == "scored":
+        records = trace_records(episode.trace)
         try:
-            records = read_trace(episode.trace)
             process = process_metrics(module, records, answered(module, episode.parsed))
-        except (OSError, ValueError, KeyError):
-            records, process = [], {}
-        episode.operators = operators_called(records)
+        except (KeyError, TypeError, ValueError):  # a module or record shape the process metrics do not know
+            process = {}
+        if track == "B":
+            episode.operators = operators_called(records)
         metrics.update({key: _number(process.get(key)) for key in PROCESS_METRICS})
         trace_tokens = {key: _number(process.get(key)) for key in ("input_tokens", "output_tokens")}
     else:
         trace_tokens = {}
     # what the episode paid for over all its attempts when recorded, else its final attempt's usage
-    usage = episode.result.get("usage_all_attempts") or (episode.result.get("outcome") or {}).get("usage") or {}
+    usage = _mapping(episode.result.get("usage_all_attempts") or _mapping(episode.result.get("outcome")).get("usage"))
     for key, names in USAGE_KEYS.items():
         metrics[key] = next((_number(usage[name]) for name in names if _number(usage.get(name)) is not None),
                             trace_tokens.get(key))
@@ -217,11 +219,25 @@ def episode_metrics(module: str | None, episode: Episode) -> dict[str, float | N
     return metrics
 
 
+def trace_records(path: Path | None) -> list[dict]:
+    """The records of an episode's audit trace; an unreadable trace, or a line that is not a record, is left out
+    (the report shows what it can; `trace verify` is the integrity check)."""
+    if path is None:
+        return []
+    try:
+        return [record for record in read_trace(path) if isinstance(record, dict)]
+    except (OSError, ValueError):
+        return []
+
+
 @functools.cache
 def operator_names() -> frozenset[str]:
-    """Names of the Track B analysis operators (from the registry's operator toolset)."""
-    from ...operators.actions import OPERATORS
-
+    """Names of the Track B analysis operators (from the registry's operator toolset); none where the viewer
+    stack cannot be imported (the report then says no operator was called rather than failing)."""
+    try:
+        from ...operators.actions import OPERATORS
+    except ImportError:
+        return frozenset()
     return frozenset(action.name for action in OPERATORS.actions)
 
 
@@ -229,6 +245,15 @@ def operators_called(records: list[dict]) -> frozenset[str]:
     calls = {record.get("action") for record in records
              if record.get("kind") == "action" and record.get("actor") == "agent" and record.get("status") == "ok"}
     return frozenset(calls & operator_names()) if calls else frozenset()
+
+
+def _text(value) -> str | None:
+    return None if value is None else str(value)
+
+
+def _mapping(value) -> dict:
+    """A JSON object from a record, or an empty one when the record holds something else there."""
+    return value if isinstance(value, dict) else {}
 
 
 def _number(value) -> float | None:
