@@ -26,7 +26,9 @@ from MedOpenClawLib.viewer.geometry import numpy_to_vtk_matrix
 class SliceController:
     """qMRMLSliceControllerWidget (Libs/MRML/Widgets/qMRMLSliceControllerWidget.cxx): the slice view calls
     ``setSliceViewSize`` on every resize, which does ``d->SliceLogic->ResizeSliceNode(newSize.width(),
-    newSize.height())``."""
+    newSize.height())``. That is slicer-core's real vtkMRMLSliceLogic::ResizeSliceNode
+    (Libs/MRML/Logic/vtkMRMLSliceLogic.cxx: new dimensions, the field of view stretched to keep the pixel size),
+    after which Libs/MRML/Core/vtkMRMLSliceNode.cxx ``UpdateMatrices`` recomputes XYToRAS from them."""
 
     def __init__(self, logic):
         self._logic = logic
@@ -68,7 +70,8 @@ class _Size:
 
 
 class LayoutManager:
-    """qSlicerLayoutManager: created by the main window only (Base/QTGUI/qSlicerMainWindow.cxx, setupUi, then
+    """qSlicerLayoutManager: created by the main window only (Base/QTGUI/qSlicerMainWindow.cxx,
+    qSlicerMainWindowPrivate::setupUi: ``new qSlicerLayoutManager(layoutFrame)``, then
     ``qSlicerApplication::setLayoutManager``, which hands its slice logic collection to the application logic,
     Base/QTGUI/qSlicerApplication.cxx). qMRMLLayoutManager creates one slice node and logic per view."""
 
