@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -28,9 +29,11 @@ class Scripted:
 
 class FakeModelServer:
     """Serves scripted answers in order, then ``fallback`` (default: a 500), and records every request (path,
-    headers, JSON body)."""
+    headers, JSON body). With ``respond`` each answer is chosen from the request body instead, so concurrent
+    conversations each get their own next turn; ``keep_requests=False`` records nothing (long benchmarks)."""
 
-    def __init__(self, script: list[Scripted], fallback: Scripted | None = None, port: int = 0):
+    def __init__(self, script: list[Scripted], fallback: Scripted | None = None, port: int = 0,
+                 respond: Callable[[dict], Scripted] | None = None, keep_requests: bool = True):
         self.script = list(script)
         self.fallback = fallback or Scripted({"error": "script empty"}, 500)
         self.requests: list[dict] = []
@@ -40,8 +43,12 @@ class FakeModelServer:
             def do_POST(self):  # noqa: N802 - http.server API
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length))
-                server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
-                answer = server.script.pop(0) if server.script else server.fallback
+                if keep_requests:
+                    server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                if respond is not None:
+                    answer = respond(body)
+                else:
+                    answer = server.script.pop(0) if server.script else server.fallback
                 time.sleep(answer.delay_s)
                 payload = json.dumps(answer.body).encode()
                 try:

@@ -16,7 +16,8 @@ from agents_cases import write_ucsf_package
 from MedOpenClawLib.audit import verify_trace
 from MedOpenClawLib.bench.agents.oracle import OracleAgent
 from MedOpenClawLib.bench.preload import module_prompt
-from MedOpenClawLib.bench.ray_executor import RayExecutor, WorkerHost, pack_tree, tree_records
+from MedOpenClawLib.bench.ray_actor import WorkerHost, pack_tree, tree_records
+from MedOpenClawLib.bench.ray_executor import RayExecutor
 from MedOpenClawLib.bench.runner import BenchmarkRunner, RunConfig
 from MedOpenClawLib.cli import main
 
@@ -135,3 +136,42 @@ def test_case_files_reach_a_node_that_lacks_them(cases, tmp_path):
         assert escaping["status"] == "fault" and not (tmp_path / "escape.txt").exists()
     finally:
         host.close()
+
+
+class NodeRemovingOracle(OracleAgent):
+    """Removes the second node of the cluster (its raylet and every process on it) in the middle of the first
+    episode that runs there."""
+
+    scenario: dict = {}
+
+    def step(self, conversation, allow_tools=True):
+        plan = self.scenario
+        if not plan.get("removed") and len(conversation) > 3:
+            worker = next((slot.worker for slot in plan["runner"].slots if slot.worker and slot.worker.episode_dir
+                           and self.context.case.case_id in slot.worker.episode_dir), None)
+            if worker is not None and worker.info["node_id"] == plan["node"].node_id:
+                plan["removed"] = self.context.case.case_id
+                plan["cluster"].remove_node(plan["node"], allow_graceful=False)
+        return super().step(conversation, allow_tools)
+
+
+def test_node_lost_mid_episode_its_episode_runs_elsewhere(cluster, cases, tmp_path):
+    """Losing a node mid-episode costs neither the episode nor the run: it is retried on the surviving node, and
+    the slot that can no longer be placed gives way instead of burning the episode's attempts."""
+    node = next(node for node in cluster.worker_nodes)
+    config = RunConfig(module="ucsf-pdgm", agent="oracle", out=tmp_path / "run", cases_dir=cases, workers=2)
+    runner = BenchmarkRunner(config, lambda task: NodeRemovingOracle(), module_prompt, progress_stream=io.StringIO(),
+                             make_executor=lambda job, config, on_round: RayExecutor(
+                                 job, on_round, cluster.address, placement_timeout_s=5.0))
+    NodeRemovingOracle.scenario = {"runner": runner, "cluster": cluster, "node": node}
+    try:
+        summary = runner.run()
+    finally:
+        if NodeRemovingOracle.scenario.get("removed"):
+            cluster.add_node(**NODE)
+    assert NodeRemovingOracle.scenario.get("removed")
+    records = episode_results(tmp_path / "run")
+    assert sorted(records) == ["UCSF-PDGM-0001__r1", "UCSF-PDGM-0002__r1", "UCSF-PDGM-0003__r1"]
+    assert summary["n"] == 3 and summary["strict"] == 1.0 and summary["invalid"] == 0 and summary["missing"] == 0
+    for record in records.values():
+        assert verify_trace(tmp_path / "run" / record["trace"]).ok
