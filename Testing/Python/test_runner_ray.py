@@ -9,6 +9,7 @@ import io
 import json
 import os
 import signal
+import sys
 
 import pytest
 from agents_cases import write_ucsf_package
@@ -25,13 +26,14 @@ ray = pytest.importorskip("ray")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
 
 NODE = {"num_cpus": 1, "object_store_memory": 80 << 20}  # one actor per node for offline agents
+SLICER_NODE = {**NODE, "resources": {"slicer": 1}}  # the second node "has 3D Slicer"
 
 
 @pytest.fixture(scope="module")
 def cluster():
     # the machine's own address: Ray rewrites a 127.0.0.1 bootstrap address to it when a driver connects
     cluster = cluster_utils.Cluster(initialize_head=True, head_node_args={**NODE, "include_dashboard": False})
-    cluster.add_node(**NODE)
+    cluster.add_node(**SLICER_NODE)
     try:
         yield cluster
     finally:
@@ -71,6 +73,29 @@ def test_oracle_on_two_nodes_scores_exactly_like_the_local_pool(cluster, cases, 
         assert verify_trace(trace).ok  # written on a node, streamed back, intact
         assert list(trace.parent.glob("trace-1_images/*.png"))
     assert (tmp_path / "ray" / "workers" / "w0" / "worker.log").exists()
+
+
+@pytest.fixture(scope="module")
+def slicer_launcher(tmp_path_factory):
+    """Stand-in for the 3D Slicer launcher's command line as the runner uses it (``--no-main-window
+    --python-script FILE ARGS...``, options of Slicer's Base/QTCore/qSlicerCoreCommandOptions.cpp): it runs
+    scripts/run_bench.py with this Python, where slicer-core provides ``import slicer``."""
+    path = tmp_path_factory.mktemp("slicer") / "Slicer"
+    path.write_text(f'#!/bin/sh\n[ "$1" = --no-main-window ] && [ "$2" = --python-script ] || exit 64\n'
+                    f'shift 2\necho "stand-in Slicer runs $1" >&2\nexec {sys.executable} "$@"\n')
+    path.chmod(0o755)
+    return path
+
+
+def test_slicer_workers_run_only_on_nodes_that_have_slicer(cluster, cases, tmp_path, capsys, slicer_launcher):
+    summary = cli_run(cases, tmp_path / "run", capsys, "--executor", "ray", "--ray-address", cluster.address,
+                      "--slicer", str(slicer_launcher), "--limit", "1")
+    assert summary["n"] == 1 and summary["strict"] == 1.0
+    (record,) = episode_results(tmp_path / "run").values()
+    slicer_node = next(node for node in cluster.worker_nodes)
+    assert record["worker_node"].endswith(slicer_node.node_id)
+    log = (tmp_path / "run" / "workers" / "w0" / "worker.log").read_text()  # came back from the node
+    assert "stand-in Slicer runs" in log and "run_bench.py" in log
 
 
 class ActorKillingOracle(OracleAgent):
@@ -162,13 +187,13 @@ def test_node_lost_mid_episode_its_episode_runs_elsewhere(cluster, cases, tmp_pa
     config = RunConfig(module="ucsf-pdgm", agent="oracle", out=tmp_path / "run", cases_dir=cases, workers=2)
     runner = BenchmarkRunner(config, lambda task: NodeRemovingOracle(), module_prompt, progress_stream=io.StringIO(),
                              make_executor=lambda job, config, on_round: RayExecutor(
-                                 job, on_round, cluster.address, placement_timeout_s=5.0))
+                                 job, on_round, cluster.address, placement_timeout_s=2.0))
     NodeRemovingOracle.scenario = {"runner": runner, "cluster": cluster, "node": node}
     try:
         summary = runner.run()
     finally:
         if NodeRemovingOracle.scenario.get("removed"):
-            cluster.add_node(**NODE)
+            cluster.add_node(**SLICER_NODE)
     assert NodeRemovingOracle.scenario.get("removed")
     records = episode_results(tmp_path / "run")
     assert sorted(records) == ["UCSF-PDGM-0001__r1", "UCSF-PDGM-0002__r1", "UCSF-PDGM-0003__r1"]

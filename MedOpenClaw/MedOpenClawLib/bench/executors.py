@@ -105,7 +105,8 @@ class EpisodeJob:
         env = WorkerEnvironment(worker)
         header = {"episode_id": task.episode_id, "case_id": case.case_id, "module": config.module,
                   "repeat": task.repeat, "attempt": attempt, "agent": config.agent, "track": config.track,
-                  "provider": config.provider.public() if config.provider else None, "worker_pid": worker.pid}
+                  "provider": config.provider.public() if config.provider else None, "worker_pid": worker.pid,
+                  "worker_node": worker.node}
         env.start(viewer_kind(config.module), [str(case.data_root)], "B" if config.track == "B" else "A",
                   config.max_rounds, str(trace_path), header, config.save_images)
         attachments = preload(env, case)
@@ -131,7 +132,8 @@ class EpisodeJob:
         env.end()
         return record(task, attempt, response=outcome.final_text, invalid=None, error=outcome.error,
                       trace=trace_path.relative_to(out).as_posix(), trace_anchor=read_anchor(trace_path),
-                      outcome=outcome.to_json(), worker_pid=worker.pid)
+                      outcome=outcome.to_json(), worker_pid=worker.pid,
+                      worker_node=worker.node)
 
 
 def record(task: EpisodeTask, attempts: int, response: str | None, invalid: str | None,

@@ -91,6 +91,11 @@ class RayWorker(WorkerLink):
     def pid(self) -> int | None:
         return self.info.get("pid")
 
+    @property
+    def node(self) -> str:
+        """The node's host name and Ray node id."""
+        return f"{self.info.get('node')}/{self.info.get('node_id')}"
+
     def _get(self, reference, timeout_s: float, what: str):
         import ray
         from ray.exceptions import GetTimeoutError, RayActorError

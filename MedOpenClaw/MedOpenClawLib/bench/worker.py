@@ -281,6 +281,11 @@ class WorkerLink:
     def request(self, op: str, timeout_s: float | None = None, **fields) -> dict:
         raise NotImplementedError
 
+    @property
+    def node(self) -> str:
+        """Where the worker runs (recorded with each episode): this machine for a local process."""
+        return socket.gethostname()
+
     def ping(self, timeout_s: float = 10.0) -> dict:
         return self.request("ping", timeout_s=timeout_s)
 
