@@ -28,7 +28,8 @@ def data(tmp_path):
     """Copies of the shipped files under one data root (tests may damage them)."""
     root = tmp_path / "data"
     for source, name in ((DICOM_TESTS / "77654033" / "CT2", "CT2"), (DICOM_TESTS / "98892003" / "MR2", "MR2"),
-                         (DICOM_TESTS / "98892003" / "MR700", "MR700"), (DICOM_TESTS / "98892001" / "CT5N", "CT5N")):
+                         (DICOM_TESTS / "98892003" / "MR700", "MR700"), (DICOM_TESTS / "98892001" / "CT5N", "CT5N"),
+                         (DICOM_TESTS / "98892001" / "CT2N", "CT2N")):
         shutil.copytree(source, root / name)
     for name in ("example4d.nii.gz", "anatomical.nii"):
         shutil.copy(NIFTI_TESTS / name, root / name)
@@ -78,6 +79,16 @@ def test_multi_plane_series_load_one_volume_per_plane_with_its_own_orientation(d
         names = result.data["loaded"]
         assert {"axial", "coronal", "sagittal"} <= {name.split("_")[-1] for name in names} | {
             name.split("_")[-2] for name in names}
+
+
+def test_localizer_images_are_named_and_kept_apart(data):
+    """98892001/CT2N: two scout images (ImageType ORIGINAL/PRIMARY/LOCALIZER), coronal and sagittal."""
+    registry = build_slicer_registry([data])
+    result = call_ok(registry, "open_case", dicom_dir=str(data / "CT2N"))
+    assert sorted(result.data["loaded"]) == ["Scout_localizer_coronal", "Scout_localizer_sagittal"]
+    volumes = volumes_by_name(result)
+    assert volumes["Scout_localizer_coronal"]["ras_bounds"][1] == pytest.approx([0.0, 0.0])  # one coronal plane
+    assert volumes["Scout_localizer_sagittal"]["ras_bounds"][0] == pytest.approx([0.0, 0.0])
 
 
 def vtk_to_numpy_matrix_of(node) -> np.ndarray:
