@@ -428,3 +428,33 @@ def test_truncated_image_volume_skips_the_case_at_prepare_time(cohort, tmp_path,
     reasons = [item["reason"] for item in manifest["skipped"] if victim.name in item["reason"]]
     assert reasons and "unreadable NIfTI" in reasons[0]
     assert manifest["cases"]
+
+
+def test_nsclc_seg_is_placed_on_the_geometry_the_viewer_gives_its_ct(cohort, tmp_path):
+    """The mask affine is the viewer's (viewer.dicom_series); a CT the viewer would resample or split has no
+    single grid for the SEG, so that case is skipped with the reason instead of a mask in the wrong place."""
+    import pydicom
+
+    raw = tmp_path / "raw"
+    shutil.copytree(cohort / DATASET_DIRS["nsclc"], raw)
+    prepare("nsclc", raw, tmp_path / "cases")
+    truth = load_ground_truth(tmp_path / "cases", "R01-001")
+    case = next(case for case in load_cases(tmp_path / "cases") if case.case_id == "R01-001")
+    ct = next(volume for volume in case.volumes if volume.modality == "CT")
+    first = sorted(case.path(ct.path).glob("*.dcm"))[0]
+    header = pydicom.dcmread(first, stop_before_pixels=True)
+    mask_affine = mask_from_file(truth.mask_path).affine
+    origin_ras = np.array(header.ImagePositionPatient, dtype=float) * [-1, -1, 1]
+    assert np.isclose(mask_affine[:3, 3], origin_ras, atol=1e-3).all() or np.isclose(
+        (mask_affine @ [0, 0, mask_from_file(truth.mask_path).data.shape[2] - 1, 1])[:3], origin_ras, atol=1e-3).all()
+    ct_dir = next(path for path in (raw / "manifest-1622561851074").rglob("*") if path.is_dir()
+                  and any(path.glob("*.dcm")) and pydicom.dcmread(next(path.glob("*.dcm")),
+                                                                stop_before_pixels=True).Modality == "CT"
+                  and "R01-001" in path.as_posix())
+    files = sorted(ct_dir.glob("*.dcm"))
+    moved = pydicom.dcmread(files[len(files) // 2])
+    moved.ImagePositionPatient[2] = float(moved.ImagePositionPatient[2]) + 0.4  # uneven spacing
+    moved.save_as(files[len(files) // 2])
+    manifest = prepare("nsclc", raw, tmp_path / "again")
+    reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
+    assert "not one evenly spaced volume" in reasons["R01-001"] and "resampled" in reasons["R01-001"]

@@ -25,11 +25,13 @@ def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
 
 
 def cohort_fingerprint() -> str:
-    """Hash of the generator and loader sources: a changed generator never reuses a stale cached cohort."""
+    """Hash of the sources that decide a prepared package (generators, loaders, the ground-truth rules, the
+    file manifest and the DICOM geometry the NSCLC masks are placed with): a change never reuses a stale cohort."""
     package = Path(__file__).resolve().parent
     digest = hashlib.sha256()
     for path in sorted([*(package / "synthetic").glob("*.py"), *(package / "loaders").glob("*.py"),
-                        package / "cases.py"]):
+                        package / "cases.py", package / "truth_check.py", package / "integrity.py",
+                        package.parent / "viewer" / "dicom_series.py"]):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]
 

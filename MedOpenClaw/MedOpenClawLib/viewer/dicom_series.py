@@ -34,6 +34,7 @@ SHEAR_EPSILON_MM = 0.05
 GAP_SPLIT_RATIO = 1.5
 TEMPORAL_TAGS = ("TemporalPositionIdentifier", "AcquisitionNumber", "TriggerTime", "ContentTime")
 PLANE_NAMES = {0: "sagittal", 1: "coronal", 2: "axial"}
+LPS_TO_RAS = np.diag([-1.0, -1.0, 1.0, 1.0])  # DICOM patient space is LPS, Slicer's is RAS
 HEADER_TAGS = ["ImageOrientationPatient", "ImagePositionPatient", "Rows", "Columns", "PixelSpacing", "ImageType",
                "NumberOfFrames", "SeriesNumber", "SeriesDescription", *TEMPORAL_TAGS]  # all the split reads
 
@@ -74,6 +75,13 @@ class VolumePlan:
     @property
     def has_geometry(self) -> bool:
         return self.origin_lps is not None
+
+    def ijk_to_ras(self) -> np.ndarray:
+        """The 4x4 voxel (i along a row, j down the columns, k along the normal) -> RAS matrix of the volume."""
+        matrix = np.eye(4)
+        matrix[:3, :3] = self.direction_lps @ np.diag(self.spacing)
+        matrix[:3, 3] = self.origin_lps
+        return LPS_TO_RAS @ matrix
 
 
 @dataclass

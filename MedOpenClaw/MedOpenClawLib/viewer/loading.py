@@ -23,11 +23,10 @@ from vtk.util import numpy_support
 
 from ..policy import DirectoryScan
 from ..result import ActionError
-from .dicom_series import VolumePlan, resample_along_normal, split_series
+from .dicom_series import LPS_TO_RAS, VolumePlan, resample_along_normal, split_series
 from .native_messages import captured_native_messages
 
 VOLUME_SUFFIXES = (".nii.gz", ".nii", ".nrrd", ".nhdr", ".mha", ".mhd")
-LPS_TO_RAS = np.diag([-1.0, -1.0, 1.0, 1.0])
 # DICOM attributes kept on the volume node, under Slicer's "DICOM." attribute prefix
 DICOM_ATTRIBUTES = {
     "0008|0060": "Modality",
@@ -280,13 +279,9 @@ def apply_plan(image: sitk.Image, plan: VolumePlan) -> tuple[np.ndarray, np.ndar
     array = sitk.GetArrayFromImage(image)
     if not plan.has_geometry:
         return array, ijk_to_ras_from_sitk(image)
-    spacing = plan.spacing
     if plan.resample_to is not None:
         array = resample_along_normal(array, plan.positions_mm, plan.resample_to)
-    matrix = np.eye(4)
-    matrix[:3, :3] = plan.direction_lps @ np.diag(spacing)
-    matrix[:3, 3] = plan.origin_lps
-    return array, LPS_TO_RAS @ matrix
+    return array, plan.ijk_to_ras()
 
 
 def load_dicom(app, source: VolumeSource, name: str):

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...viewer.dicom_series import split_series
 from ...viewer.loading import series_volume_name
 from ..cases import Case, GroundTruth, PackageWriter, VolumeRef, place_file
 from ..labels import NSCLC_QUESTIONS
@@ -21,7 +22,6 @@ from ..synthetic.common import write_nifti
 from .common import SkipCase, column, find_one, localization_record, questions_for, read_csv_rows
 
 LOCATIONS = {"RUL": "A", "RML": "B", "RLL": "C", "LUL": "D", "LLL": "E", "L Lingula": "F", "Lingula": "F"}
-LPS_TO_RAS = np.diag([-1.0, -1.0, 1.0, 1.0])
 
 
 def t_stage_option(value: str) -> str | None:
@@ -96,24 +96,18 @@ def answer_labels(answers: dict[str, str | None], row: dict) -> dict[str, str]:
 
 
 def ct_geometry(files: list[Path]):
-    """(datasets sorted along the slice normal, 4x4 voxel->RAS affine for arrays indexed [col, row,
-    slice])."""
+    """(datasets in slice order, 4x4 voxel->RAS affine for arrays indexed [col, row, slice]): the geometry the
+    viewer gives the series (``viewer.dicom_series``), so the mask lies where the agent sees the CT. A CT the
+    viewer would split or resample has no single grid for the SEG: that case is skipped with the reason."""
     import pydicom
 
-    datasets = [pydicom.dcmread(path, stop_before_pixels=True) for path in files]
-    orientation = np.array(datasets[0].ImageOrientationPatient, dtype=float)
-    row_cosine, column_cosine = orientation[:3], orientation[3:]
-    normal = np.cross(row_cosine, column_cosine)
-    datasets.sort(key=lambda ds: float(np.dot(normal, np.array(ds.ImagePositionPatient, dtype=float))))
-    first = np.array(datasets[0].ImagePositionPatient, dtype=float)
-    step = (np.array(datasets[1].ImagePositionPatient, dtype=float) - first) if len(datasets) > 1 else normal
-    row_spacing, column_spacing = (float(value) for value in datasets[0].PixelSpacing)
-    affine = np.eye(4)
-    affine[:3, 0] = row_cosine * column_spacing  # i runs along a row (columns)
-    affine[:3, 1] = column_cosine * row_spacing
-    affine[:3, 2] = step
-    affine[:3, 3] = first
-    return datasets, LPS_TO_RAS @ affine
+    split = split_series([str(path) for path in files], files[0].parent.name if files else "CT")
+    problems = split.refused + [warning for plan in split.plans for warning in plan.warnings]
+    if len(split.plans) != 1 or problems or split.plans[0].resample_to is not None:
+        raise SkipCase("the SEG's CT is not one evenly spaced volume: " + "; ".join(problems + split.warnings))
+    plan = split.plans[0]
+    datasets = [pydicom.dcmread(path, stop_before_pixels=True) for path in plan.files]
+    return datasets, plan.ijk_to_ras()
 
 
 def seg_mask_on_ct(seg_path: Path, ct_files: list[Path]) -> tuple[np.ndarray, np.ndarray]:
