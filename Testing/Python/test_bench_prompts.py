@@ -109,3 +109,19 @@ def test_track_c_prompt_offers_no_tools_and_counts_no_tool_rounds(module):
         assert tool_text not in without, tool_text
     assert "No tools are available in this run" in without
     assert "ANSWER" in without or "1C2D3B4A5B" in without
+
+
+def test_loading_notes_reach_the_scene_inventory_the_agent_reads(tmp_path):
+    from MedOpenClawLib.bench.preload import preload_radiology
+
+    class Viewer:  # answers like the registry: open_case reports how a series was split
+        def call(self, name, arguments, actor="agent"):
+            data = {"open_case": {"warnings": ["CT2: slices are unevenly spaced: split into 2 volumes"]},
+                    "get_viewer_state": {"volumes": [], "active_volume": None, "views": {}}}.get(name, {})
+            return {"ok": True, "data": data, "images": []}
+
+    case = _case("ucsf-pdgm")
+    case.cases_dir = tmp_path
+    attachments = preload_radiology(Viewer(), case)
+    note = "CT2: slices are unevenly spaced: split into 2 volumes"
+    assert attachments.inventory_text.endswith(f"Loading notes:\n- {note}")

@@ -43,8 +43,9 @@ def _system_call(env: Environment, name: str, arguments: dict) -> dict:
     return result
 
 
-def inventory_text(state: dict) -> str:
-    """The scene inventory block: one line per loaded volume, in the words of the viewer's own state."""
+def inventory_text(state: dict, loading_notes: list[str] = ()) -> str:
+    """The scene inventory block: one line per loaded volume, in the words of the viewer's own state, and the
+    viewer's loading notes (a series split or resampled, a file left out) when there are any."""
     lines = ["Scene inventory (loaded volumes):"]
     for volume in state.get("volumes", []):
         dims = "x".join(str(value) for value in volume.get("dimensions", []))
@@ -54,6 +55,7 @@ def inventory_text(state: dict) -> str:
     lines.append(f"Active volume: {state.get('active_volume')}")
     offsets = {view: info.get("offset_mm") for view, info in state.get("views", {}).items()}
     lines.append("Current slice offsets (RAS mm): " + ", ".join(f"{v}={o}" for v, o in offsets.items()))
+    lines += ["Loading notes:", *[f"- {note}" for note in loading_notes]] if loading_notes else []
     return "\n".join(lines)
 
 
@@ -80,11 +82,14 @@ def preload(env, case: Case) -> Attachments:
 
 
 def preload_radiology(env: Environment, case: Case) -> Attachments:
+    notes: list[str] = []
     for index, relative in enumerate(case.open_paths):  # one case: later paths add to the first one's volumes
-        _system_call(env, "open_case", {"dicom_dir": str(case.path(relative)), "size": 64, "keep_loaded": index > 0})
+        opened = _system_call(env, "open_case", {"dicom_dir": str(case.path(relative)), "size": 64,
+                                                 "keep_loaded": index > 0})
+        notes += (opened.get("data") or {}).get("warnings", [])
     views = _system_call(env, "observe", {"size": BASELINE_SIZE})
     state = _system_call(env, "get_viewer_state", {})["data"]
-    return Attachments(state, inventory_text(state), result_images(views, "baseline"))
+    return Attachments(state, inventory_text(state, notes), result_images(views, "baseline"))
 
 
 # The pathology task text points at the state summaries that follow it in every round message (App. H.2).

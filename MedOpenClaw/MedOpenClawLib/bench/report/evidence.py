@@ -83,9 +83,9 @@ class RadiologyEvidence:
             self.close()
             registry = build_headless_slicer_registry([str(case.data_root)])
             self._registry, self._case_key = registry, key
-            for relative in case.open_paths:
-                opened = registry.call("open_case", {"dicom_dir": str(case.path(relative)), "size": 64},
-                                       actor="system")
+            for index, relative in enumerate(case.open_paths):  # one case: later paths add to the first
+                opened = registry.call("open_case", {"dicom_dir": str(case.path(relative)), "size": 64,
+                                                     "keep_loaded": index > 0}, actor="system")
                 if not opened.ok:
                     self.close()
                     raise RuntimeError(f"open_case failed: {opened.error.get('code')}: {opened.error.get('message')}")
