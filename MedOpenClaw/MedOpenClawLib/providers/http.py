@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 AUTH_STATUSES = frozenset({401, 403})
 UNKNOWN_MODEL = re.compile(
-    r"model[^.]{0,120}\b(not found|does not exist|not exist|is not a valid|invalid model|unknown)"
+    r"model[^.]{0,120}\b(not found|does not exist|not exist|is not a valid)"
     r"|(unknown|invalid|no such|not a valid) model|model_not_found",
     re.IGNORECASE,
 )
