@@ -125,18 +125,23 @@ def _tiny_volume(value: int, lesion: bool) -> np.ndarray:
     return data
 
 
+def _ucsf_folder(raw: Path, folder_id: str, sequences: tuple[str, ...]) -> None:
+    """One ``<id>_nifti`` folder of the real layout on LPS-stored axes, with a cubic lesion in its mask."""
+    affine = np.diag([-1.0, -1.0, 1.0, 1.0])
+    folder = raw / f"{folder_id}_nifti"
+    for sequence in sequences:
+        write_nifti(folder / f"{folder_id}_{sequence}.nii.gz", _tiny_volume(100, False), affine)
+    write_nifti(folder / f"{folder_id}_tumor_segmentation.nii.gz", _tiny_volume(0, True).astype(np.uint8), affine)
+
+
 def test_ucsf_fixture_quirks(tmp_path):
-    affine = np.diag([-1.0, -1.0, 1.0, 1.0])  # LPS-stored voxel axes
     for folder_id, complete in (
         ("UCSF-PDGM-0004", True),
         ("UCSF-PDGM-0005", False),
         ("UCSF-PDGM-0006", True),
         ("UCSF-PDGM-0007", True),
     ):
-        folder = tmp_path / "raw" / f"{folder_id}_nifti"
-        for sequence in ("T1", "T1c", "T2", "FLAIR") if complete else ("T1", "T1c"):
-            write_nifti(folder / f"{folder_id}_{sequence}.nii.gz", _tiny_volume(100, False), affine)
-        write_nifti(folder / f"{folder_id}_tumor_segmentation.nii.gz", _tiny_volume(0, True).astype(np.uint8), affine)
+        _ucsf_folder(tmp_path / "raw", folder_id, ("T1", "T1c", "T2", "FLAIR") if complete else ("T1", "T1c"))
     _write_csv(
         tmp_path / "raw" / "UCSF-PDGM-metadata_v5.csv",
         [
@@ -197,12 +202,8 @@ def _lumiere_fixture(raw: Path, measured: bool) -> None:
 
 
 def test_ucsf_follow_up_rows_neither_overwrite_the_baseline_nor_become_cases(tmp_path):
-    affine = np.diag([-1.0, -1.0, 1.0, 1.0])
     for folder_id in ("UCSF-PDGM-0004", "UCSF-PDGM-0004_FU001d"):
-        folder = tmp_path / "raw" / f"{folder_id}_nifti"
-        for sequence in ("T1", "T1c", "T2", "FLAIR"):
-            write_nifti(folder / f"{folder_id}_{sequence}.nii.gz", _tiny_volume(100, False), affine)
-        write_nifti(folder / f"{folder_id}_tumor_segmentation.nii.gz", _tiny_volume(0, True).astype(np.uint8), affine)
+        _ucsf_folder(tmp_path / "raw", folder_id, ("T1", "T1c", "T2", "FLAIR"))
     _write_csv(
         tmp_path / "raw" / "UCSF-PDGM-metadata_v5.csv",
         [
