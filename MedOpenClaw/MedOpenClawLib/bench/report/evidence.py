@@ -267,8 +267,8 @@ def episode_evidence(renderer: RadiologyEvidence, run, episode, records: list[di
             if case.slide and pathology_overlay(truth, episode.parsed, case.path(case.slide), target):
                 result["pathology_overlay"] = target.relative_to(page.parent).as_posix()
             return result
-        if run.track == "C" or run.module == "lumiere":
-            return result  # no viewer geometry (Track C) or no spatial evidence (LUMIERE answers lesion fields)
+        if run.module == "lumiere":
+            return result  # LUMIERE's evidence is lesion-state fields, nothing to draw on a slice
         for view in renderer.render(case, truth, episode.parsed, records):
             target = assets / f"evidence_{view.view}.png"
             view.image.save(target)
