@@ -18,10 +18,13 @@ import pytest
 from agents_cases import write_ucsf_package
 from agents_fakes import FakeModelServer, Scripted, anthropic_reply, openai_reply
 
+from MedOpenClawLib.bench.agents.oracle import OracleAgent
 from MedOpenClawLib.bench.cases import Case
 from MedOpenClawLib.bench.episode import EpisodeOutcome
 from MedOpenClawLib.bench.outcomes import ErrorPolicy, Tally, exit_status, parse_fail_on_error
+from MedOpenClawLib.bench.preload import module_prompt
 from MedOpenClawLib.bench.progress import Progress
+from MedOpenClawLib.bench.runner import BenchmarkRunner, RunConfig
 from MedOpenClawLib.bench.tasks import EpisodeTask
 from MedOpenClawLib.cli import main
 from MedOpenClawLib.providers.messages import Usage
@@ -214,3 +217,17 @@ def test_ctrl_c_writes_the_summary_and_says_how_to_resume(cases, tmp_path, press
     summary = json.loads((out / "summary.json").read_text())
     assert summary["interrupted"] and json.loads(stdout.strip().splitlines()[-1]) == summary
     assert summary["scored"] == (1 if presses == 1 else 0) and summary["missing"] == (1 if presses == 1 else 2)
+
+
+def test_a_harness_failure_still_writes_the_summary_of_what_finished(cases, tmp_path):
+    def make_agent(task):
+        if task.case.case_id == "UCSF-PDGM-0002":
+            raise RuntimeError("agent factory bug")
+        return OracleAgent()
+
+    config = RunConfig(module="ucsf-pdgm", agent="oracle", out=tmp_path / "run", cases_dir=cases)
+    runner = BenchmarkRunner(config, make_agent, module_prompt, progress_stream=io.StringIO())
+    with pytest.raises(RuntimeError, match="agent factory bug"):
+        runner.run()
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert (summary["scored"], summary["missing"], summary["errors"]) == (1, 1, 0)

@@ -142,6 +142,10 @@ class BenchmarkRunner:
         except StopNow:
             aborted = True
             self.executor.abort()
+        except BaseException:  # a harness failure: what finished is still summarised, then the failure surfaces
+            self.executor.abort()
+            write_json_atomic(self.out / "summary.json", self.summarize(tasks, tally, policy.stop_reason))
+            raise
         finally:
             if previous_handler is not None:
                 signal.signal(signal.SIGINT, previous_handler)
