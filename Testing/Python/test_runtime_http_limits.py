@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import threading
 import time
 
@@ -162,3 +164,24 @@ def test_sixteen_concurrent_clients_are_all_answered(server):
     for thread in threads:
         thread.join(30)
     assert answers == [200] * 32
+
+
+def test_the_process_exits_cleanly_after_serving_a_scene(tmp_path):
+    """The scene thread must be gone before interpreter exit: VTK's teardown crashed (SIGSEGV) otherwise."""
+    root = tmp_path / "data"
+    root.mkdir()
+    write_nifti(root / "CT.nii.gz", phantom(0), oblique_lps_affine())
+    script = f"""
+import socket
+from MedOpenClawLib.server.rest import BackgroundRestServer
+from MedOpenClawLib.session import build_slicer_registry
+registry = build_slicer_registry([{str(root)!r}])
+assert registry.call("open_case", {{"dicom_dir": "CT.nii.gz", "size": 64}}).ok
+with BackgroundRestServer(registry, "t") as running:
+    with socket.create_connection(("127.0.0.1", running.port)) as client:
+        client.sendall(b"GET /v1/state HTTP/1.1\\r\\nAuthorization: Bearer t\\r\\n\\r\\n")
+        assert b" 200 " in client.recv(65536)
+print("served")
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and "served" in done.stdout, (done.returncode, done.stderr[-1500:])

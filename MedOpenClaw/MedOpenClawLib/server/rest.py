@@ -287,3 +287,6 @@ class BackgroundRestServer:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.executor.stop()
+        # a scene thread still alive at interpreter exit crashes VTK's teardown (SIGSEGV): wait for it
+        for thread in self._threads:
+            thread.join(timeout=30)
