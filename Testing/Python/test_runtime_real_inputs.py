@@ -228,3 +228,19 @@ def test_sheared_slice_stack_is_refused_with_its_reason(tmp_path):
     registry = build_slicer_registry([tmp_path / "data"])
     message = call_error(registry, "open_case", "no_volumes", dicom_dir=str(folder)).error["message"]
     assert "gantry tilt" in message and "SERIES" in message
+
+
+@pytest.mark.parametrize(("name", "code"), [("rtdose.dcm", None), ("SC_rgb_rle_2frame.dcm", None),
+                                            ("rtdose_1frame.dcm", "no_volumes"), ("reportsi.dcm", "no_volumes")])
+def test_multi_frame_and_non_image_dicom_load_or_are_refused_never_crash(tmp_path, name, code):
+    folder = tmp_path / "data" / Path(name).stem
+    folder.mkdir(parents=True)
+    shutil.copy(Path(pydicom.__file__).parent / "data" / "test_files" / name, folder)
+    registry = build_slicer_registry([tmp_path / "data"])
+    if code is None:
+        result = call_ok(registry, "open_case", dicom_dir=str(folder))
+        (volume,) = result.data["volumes"]
+        assert volume["dimensions"][2] > 1  # the frames are the slices, not an extra dimension
+        assert any("multi-frame image" in warning for warning in result.data["warnings"])
+    else:
+        call_error(registry, "open_case", code, dicom_dir=str(folder))

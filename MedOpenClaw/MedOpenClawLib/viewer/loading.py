@@ -114,9 +114,14 @@ def directory_sources(directory: Path, allowed: list[Path], discovery: Discovery
     used: set[str] = set()
     refused: list[str] = []
     if kept:
-        for series_uid in sitk.ImageSeriesReader.GetGDCMSeriesIDs(str(directory)) or ():
-            files = [name for name in sitk.ImageSeriesReader.GetGDCMSeriesFileNames(str(directory), series_uid)
-                     if name in kept]
+        try:
+            series = {uid: sitk.ImageSeriesReader.GetGDCMSeriesFileNames(str(directory), uid)
+                      for uid in sitk.ImageSeriesReader.GetGDCMSeriesIDs(str(directory)) or ()}
+        except RuntimeError as error:  # GDCM gives up on a malformed header anywhere in the folder
+            series = {}
+            refused.append(f"{directory.name}: GDCM cannot scan its DICOM files ({str(error).splitlines()[0][-160:]})")
+        for series_uid, names in series.items():
+            files = [name for name in names if name in kept]
             used.update(files)
             if files:
                 refused += add_series(directory, files, series_uid, discovery)
@@ -160,20 +165,33 @@ def unique_names(sources: list[VolumeSource], taken: set[str], series_names: dic
 
 
 def read_dicom_series(source: VolumeSource) -> tuple[sitk.Image, dict]:
-    reader = sitk.ImageSeriesReader()
-    reader.SetFileNames(list(source.files))
-    # each slice is rescaled with its own slope/intercept (PET slices differ): read as float to keep them exact
+    """The voxels (float: each slice is rescaled with its own slope/intercept, as PET slices differ) and the
+    DICOM attributes kept on the node. One file (a multi-frame image) is read on its own: ITK's series reader
+    would add a dimension for it. Anything that is not one 3-D scalar volume is refused with what it is."""
+    single = len(source.files) == 1
+    reader = sitk.ImageFileReader() if single else sitk.ImageSeriesReader()
+    if single:
+        reader.SetFileName(source.files[0])
+    else:
+        reader.SetFileNames(list(source.files))
+        reader.MetaDataDictionaryArrayUpdateOn()
     reader.SetOutputPixelType(sitk.sitkFloat32)
-    reader.MetaDataDictionaryArrayUpdateOn()
     reader.LoadPrivateTagsOff()
     try:
         image = reader.Execute()
     except RuntimeError as error:
         raise ActionError("unreadable_dicom", f"{source.path.name}: {error}".splitlines()[0]) from error
+    if image.GetDimension() == 2:
+        image = sitk.JoinSeries(image)
+    if image.GetDimension() != 3 or image.GetNumberOfComponentsPerPixel() != 1:
+        size = " x ".join(str(value) for value in image.GetSize())
+        raise ActionError("unsupported_dicom", f"{source.path.name}: a {image.GetDimension()}-D image ({size}) with "
+                          f"{image.GetNumberOfComponentsPerPixel()} component(s) per voxel is not one scalar volume")
     metadata = {}
     for tag, name in DICOM_ATTRIBUTES.items():
-        if reader.HasMetaDataKey(0, tag):
-            metadata[name] = reader.GetMetaData(0, tag).strip()
+        present = reader.HasMetaDataKey(tag) if single else reader.HasMetaDataKey(0, tag)
+        if present:
+            metadata[name] = (reader.GetMetaData(tag) if single else reader.GetMetaData(0, tag)).strip()
     return image, metadata
 
 
