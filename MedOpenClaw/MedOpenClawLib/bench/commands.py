@@ -53,21 +53,26 @@ def _add_cohort(subparsers) -> None:
     parser.add_argument("--out", required=True, help="directory for the raw synthetic datasets")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--modules", nargs="+", choices=MODULES, default=list(MODULES))
-    parser.add_argument("--cases", type=int, default=6, help="cases per module")
-    parser.add_argument("--mri-spacing", type=float, default=2.0, help="brain MRI voxel size in mm")
-    parser.add_argument("--slide-size", type=int, nargs=2, default=[8192, 6144], metavar=("W", "H"))
+    parser.add_argument("--size", choices=("demo", "full"), default="demo", help="preset of the sizes below")
+    parser.add_argument("--cases", type=int, help="cases per module (default: the preset's)")
+    parser.add_argument("--mri-spacing", type=float, help="brain MRI voxel size in mm (default: the preset's)")
+    parser.add_argument("--slide-size", type=int, nargs=2, metavar=("W", "H"),
+                        help="slide size in px; every slide spans 8.2 mm (default: the preset's)")
+    parser.add_argument("--workers", type=int, help="cases generated in parallel (default: up to 2)")
     parser.set_defaults(func=_run_cohort)
 
 
 def _run_cohort(args) -> int:
     from .synthetic.cohort import CohortConfig, write_cohort
 
-    config = CohortConfig(
-        seed=args.seed,
-        cases=args.cases,
-        mri_spacing_mm=args.mri_spacing,
-        slide_size=tuple(args.slide_size),
-    )
+    overrides = {
+        "cases": args.cases,
+        "mri_spacing_mm": args.mri_spacing,
+        "slide_size": tuple(args.slide_size) if args.slide_size else None,
+        "workers": args.workers,
+    }
+    config = CohortConfig.for_size(args.size, seed=args.seed,
+                                   **{key: value for key, value in overrides.items() if value is not None})
     written = write_cohort(args.out, config, modules=args.modules)
     _print_json({"out": str(Path(args.out).resolve()), "modules": written})
     return 0

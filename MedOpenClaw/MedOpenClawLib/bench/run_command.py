@@ -36,20 +36,23 @@ def cohort_fingerprint() -> str:
     return digest.hexdigest()[:12]
 
 
-def synthetic_cases(module: str, seed: int = 0, cases: int = 6, cache_dir: str | os.PathLike | None = None) -> Path:
+def synthetic_cases(module: str, seed: int = 0, cases: int | None = None, cache_dir: str | os.PathLike | None = None,
+                    size: str = "demo") -> Path:
     """The embedded synthetic cohort of ``module`` as a case package, generated once and cached. The package is
     built in a staging directory and renamed into place, so an interrupted generation is simply redone and
-    concurrent runs never see half a package."""
+    concurrent runs never see half a package. ``size`` is a :data:`synthetic.cohort.SIZES` preset; ``cases``
+    overrides its case count."""
     from .loaders import prepare
     from .synthetic.cohort import DATASET_DIRS, CohortConfig, write_cohort
 
-    root = cache_root(cache_dir) / f"synthetic-{cohort_fingerprint()}-seed{seed}-n{cases}"
+    config = CohortConfig.for_size(size, seed=seed, **({} if cases is None else {"cases": cases}))
+    root = cache_root(cache_dir) / f"synthetic-{cohort_fingerprint()}-{size}-seed{seed}-n{config.cases}"
     package = root / "cases" / module
     if (package / "manifest.json").exists():
         return package
     staging = root / f"staging-{module}-{os.getpid()}"
     try:
-        write_cohort(staging / "raw", CohortConfig(seed=seed, cases=cases), modules=[module])
+        write_cohort(staging / "raw", config, modules=[module])
         prepare(module, staging / "raw" / DATASET_DIRS[module], staging / "cases")
         package.parent.mkdir(parents=True, exist_ok=True)
         try:
@@ -158,7 +161,8 @@ def _run(args) -> int:
             if warning:
                 print(f"warning: {warning}", file=sys.stderr)
         cases_dir = Path(args.cases) if args.cases else synthetic_cases(args.module, args.cohort_seed,
-                                                                        cache_dir=args.cache_dir)
+                                                                        cache_dir=args.cache_dir,
+                                                                        size=args.cohort_size)
         config = RunConfig(module=args.module, agent=args.agent, out=Path(args.out), cases_dir=cases_dir,
                            track=args.track, limit=args.limit, repeats=args.repeats, workers=args.workers,
                            slicer=args.slicer, max_rounds=args.max_rounds, seed=args.seed, provider=provider,
@@ -239,6 +243,8 @@ def add_bench_subcommand(bench_subparsers) -> None:
                         help="A viewer-native, B advanced operators, C 2D slice montage in one turn")
     parser.add_argument("--cases", help="case packages from `bench prepare`; default: the synthetic cohort")
     parser.add_argument("--cohort-seed", type=int, default=0, help="seed of the embedded synthetic cohort")
+    parser.add_argument("--cohort-size", choices=("demo", "full"), default="demo",
+                        help="embedded cohort size: demo (minutes on 2 cores) or full (1 mm brains, 0.5 um/px slides)")
     parser.add_argument("--cache-dir", help="where the synthetic cohort is cached (default: MEDOPENCLAW_CACHE "
                                             "or ~/.cache/medopenclaw)")
     parser.add_argument("--limit", type=int, help="first N cases only")

@@ -1,10 +1,11 @@
-"""Synthetic brain MRI on the MNI152 2009c template shipped with nilearn (T1 image and GM/WM probability
-maps).
+"""Synthetic brain MRI on the MNI152 2009 template shipped with nilearn (T1 image and GM/WM probability maps).
 
-Tissue intensities per sequence are mixed from the template's tissue maps; tumours are built from soft-edged
-ellipsoid compartments (enhancing rim, necrosis, oedema, solid non-enhancing tumour, cyst, "bubbly" cortex)
-whose signal differs across T1/T1c/T2/FLAIR, so each UCSF-PDGM diagnosis class and each RANO state looks
-different on the sequences that matter for it.
+Tissue intensities per sequence are mixed from the template's tissue maps. Tumours are compartments
+(enhancing rim, necrosis, oedema, solid non-enhancing tumour, cyst, calcification...) whose outlines are
+ellipsoids perturbed by a smooth random field, so rims are irregular and cores eccentric; oedema reaches
+further along white matter and spares CSF; a mass pushes the surrounding anatomy away through a smooth
+deformation. Each study gets a multiplicative bias field and Rician noise. Class signatures are probabilities
+(an IDH-mutant astrocytoma may enhance, a glioblastoma may barely), not rules.
 """
 
 from __future__ import annotations
@@ -25,6 +26,9 @@ TISSUE_SIGNAL = {  # (white matter, grey matter, CSF) per sequence, arbitrary un
 }
 COMPARTMENT_SIGNAL = {  # T1, T1c, T2, FLAIR
     "edema": (0.45, 0.45, 0.80, 0.92),
+    "mismatch": (0.38, 0.40, 0.95, 0.55),  # T2-FLAIR mismatch: T2-bright, FLAIR-suppressed core
+    "calcification": (0.30, 0.30, 0.15, 0.20),
+    "cavity": (0.12, 0.12, 1.00, 0.12),
     "solid": (0.40, 0.42, 0.85, 0.85),
     "bubbly": (0.30, 0.30, 1.00, 0.40),
     "cyst": (0.15, 0.15, 1.00, 0.15),
@@ -32,7 +36,8 @@ COMPARTMENT_SIGNAL = {  # T1, T1c, T2, FLAIR
     "enhancing": (0.50, 1.00, 0.60, 0.70),
     "enhancing_mild": (0.45, 0.78, 0.70, 0.75),
 }
-PAINT_ORDER = ("edema", "solid", "bubbly", "cyst", "necrosis", "enhancing_mild", "enhancing")
+PAINT_ORDER = ("edema", "solid", "mismatch", "bubbly", "cyst", "cavity", "necrosis", "enhancing_mild", "enhancing",
+               "calcification")
 
 
 def nilearn_data_dir() -> Path:
@@ -105,6 +110,7 @@ class Compartment:
     radii: tuple[float, float, float]
     label: int  # segmentation label written for this compartment (0 = not part of the mask)
     shell: float = 0.0  # > 0: only a rim of this thickness (mm) is painted
+    roughness: float = 0.25  # amplitude of the random-field perturbation of the outline
 
 
 @dataclass
@@ -136,35 +142,92 @@ class Lesion:
             return []
         radii = self.enhancing_radii
         parts = [
-            Compartment("edema", self.center, tuple(r * self.edema_factor for r in radii), labels["edema"]),
-            Compartment("enhancing", self.center, radii, labels["enhancing"], shell=3.0 if self.necrotic else 0.0),
+            Compartment("edema", self.center, tuple(r * self.edema_factor for r in radii), labels["edema"],
+                        roughness=0.15),
+            Compartment("enhancing", self.center, radii, labels["enhancing"], shell=3.0 if self.necrotic else 0.0,
+                        roughness=0.06),
         ]
         if self.necrotic and min(radii) > 4:
-            parts.append(Compartment("necrosis", self.center, tuple(r - 3.0 for r in radii), labels["necrosis"]))
+            parts.append(Compartment("necrosis", self.center, tuple(r - 3.0 for r in radii), labels["necrosis"],
+                                     roughness=0.06))
         return parts
 
 
-def _soft_ellipsoid(grid, center, radii) -> np.ndarray:
+def _soft_ellipsoid(grid, center, radii, field=None, roughness=0.0, stretch=None) -> np.ndarray:
+    """Soft-edged (about 1.5 mm) ellipsoid; ``field`` (smooth, unit variance) perturbs the normalised distance
+    and ``stretch`` (>= 0.5) lets the outline reach further where it is large."""
     r, a, s = grid
     distance = np.sqrt(
         ((r - center[0]) / radii[0]) ** 2 + ((a - center[1]) / radii[1]) ** 2 + ((s - center[2]) / radii[2]) ** 2
     )
-    # soft edge about 1.5 mm wide relative to the smallest radius
+    if field is not None and roughness:
+        distance = distance * (1.0 + roughness * field)
+    if stretch is not None:
+        distance = distance / stretch
     width = 1.5 / max(min(radii), 1.0)
     return np.clip((1.0 + width / 2 - distance) / width, 0.0, 1.0)
+
+
+def _smooth_field(shape, sigma_vox: float, rng: np.random.Generator) -> np.ndarray:
+    """A Gaussian random field of unit standard deviation, correlated over ``sigma_vox`` voxels."""
+    from scipy import ndimage
+
+    field = ndimage.gaussian_filter(rng.normal(0.0, 1.0, shape).astype(np.float32), sigma_vox)
+    return np.clip(field / max(float(field.std()), 1e-6), -1.6, 1.6)
+
+
+def _mass_effect(template: Template, compartments: list[Compartment]) -> Template:
+    """Tissue maps pushed radially away from each space-occupying compartment (smooth, decaying deformation)."""
+    from scipy import ndimage
+
+    masses = [c for c in compartments if c.kind in ("enhancing", "solid", "cyst", "enhancing_mild", "mismatch")]
+    if not masses:
+        return template
+    r, a, s = template.ras_grid()
+    dr, da, ds = (np.zeros_like(r) for _ in range(3))
+    for mass in masses:
+        radius = float(np.mean(mass.radii))
+        vr, va, vs = r - mass.center[0], a - mass.center[1], s - mass.center[2]
+        distance = np.sqrt(vr**2 + va**2 + vs**2) + 1e-3
+        push = 0.35 * radius * radius**2 / (distance**2 + radius**2)  # ~0.35 R at the edge, fading outwards
+        dr, da, ds = dr + push * vr / distance, da + push * va / distance, ds + push * vs / distance
+    spacing = np.abs(np.diag(template.affine)[:3])
+    coordinates = np.indices(template.shape, dtype=np.float32)
+    signs = np.sign(np.diag(template.affine)[:3])
+    source = [coordinates[0] - signs[0] * dr / spacing[0], coordinates[1] - signs[1] * da / spacing[1],
+              coordinates[2] - signs[2] * ds / spacing[2]]
+    warp = {name: ndimage.map_coordinates(getattr(template, name), source, order=1, mode="nearest")
+            for name in ("t1", "gm", "wm", "csf")}
+    return Template(warp["t1"], warp["gm"], warp["wm"], warp["csf"], template.head, template.affine)
+
+
+def _bias_field(shape, rng: np.random.Generator) -> np.ndarray:
+    """Smooth multiplicative receive-coil inhomogeneity, about +-10 %."""
+    from scipy import ndimage
+
+    coarse = rng.normal(0.0, 1.0, (4, 4, 4)).astype(np.float32)
+    field = ndimage.zoom(coarse, [size / 4 for size in shape], order=3)[: shape[0], : shape[1], : shape[2]]
+    return 1.0 + 0.10 * field / max(float(np.abs(field).max()), 1e-6)
 
 
 def render(
     template: Template, compartments: list[Compartment], rng: np.random.Generator
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Four int16 sequences and the uint8 label map of one study."""
+    template = _mass_effect(template, compartments)
     grid = template.ras_grid()
+    spacing = float(np.abs(template.affine[0, 0]))
+    field = _smooth_field(template.shape, 7.0 / spacing, rng) if compartments else None
     weights = {}
     for compartment in compartments:
-        weight = _soft_ellipsoid(grid, compartment.center, compartment.radii)
+        stretch = (0.55 + 0.8 * template.wm) if compartment.kind == "edema" else None
+        weight = _soft_ellipsoid(grid, compartment.center, compartment.radii, field, compartment.roughness, stretch)
         if compartment.shell > 0:
             inner = tuple(max(radius - compartment.shell, 0.5) for radius in compartment.radii)
-            weight = np.clip(weight - _soft_ellipsoid(grid, compartment.center, inner), 0.0, 1.0)
+            weight = np.clip(weight - _soft_ellipsoid(grid, compartment.center, inner, field,
+                                                      compartment.roughness * 1.3), 0.0, 1.0)
+        if compartment.kind == "edema":
+            weight = weight * (1.0 - template.csf)  # vasogenic oedema spreads in white matter, not in CSF
         weight *= template.head
         weights.setdefault(compartment.kind, []).append((weight, compartment.label))
     labels = np.zeros(template.shape, dtype=np.uint8)
@@ -183,33 +246,94 @@ def render(
             for weight, _ in weights.get(kind, []):
                 value = COMPARTMENT_SIGNAL[kind][index]
                 image = image * (1 - weight) + weight * value * (1.0 + 0.05 * texture)
-        image = image + rng.normal(0.0, 0.015, template.shape)
+        image = image * _bias_field(template.shape, rng)
+        sigma = 0.02
+        real = image + rng.normal(0.0, sigma, template.shape)
+        imaginary = rng.normal(0.0, sigma, template.shape)
+        image = np.sqrt(real**2 + imaginary**2)  # magnitude of complex Gaussian noise: Rician
         images[sequence] = (np.clip(image, 0, 1.2) * 1000 * template.head).astype(np.int16)
     return images, labels
 
 
+def native_study(images: dict[str, np.ndarray], template: Template, rng: np.random.Generator):
+    """Resample template-space images onto a scanner grid: the head moved (rotation up to 6 degrees, shift up
+    to 8 mm) and the voxel size of this study (isotropic, thicker slices, or finer in-plane). Returns (images,
+    affine); the DeepBraTumIA segmentation stays in atlas space."""
+    from scipy import ndimage
+    from scipy.spatial.transform import Rotation
+
+    base = float(np.abs(template.affine[0, 0]))
+    spacing = np.array([(1.0, 1.0, 1.0), (1.0, 1.0, 1.5), (0.9, 0.9, 2.0)][int(rng.integers(0, 3))]) * base
+    rotation = Rotation.from_euler("xyz", rng.uniform(-6, 6, 3), degrees=True).as_matrix()
+    extent = np.array(template.shape) * base
+    shape = tuple(int(np.ceil(size)) for size in extent / spacing)
+    centre = template.affine[:3, :3] @ ((np.array(template.shape) - 1) / 2) + template.affine[:3, 3]
+    linear = rotation @ (np.sign(np.diag(template.affine)[:3]) * spacing * np.eye(3))
+    origin = centre + rng.uniform(-8, 8, 3) - linear @ ((np.array(shape) - 1) / 2)
+    affine = np.eye(4)
+    affine[:3, :3], affine[:3, 3] = linear, origin
+    to_template = np.linalg.inv(template.affine) @ affine
+    resampled = {name: ndimage.affine_transform(image.astype(np.float32), to_template[:3, :3], to_template[:3, 3],
+                                                output_shape=shape, order=1).round().astype(np.int16)
+                 for name, image in images.items()}
+    return resampled, affine
+
+
 # --- UCSF-PDGM diagnosis classes ---
 
-BRATS_LABELS = {"necrosis": 1, "edema": 2, "enhancing": 4, "solid": 1, "cyst": 1, "bubbly": 1, "enhancing_mild": 4}
+BRATS_LABELS = {"necrosis": 1, "edema": 2, "enhancing": 4, "solid": 1, "cyst": 1, "bubbly": 1, "enhancing_mild": 4,
+                "mismatch": 1}
 
 
 def _pick(rng, low, high):
     return float(rng.uniform(low, high))
 
 
-def diagnosis_compartments(option: str, rng: np.random.Generator) -> list[Compartment]:
-    """Tumour compartments typical of UCSF-PDGM option ``option`` (A..F); C = no tumour."""
-    side = rng.choice([-1.0, 1.0])
+def _lobar_center(rng, side: float, region: str) -> tuple[float, float, float]:
+    """A white-matter-deep point in a lobe (MNI mm): gliomas are frontal and temporal first."""
+    r, a, s = {"frontal": ((15, 35), (10, 45), (5, 40)), "temporal": ((32, 45), (-30, 5), (-20, 0)),
+               "parietal": ((18, 38), (-55, -20), (20, 45)), "insular": ((28, 38), (-10, 15), (-5, 12))}[region]
+    return side * _pick(rng, *r), _pick(rng, *a), _pick(rng, *s)
+
+
+def diagnosis_compartments(option: str, rng: np.random.Generator, subtype: str = "") -> list[Compartment]:
+    """Tumour compartments of UCSF-PDGM option ``option`` (A..F; C = no tumour). The signatures overlap:
+    enhancement, necrosis, T2-FLAIR mismatch and calcification are drawn with class-dependent probabilities
+    (``subtype`` "astrocytoma" or "oligodendroglioma" refines option B)."""
+    side = float(rng.choice([-1.0, 1.0]))
     L = BRATS_LABELS
-    if option == "A":  # glioblastoma: ring enhancement, necrotic core, large oedema
-        center = (side * _pick(rng, 22, 32), _pick(rng, -25, 15), _pick(rng, 12, 30))
-        radii = tuple(_pick(rng, 12, 17) for _ in range(3))
-        return Lesion("A", center, radii, edema_factor=_pick(rng, 1.5, 1.8)).compartments(
-            {"edema": L["edema"], "enhancing": L["enhancing"], "necrosis": L["necrosis"]}
-        )
-    if option == "B":  # diffuse lower-grade glioma: T2/FLAIR bright, non-enhancing, frontal
-        center = (side * _pick(rng, 18, 30), _pick(rng, 20, 38), _pick(rng, 12, 28))
-        return [Compartment("solid", center, tuple(_pick(rng, 13, 18) for _ in range(3)), L["solid"])]
+    if option in ("A", "B"):
+        regions = ["frontal", "temporal", "parietal", "insular"]
+        weights = [0.3, 0.35, 0.25, 0.1] if option == "A" else [0.55, 0.2, 0.1, 0.15]
+        center = _lobar_center(rng, side, str(rng.choice(regions, p=weights)))
+        if option == "A":
+            enhance, necrosis, edema = rng.random() < 0.92, rng.random() < 0.85, _pick(rng, 1.4, 2.3)
+            radius = _pick(rng, 9, 22)
+        else:
+            grade4 = subtype == "astrocytoma" and rng.random() < 0.35
+            enhance = rng.random() < (0.8 if grade4 else 0.2)
+            necrosis, edema = grade4 and rng.random() < 0.6, _pick(rng, 1.05, 1.35)
+            radius = _pick(rng, 12, 26)
+        radii = tuple(radius * _pick(rng, 0.75, 1.2) for _ in range(3))
+        parts = [Compartment("edema", center, tuple(r * edema for r in radii), L["edema"], roughness=0.22)]
+        if option == "B" or not enhance:
+            core = "mismatch" if subtype == "astrocytoma" and rng.random() < 0.35 else "solid"
+            parts.append(Compartment(core, center, radii, L["solid"], roughness=0.22))
+        if enhance:
+            strong = option == "A" or rng.random() < 0.5
+            kind = "enhancing" if strong else "enhancing_mild"
+            rim = radii if option == "A" else tuple(r * _pick(rng, 0.3, 0.6) for r in radii)
+            parts.append(Compartment(kind, center, rim, L["enhancing"], shell=_pick(rng, 2.5, 5.0) if necrosis else 0,
+                                     roughness=0.22))
+        elif option == "A":  # the few glioblastomas without convincing enhancement
+            parts.append(Compartment("enhancing_mild", center, tuple(r * 0.5 for r in radii), L["enhancing"]))
+        if necrosis and min(radii) > 6:
+            parts.append(Compartment("necrosis", center, tuple(r * 0.6 for r in radii), L["necrosis"], roughness=0.25))
+        if subtype == "oligodendroglioma" and rng.random() < 0.45:
+            for _ in range(int(rng.integers(1, 4))):
+                spot = tuple(c + rng.normal(0, radius * 0.3) for c in center)
+                parts.append(Compartment("calcification", spot, (2.5, 2.5, 2.5), L["solid"], roughness=0.1))
+        return parts
     if option == "C":
         return []
     if option == "D":  # DNET / ganglioglioma: small cortical temporal, bubbly, FLAIR partly suppressed
@@ -220,7 +344,7 @@ def diagnosis_compartments(option: str, rng: np.random.Generator) -> list[Compar
         cyst = tuple(_pick(rng, 11, 14) for _ in range(3))
         nodule = (center[0] + side * cyst[0] * 0.7, center[1], center[2])
         return [
-            Compartment("cyst", center, cyst, L["cyst"]),
+            Compartment("cyst", center, cyst, L["cyst"], roughness=0.1),
             Compartment("enhancing", nodule, (6.0, 6.0, 6.0), L["enhancing"]),
         ]
     if option == "F":  # central neurocytoma / ependymoma: intraventricular, heterogeneous mild enhancement
@@ -244,6 +368,11 @@ MEASURABLE_MM = 10.0
 class Timepoint:
     week: str
     lesions: list[Lesion] = field(default_factory=list)
+    cavity: Compartment | None = None  # the resection cavity, from the post-operative study on
+
+    def compartments(self) -> list[Compartment]:
+        parts = [part for lesion in self.lesions for part in lesion.compartments(DEEPBRATUMIA_LABELS)]
+        return parts + ([self.cavity] if self.cavity else [])
 
     def measurable(self) -> list[Lesion]:
         return [lesion for lesion in self.lesions if lesion.enhancing and min(lesion.diameters) >= MEASURABLE_MM]
@@ -259,18 +388,21 @@ class Timepoint:
         return float(sum(lesion.edema_volume for lesion in self.lesions))
 
 
-def rano_assessment(old: Timepoint, current: Timepoint) -> tuple[str, dict[str, bool]]:
+def rano_assessment(old: Timepoint, current: Timepoint, within_12_weeks: bool = False) -> tuple[str, dict[str, bool]]:
     """RANO 2010 (Wen et al.) from the lesion model: returns the label and the six CURRENT evidence fields.
 
-    PD: SPD +25 % or more over OLD, a new lesion, or T2/FLAIR (oedema) volume +25 % or more. CR: no enhancing
-    disease left and no T2/FLAIR progression. PR: SPD -50 % or more, no new lesion, no T2 progression. Else
+    PD: SPD +25 % or more over OLD, a new lesion, or T2/FLAIR (oedema) volume +25 % or more -- except that
+    within 12 weeks of chemoradiation growth of the treated lesion alone is not progression (pseudo-progression;
+    only new enhancement outside it is). CR: no enhancing disease left and no T2/FLAIR progression. PR: SPD
+    -50 % or more, no new lesion, no T2 progression. Else
     SD.
     """
     old_ids = {lesion.lesion_id for lesion in old.lesions if lesion.enhancing}
     new = [lesion for lesion in current.lesions if lesion.enhancing and lesion.lesion_id not in old_ids]
     t2_progression = current.edema_volume() >= 1.25 * old.edema_volume() > 0
     old_spd, current_spd = old.spd(), current.spd()
-    if new or t2_progression or (old_spd > 0 and current_spd >= 1.25 * old_spd):
+    grown = old_spd > 0 and current_spd >= 1.25 * old_spd and not within_12_weeks
+    if new or t2_progression or grown:
         label = "PD"
     elif not any(lesion.enhancing for lesion in current.lesions):
         label = "CR"
@@ -290,8 +422,10 @@ def rano_assessment(old: Timepoint, current: Timepoint) -> tuple[str, dict[str, 
     return label, fields
 
 
-def evolve(previous: Timepoint, target: str, week: str, rng: np.random.Generator) -> Timepoint:
-    """The next timepoint whose RANO label against ``previous`` is ``target``."""
+def evolve(previous: Timepoint, target: str, week: str, rng: np.random.Generator,
+           within_12_weeks: bool = False) -> Timepoint:
+    """The next timepoint whose RANO label against ``previous`` is ``target``; within 12 weeks of treatment
+    half of the stable studies are pseudo-progression (the treated lesion's enhancement grows)."""
 
     def scaled(lesion: Lesion, factor: float, edema: float | None = None) -> Lesion:
         return Lesion(
@@ -303,7 +437,10 @@ def evolve(previous: Timepoint, target: str, week: str, rng: np.random.Generator
         )
 
     lesions = [lesion for lesion in previous.lesions if lesion.enhancing]
-    if target == "SD":
+    if target == "SD" and within_12_weeks and lesions and rng.random() < 0.5:
+        growth = _pick(rng, 1.15, 1.3)  # enhancement grows, the FLAIR envelope does not (no T2 progression)
+        current = [scaled(lesion, growth, edema=lesion.edema_factor * 1.05 / growth) for lesion in lesions]
+    elif target == "SD":
         current = [scaled(lesion, _pick(rng, 0.97, 1.03)) for lesion in lesions]
     elif target == "PR":
         current = [scaled(lesion, 0.65) for lesion in lesions if min(lesion.diameters) >= MEASURABLE_MM]
@@ -322,8 +459,8 @@ def evolve(previous: Timepoint, target: str, week: str, rng: np.random.Generator
             current = [scaled(lesion, 1.0, edema=lesion.edema_factor * 1.3) for lesion in lesions]
     else:
         raise ValueError(f"unknown RANO label {target!r}")
-    timepoint = Timepoint(week, current)
-    label, _ = rano_assessment(previous, timepoint)
+    timepoint = Timepoint(week, current, previous.cavity)
+    label, _ = rano_assessment(previous, timepoint, within_12_weeks)
     if label != target:
         raise AssertionError(f"lesion model produced {label} while building {target}")
     return timepoint
@@ -335,10 +472,15 @@ def baseline_timepoint(week: str, rng: np.random.Generator) -> Timepoint:
     center = (side * _pick(rng, 22, 30), _pick(rng, -20, 10), _pick(rng, 14, 26))
     radius = _pick(rng, 11.5, 13.0)
     satellite = (center[0], center[1] + radius + 14.0, center[2] - 4.0)
+    direction = rng.normal(size=3)
+    direction /= np.linalg.norm(direction)
+    cavity_radius = _pick(rng, 8, 14)
+    cavity_center = tuple(float(c + d * (radius + cavity_radius * 0.5)) for c, d in zip(center, direction))
     return Timepoint(
         week,
         [
             Lesion("L1", center, (radius, radius * 0.9, radius * 0.9), 1.5),
             Lesion("L2", satellite, (3.0, 3.0, 3.0), 1.2, necrotic=False),
         ],
+        Compartment("cavity", cavity_center, (cavity_radius,) * 3, 0, roughness=0.15),
     )

@@ -18,10 +18,11 @@ from .brain import (
     diagnosis_compartments,
     evolve,
     load_template,
+    native_study,
     rano_assessment,
     render,
 )
-from .common import rng_for, write_nifti
+from .common import allocate, rng_for, run_jobs, write_nifti
 
 # option letter -> "Final pathologic diagnosis (WHO 2021)" text as the metadata CSV spells it
 UCSF_DIAGNOSES = {
@@ -32,6 +33,9 @@ UCSF_DIAGNOSES = {
     "E": "Pilocytic astrocytoma",
     "F": "Central neurocytoma",
 }
+ASTROCYTOMA = "Astrocytoma, IDH-mutant"
+# Diagnoses of the 495 UCSF-PDGM cases (v5), approximately: three in four are glioblastomas.
+UCSF_PRIORS = {UCSF_DIAGNOSES["A"]: 0.76, ASTROCYTOMA: 0.15, UCSF_DIAGNOSES["B"]: 0.09}
 UCSF_COLUMNS = [
     "ID",
     "Sex",
@@ -63,32 +67,42 @@ LUMIERE_COLUMNS = [
     LUMIERE_RATIONALE_COLUMN,
 ]
 LUMIERE_FILE_NAMES = {"T1c": "CT1", "T1": "T1", "T2": "T2", "FLAIR": "FLAIR"}
-RANO_SEQUENCES = (("SD", "PD"), ("PR", "CR"), ("PD", "PR"), ("SD", "PR"))
+# Expert RANO ratings of the LUMIERE follow-ups, approximately: progression is the most frequent rating.
+RANO_PRIORS = {"PD": 0.42, "SD": 0.33, "PR": 0.15, "CR": 0.10}
 
 
-def write_ucsf(root: Path, seed: int, cases: int, spacing_mm: int) -> list[str]:
-    """``UCSF-PDGM-NNNN_nifti/`` folders plus ``UCSF-PDGM-metadata_v5.csv`` (3-digit IDs, quoted
-    diagnoses)."""
+def _write_ucsf_case(root: Path, seed: int, number: int, option: str, subtype: str, spacing_mm: int) -> None:
+    """One subject's four sequences and tumour segmentation (a worker-process job)."""
     template = load_template(spacing_mm)
-    rows, written = [], []
-    for index in range(cases):
-        option = "ABCDEF"[index % 6]
+    folder_id = f"UCSF-PDGM-{number:04d}"
+    rng = rng_for(seed, "ucsf", number)
+    images, labels = render(template, diagnosis_compartments(option, rng, subtype), rng)
+    folder = root / f"{folder_id}_nifti"
+    for sequence in SEQUENCES:
+        write_nifti(folder / f"{folder_id}_{sequence}.nii.gz", images[sequence], template.affine)
+    write_nifti(folder / f"{folder_id}_tumor_segmentation.nii.gz", labels, template.affine)
+
+
+def write_ucsf(root: Path, seed: int, cases: int, spacing_mm: int, workers: int = 1) -> list[str]:
+    """``UCSF-PDGM-NNNN_nifti/`` folders plus ``UCSF-PDGM-metadata_v5.csv`` (3-digit IDs, quoted
+    diagnoses); diagnoses follow :data:`UCSF_PRIORS`."""
+    rows, written, jobs = [], [], []
+    diagnoses = allocate(UCSF_PRIORS, cases, rng_for(seed, "ucsf-diagnoses"))
+    for index, diagnosis in enumerate(diagnoses):
+        option = "B" if diagnosis == ASTROCYTOMA else next(k for k, text in UCSF_DIAGNOSES.items() if text == diagnosis)
         number = index + 1
         folder_id = f"UCSF-PDGM-{number:04d}"
-        rng = rng_for(seed, "ucsf", number)
-        images, labels = render(template, diagnosis_compartments(option, rng), rng)
-        folder = root / f"{folder_id}_nifti"
-        for sequence in SEQUENCES:
-            write_nifti(folder / f"{folder_id}_{sequence}.nii.gz", images[sequence], template.affine)
-        write_nifti(folder / f"{folder_id}_tumor_segmentation.nii.gz", labels, template.affine)
-        grade = {"A": "4", "B": "2", "C": "unknown", "D": "1", "E": "1", "F": "2"}[option]
+        subtype = "astrocytoma" if "Astrocytoma" in diagnosis else "oligodendroglioma" if "Oligo" in diagnosis else ""
+        jobs.append((root, seed, number, option, subtype, spacing_mm))
+        grade = {"A": "4", "B": "2" if subtype == "oligodendroglioma" else "3", "C": "unknown", "D": "1", "E": "1",
+                 "F": "2"}[option]
         rows.append(
             [
                 f"UCSF-PDGM-{number:03d}",
                 "MF"[index % 2],
                 str(30 + 3 * index),
                 grade,
-                UCSF_DIAGNOSES[option],
+                diagnosis,
                 "unknown",
                 "unknown",
                 "mutated" if option == "B" else "wildtype",
@@ -99,6 +113,7 @@ def write_ucsf(root: Path, seed: int, cases: int, spacing_mm: int) -> list[str]:
             ]
         )
         written.append(folder_id)
+    run_jobs(_write_ucsf_case, jobs, workers)
     with open(root / "UCSF-PDGM-metadata_v5.csv", "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(UCSF_COLUMNS)
@@ -107,11 +122,12 @@ def write_ucsf(root: Path, seed: int, cases: int, spacing_mm: int) -> list[str]:
 
 
 def _write_timepoint(folder: Path, timepoint: Timepoint, template, rng) -> np.ndarray:
-    """The study's four sequences, its DeepBraTumIA mask and measured volumes; returns the label map."""
-    compartments = [part for lesion in timepoint.lesions for part in lesion.compartments(DEEPBRATUMIA_LABELS)]
-    images, labels = render(template, compartments, rng)
+    """Native scans (each study positioned and sampled its own way), the atlas-space DeepBraTumIA mask and its
+    measured volumes; returns the label map."""
+    images, labels = render(template, timepoint.compartments(), rng)
+    native, affine = native_study(images, template, rng)
     for sequence, file_name in LUMIERE_FILE_NAMES.items():
-        write_nifti(folder / f"{file_name}.nii.gz", images[sequence], template.affine)
+        write_nifti(folder / f"{file_name}.nii.gz", native[sequence], affine)
     segmentation = folder / "DeepBraTumIA-segmentation" / "atlas" / "segmentation"
     write_nifti(segmentation / "seg_mask.nii.gz", labels, template.affine)
     voxel_mm3 = float(abs(np.linalg.det(template.affine[:3, :3])))
@@ -129,41 +145,56 @@ def _rationale(label: str, fields: dict) -> str:
         parts.append("new L")
     if label in ("PR", "PD") and not parts:
         parts.append("L1 size change")
+    if label == "SD" and fields.get("pseudo_progression"):
+        parts.append("enhancement increase < 12 weeks after RT (pseudoprogression)")
     if label == "CR":
         parts.append("no enhancing L")
     return ", ".join(parts) if parts else "stable L"
 
 
-def write_lumiere(root: Path, seed: int, cases: int, spacing_mm: int) -> list[str]:
-    """``Imaging/Patient-NNN/week-NNN/`` studies with DeepBraTumIA segmentations, and the expert-rating CSV.
-
-    Each patient has a post-operative study (rated ``"Post-Op "`` with the real file's trailing space) and two
-    follow-ups whose ratings come from the RANO rules applied to the generated lesions; every patient also has
-    a ``Pre-Op`` row without imaging, and patient 2 a ``"Post-Op/PD"`` row, as in the distributed CSV.
-    """
+def _write_patient(root: Path, seed: int, number: int, sequence: list[str], spacing_mm: int) -> list[list[str]]:
+    """One patient's post-operative study and two follow-ups (a worker-process job); returns the CSV rows."""
     template = load_template(spacing_mm)
     spacing = np.sqrt((template.affine[:3, :3] ** 2).sum(axis=0))
+    patient = f"Patient-{number:03d}"
+    rng = rng_for(seed, "lumiere", number)
+    weeks = ["week-003", "week-012", "week-024"]
+    timepoint = baseline_timepoint(weeks[0], rng)
+    rows = [[patient, "week-000-1", "", "", "Pre-Op", ""],
+            [patient, weeks[0], "x", "", "Post-Op/PD" if number == 2 else "Post-Op ", "PRET"]]
+    labels = _write_timepoint(root / "Imaging" / patient / weeks[0], timepoint, template, rng)
+    for index, (target, week) in enumerate(zip(sequence, weeks[1:], strict=True)):
+        early = index == 0
+        following = evolve(timepoint, target, week, rng, within_12_weeks=early)
+        label, model_fields = rano_assessment(timepoint, following, within_12_weeks=early)
+        model_fields["pseudo_progression"] = label == "SD" and following.spd() >= 1.25 * timepoint.spd() > 0
+        previous, labels = labels, _write_timepoint(root / "Imaging" / patient / week, following, template, rng)
+        # the lesion states a rater would read off the drawn masks: the rule the loader and the ground-truth
+        # checker apply (the model's nominal diameters can sit a voxel from the 10 mm threshold)
+        fields = {**model_fields, **lesion_fields(previous, labels, spacing, DEEPBRATUMIA_LABELS["enhancing"])}
+        non_measurable = fields["current_non_target_lesion"]
+        rows.append([patient, week, "x" if early else "", "x" if non_measurable else "", label,
+                     _rationale(label, fields)])
+        timepoint = following
+    return rows
+
+
+def write_lumiere(root: Path, seed: int, cases: int, spacing_mm: int, workers: int = 1) -> list[str]:
+    """``Imaging/Patient-NNN/week-NNN/`` native studies with DeepBraTumIA segmentations, and the expert-rating CSV.
+
+    Each patient has a post-operative study with a resection cavity (rated ``"Post-Op "`` with the real file's
+    trailing space) and two follow-ups whose ratings come from the RANO rules applied to the generated lesions;
+    the labels follow :data:`RANO_PRIORS` (a complete response comes last: nothing is left to respond after it).
+    The first follow-up is within 12 weeks of treatment, where growth may be pseudo-progression. Every patient
+    also has a ``Pre-Op`` row without imaging, and patient 2 a ``"Post-Op/PD"`` row, as in the distributed CSV.
+    """
     patients = max(1, (cases + 1) // 2)
-    rows, written = [], []
-    for number in range(1, patients + 1):
-        patient = f"Patient-{number:03d}"
-        rng = rng_for(seed, "lumiere", number)
-        weeks = ["week-003", "week-012", "week-024"]
-        timepoint = baseline_timepoint(weeks[0], rng)
-        rows.append([patient, "week-000-1", "", "", "Pre-Op", ""])
-        rows.append([patient, weeks[0], "x", "", "Post-Op/PD" if number == 2 else "Post-Op ", "PRET"])
-        labels = _write_timepoint(root / "Imaging" / patient / weeks[0], timepoint, template, rng)
-        for target, week in zip(RANO_SEQUENCES[(number - 1) % len(RANO_SEQUENCES)], weeks[1:], strict=True):
-            following = evolve(timepoint, target, week, rng)
-            label, model_fields = rano_assessment(timepoint, following)
-            previous, labels = labels, _write_timepoint(root / "Imaging" / patient / week, following, template, rng)
-            # the lesion states a rater would read off the drawn masks: the rule the loader and the ground-truth
-            # checker apply (the model's nominal diameters can sit a voxel from the 10 mm threshold)
-            fields = {**model_fields, **lesion_fields(previous, labels, spacing, DEEPBRATUMIA_LABELS["enhancing"])}
-            non_measurable = fields["current_non_target_lesion"]
-            rows.append([patient, week, "", "x" if non_measurable else "", label, _rationale(label, fields)])
-            written.append(f"{patient}__{timepoint.week}__to__{week}")
-            timepoint = following
+    targets = allocate(RANO_PRIORS, 2 * patients, rng_for(seed, "lumiere-ratings"))
+    jobs = [(root, seed, number, sorted(targets[2 * number - 2: 2 * number], key=lambda label: label == "CR"),
+             spacing_mm) for number in range(1, patients + 1)]
+    rows = [row for patient_rows in run_jobs(_write_patient, jobs, workers) for row in patient_rows]
+    written = [f"Patient-{number:03d}__{old}__to__{new}" for number in range(1, patients + 1)
+               for old, new in (("week-003", "week-012"), ("week-012", "week-024"))]
     with open(root / "LUMIERE-ExpertRating-v202211.csv", "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
         writer.writerow(LUMIERE_COLUMNS)

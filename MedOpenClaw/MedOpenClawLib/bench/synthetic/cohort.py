@@ -7,8 +7,9 @@ byte-identical files (fixed UIDs, no timestamps, gzip mtime 0).
 
 from __future__ import annotations
 
+import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..cases import MODULES, check_module
@@ -24,12 +25,27 @@ DATASET_DIRS = {
 
 @dataclass(frozen=True)
 class CohortConfig:
-    """Size knobs; the defaults keep the demo run and CI fast (about 60 MB, well under a minute)."""
+    """Size knobs; the defaults are the ``demo`` size (the README's demo on 2 cores in minutes)."""
 
     seed: int = 0
     cases: int = 6
     mri_spacing_mm: float = 2.0
-    slide_size: tuple[int, int] = (8192, 6144)
+    slide_size: tuple[int, int] = (8192, 6144)  # every slide spans 8.2 mm: 1.0 µm/px at this size
+    ct_size: int = 256  # NSCLC CT matrix (the field of view stays 330-380 mm)
+    workers: int = field(default_factory=lambda: min(2, os.cpu_count() or 1))
+
+    @classmethod
+    def for_size(cls, size: str, **overrides) -> CohortConfig:
+        """``demo`` (fast, coarse grids) or ``full`` (1 mm brains, 0.5 µm/px slides, more cases)."""
+        if size not in SIZES:
+            raise ValueError(f"unknown cohort size {size!r}; expected one of {', '.join(SIZES)}")
+        return cls(**{**SIZES[size], **overrides})
+
+
+SIZES = {
+    "demo": {"cases": 6, "mri_spacing_mm": 2.0, "slide_size": (8192, 6144), "ct_size": 256},
+    "full": {"cases": 40, "mri_spacing_mm": 1.0, "slide_size": (16384, 12288), "ct_size": 512},
+}
 
 
 def write_cohort(out: str | Path, config: CohortConfig = CohortConfig(), modules=MODULES) -> dict[str, list[str]]:
@@ -42,11 +58,13 @@ def write_cohort(out: str | Path, config: CohortConfig = CohortConfig(), modules
     if config.cases < 1:
         raise ValueError("a cohort needs at least one case per module")
     writers = {
-        "lumiere": lambda root: write_lumiere(root, config.seed, config.cases, config.mri_spacing_mm),
-        "ucsf-pdgm": lambda root: write_ucsf(root, config.seed, config.cases, config.mri_spacing_mm),
-        "nsclc": lambda root: write_nsclc(root, config.seed, config.cases),
-        "bracs": lambda root: write_bracs(root, config.seed, config.cases, tuple(config.slide_size)),
-        "camelyon17": lambda root: write_camelyon(root, config.seed, config.cases, tuple(config.slide_size)),
+        "lumiere": lambda root: write_lumiere(root, config.seed, config.cases, config.mri_spacing_mm, config.workers),
+        "ucsf-pdgm": lambda root: write_ucsf(root, config.seed, config.cases, config.mri_spacing_mm, config.workers),
+        "nsclc": lambda root: write_nsclc(root, config.seed, config.cases, config.ct_size, config.workers),
+        "bracs": lambda root: write_bracs(root, config.seed, config.cases, tuple(config.slide_size), config.workers),
+        "camelyon17": lambda root: write_camelyon(
+            root, config.seed, config.cases, tuple(config.slide_size), config.workers
+        ),
     }
     written = {}
     for module in modules:

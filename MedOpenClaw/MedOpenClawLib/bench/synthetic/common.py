@@ -37,3 +37,30 @@ def write_nifti(path: str | Path, data: np.ndarray, affine: np.ndarray) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_bytes(gzip.compress(image.to_bytes(), compresslevel=6, mtime=0))
     return path
+
+
+def allocate(priors: dict[str, float], count: int, rng: np.random.Generator) -> list[str]:
+    """``count`` class labels whose frequencies follow ``priors`` as closely as integers allow (largest
+    remainder), in a seeded random order: small cohorts keep the real class mix instead of a lucky draw."""
+    total = sum(priors.values())
+    quotas = {label: count * weight / total for label, weight in priors.items()}
+    counts = {label: int(quota) for label, quota in quotas.items()}
+    by_remainder = sorted(priors, key=lambda label: (-(quotas[label] - counts[label]), list(priors).index(label)))
+    for label in by_remainder[: count - sum(counts.values())]:
+        counts[label] += 1
+    labels = [label for label, number in counts.items() for _ in range(number)]
+    rng.shuffle(labels)
+    return labels
+
+
+def run_jobs(function, jobs: list[tuple], workers: int) -> list:
+    """``function(*job)`` for every job, in worker processes when ``workers`` > 1 (one case per job: cases are
+    independent and seeded per case, so the output does not depend on the number of workers)."""
+    if workers <= 1 or len(jobs) <= 1:
+        return [function(*job) for job in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
+                             mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(function, *zip(*jobs, strict=True)))

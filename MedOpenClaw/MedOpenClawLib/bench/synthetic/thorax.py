@@ -1,32 +1,37 @@
 """Synthetic NSCLC Radiogenomics subjects: a thoracic CT and a PET series (DICOM, LPS), a DICOM SEG of the
-primary
-tumour, the NBIA download tree with ``metadata.csv`` and the clinical CSV.
+primary tumour, the NBIA download tree with ``metadata.csv`` and the clinical CSV.
 
-Anatomy is geometric: a body ellipse, two lungs split into lobes by planes (right: upper / middle / lower,
-left: upper / lingula / lower), mediastinum and spine. The primary tumour is a sphere in the named lobe whose
-diameter sets the T stage by AJCC 8th edition size cut-offs (T1 <= 3 cm, T2 > 3-5 cm, T3 > 5-7 cm, T4 > 7 cm);
-N1 adds an enlarged ipsilateral hilar node, N2 a subcarinal/mediastinal node (both FDG-avid on PET).
+Anatomy and uptake come from :mod:`.chest`. Clinical labels follow the cohort's frequencies (mostly early-stage
+adenocarcinoma, many tumours under 3 cm, upper lobes first); the T stage is read off the rasterised tumour
+mask by AJCC 8th edition size cut-offs (T1 <= 3 cm, T2 <= 5 cm, T3 <= 7 cm, T4 > 7 cm), and the N stage
+places metastatic hilar (N1) or mediastinal (N2) nodes -- not all of them FDG-avid -- beside benign nodes,
+some of them reactive and avid.
 """
 
 from __future__ import annotations
 
 import csv
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from .common import rng_for, uid_for
+from .chest import LOBES, Chest, Grid, Lobulated, Part, build_chest, ct_numbers, label_volume, lobulated, suv_volume
+from .common import allocate, rng_for, run_jobs, uid_for
 
-LOBE_CENTERS = {  # RAS mm of a point well inside each lobe (lungs centred at R = +-90, A = 0)
-    "RUL": (85.0, 10.0, 40.0),
-    "RML": (70.0, 35.0, -5.0),
-    "RLL": (90.0, -30.0, -35.0),
-    "LUL": (-85.0, 5.0, 40.0),
-    "Lingula": (-70.0, 35.0, -5.0),
-    "LLL": (-90.0, -30.0, -35.0),
+# Frequencies of the clinical labels (NSCLC Radiogenomics, approximately).
+LOBE_PRIORS = {"RUL": 0.30, "RML": 0.07, "RLL": 0.20, "LUL": 0.25, "LLL": 0.15, "Lingula": 0.03}
+N_PRIORS = {"N0": 0.72, "N1": 0.12, "N2": 0.16}
+HISTOLOGY_PRIORS = {0: 0.74, 1: 0.21, 2: 0.05}  # index into HISTOLOGIES
+GRADE_PRIORS = {0: 0.17, 1: 0.47, 2: 0.28, 3: 0.04, 4: 0.04}  # index into GRADES
+NODE_STATIONS = {  # RAS mm: ipsilateral hilum (N1) and mediastinal stations (N2)
+    "hilar_R": (50.0, -4.0, 2.0),
+    "hilar_L": (-50.0, -4.0, 2.0),
+    "subcarinal": (-2.0, -22.0, 8.0),
+    "paratracheal_R": (17.0, -6.0, 55.0),
+    "paratracheal_L": (-16.0, -4.0, 50.0),
+    "aortopulmonary": (-24.0, 8.0, 38.0),
 }
-T_STAGE_DIAMETER_MM = {"T1": 24.0, "T2": 40.0, "T3": 56.0, "T4": 72.0}
 HISTOLOGIES = ("Adenocarcinoma", "Squamous cell carcinoma", "NSCLC NOS (not otherwise specified)")
 GRADES = (
     "G1 Well differentiated",
@@ -75,97 +80,99 @@ METADATA_COLUMNS = [
 ]
 
 
-@dataclass(frozen=True)
-class Grid:
-    """An axial DICOM grid: LPS origin of the first voxel, pixel spacing (mm), slice spacing and counts."""
-
-    origin_lps: tuple[float, float, float]
-    spacing: float
-    slice_spacing: float
-    size: int
-    slices: int
-
-    def ras_points(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """RAS coordinates of voxel centres, arrays indexed [slice, row, column] like the stored frames."""
-        k, j, i = np.indices((self.slices, self.size, self.size), dtype=np.float32)
-        x = self.origin_lps[0] + i * self.spacing  # L
-        y = self.origin_lps[1] + j * self.spacing  # P
-        z = self.origin_lps[2] + k * self.slice_spacing  # S
-        return -x, -y, z
-
-
 @dataclass
 class ThoraxSubject:
     case_id: str
     lobe: str
-    t_stage: str
     n_stage: str
     histology: str
     grade: str
     center: tuple[float, float, float]
-    diameter: float
+    target_diameter: float
+    parts: list = field(default_factory=list)
+    t_stage: str = ""  # measured on the rasterised mask by write_subject
 
 
-def make_subject(case_id: str, index: int, seed: int) -> ThoraxSubject:
+def t_stage_for(diameter_mm: float) -> str:
+    """AJCC 8th edition T category by greatest diameter."""
+    for limit, stage in ((30.0, "T1"), (50.0, "T2"), (70.0, "T3")):
+        if diameter_mm <= limit:
+            return stage
+    return "T4"
+
+
+def _tumour_center(chest: Chest, lobe: str, radius: float, pleural: bool, rng) -> tuple[float, float, float]:
+    """A point of ``lobe`` where a sphere of ``radius`` lies in the lung (or against the pleura)."""
+    cx, cy = chest.cavity
+    directions = rng.normal(size=(26, 3))
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    best, best_error = None, np.inf
+    for _ in range(20):
+        points = np.column_stack([rng.uniform(-cx, cx, 4000), rng.uniform(-cy - 5, cy - 5, 4000),
+                                  rng.uniform(-120, 160, 4000)]).astype(np.float32)
+        ok = chest.lungs(*points.T) & (Chest.lobe(*points.T) == LOBES.index(lobe))
+        for point in points[ok][:200]:
+            shell = point + directions * radius
+            inside = chest.lungs(*shell.T).mean()
+            error = abs(inside - (0.7 if pleural else 1.0))
+            if error < best_error:
+                best, best_error = point, error
+            if error < 0.08:
+                return tuple(float(v) for v in best)
+    if best is None:
+        raise ValueError(f"no room for a tumour in the {lobe}")
+    return tuple(float(v) for v in best)
+
+
+def make_subject(case_id: str, seed: int, lobe: str, n_stage: str, histology: str, grade: str) -> ThoraxSubject:
+    """Anatomy, primary tumour and nodes of one subject (the tumour's size is drawn, its T stage measured)."""
     rng = rng_for(seed, "nsclc", case_id)
-    lobe = list(LOBE_CENTERS)[index % 6]
-    t_stage = ("T1", "T2", "T1", "T3", "T2", "T1")[index % 6]
-    n_stage = ("N0", "N1", "N2", "N0", "N0", "N1")[index % 6]
-    center = tuple(float(value + rng.uniform(-4, 4)) for value in LOBE_CENTERS[lobe])
-    # a T3 tumour does not fit the small lobes of this phantom; keep its centre inside the lung anyway
-    return ThoraxSubject(
-        case_id,
-        lobe,
-        t_stage,
-        n_stage,
-        HISTOLOGIES[index % 3],
-        GRADES[index % 5],
-        center,
-        T_STAGE_DIAMETER_MM[t_stage] * float(rng.uniform(0.95, 1.02)),
-    )
+    chest = build_chest(rng)
+    adeno = histology == HISTOLOGIES[0]
+    diameter = float(np.clip(rng.lognormal(np.log(27.0), 0.45), 9.0, 95.0))  # median ~27 mm, many < 30 mm
+    pleural = bool(rng.random() < 0.3)
+    center = _tumour_center(chest, lobe, diameter / 2, pleural, rng)
+    soft = ("lung", "vessel", "mediastinal_fat", "muscle", "fat", "pulmonary_artery", "bronchus", "airway")
+    suv = float(rng.uniform(1.5, 9.0) if adeno else rng.uniform(5.0, 18.0))
+    shape = lobulated(center, diameter / 2 / 1.2, rng, roughness=float(rng.uniform(0.15, 0.45)),
+                      spicules=int(rng.integers(3, 9)) if rng.random() < (0.45 if adeno else 0.2) else 0)
+    parts = list(chest.parts)
+    if adeno and rng.random() < 0.25:  # part-solid: a ground-glass rim around the solid core
+        halo = Lobulated(shape.center, shape.radius, shape.bumps, shape.weights, [], 1.35)
+        parts.append(Part("tumour_ggo", halo, -480.0, 1.0, ("lung", "vessel")))
+    parts.append(Part("tumour", shape, float(rng.uniform(25, 45)), suv, soft))
+    side = "R" if lobe.startswith("R") else "L"
+    malignant = []
+    if n_stage in ("N1", "N2"):
+        malignant.append(f"hilar_{side}")
+    if n_stage == "N2":
+        mediastinal = ["subcarinal", f"paratracheal_{side}"] + (["aortopulmonary"] if side == "L" else [])
+        malignant += list(rng.choice(mediastinal, size=int(rng.integers(1, len(mediastinal) + 1)), replace=False))
+    benign = [name for name in NODE_STATIONS if name not in malignant]
+    benign = list(rng.choice(benign, size=int(rng.integers(1, 4)), replace=False))
+    for station in malignant + benign:
+        bad = station in malignant
+        size = rng.uniform(10, 22) if bad else rng.uniform(4, 9)
+        jitter = rng.normal(0, 4, 3)
+        uptake = (rng.uniform(2.5, 10.0) if rng.random() < 0.8 else rng.uniform(1.0, 2.0)) if bad else (
+            rng.uniform(2.5, 5.0) if rng.random() < 0.15 else rng.uniform(0.8, 1.8))
+        node = lobulated(np.array(NODE_STATIONS[station]) + jitter, size / 2, rng, roughness=0.15)
+        parts.append(Part("node", node, 38.0, float(uptake), ("mediastinal_fat", "lung", "vessel")))
+    return ThoraxSubject(case_id, lobe, n_stage, histology, grade, center, diameter, parts)
 
 
-def _ellipsoid(points, center, radii):
-    r, a, s = points
-    return ((r - center[0]) / radii[0]) ** 2 + ((a - center[1]) / radii[1]) ** 2 + ((s - center[2]) / radii[2]) ** 2
+def max_extent_mm(mask: np.ndarray, grid: Grid) -> float:
+    """Greatest diameter of a mask (between hull voxel centres, plus one voxel)."""
+    from scipy.spatial import ConvexHull, QhullError
 
-
-def _nodes(subject: ThoraxSubject) -> list[tuple[tuple[float, float, float], float]]:
-    side = 1.0 if subject.lobe.startswith("R") else -1.0
-    nodes = []
-    if subject.n_stage in ("N1", "N2"):
-        nodes.append(((side * 45.0, 5.0, 5.0), 8.0))  # ipsilateral hilar
-    if subject.n_stage == "N2":
-        nodes.append(((0.0, -5.0, -12.0), 9.0))  # subcarinal
-    return nodes
-
-
-def ct_volume(subject: ThoraxSubject, grid: Grid, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
-    """(HU int16 [slice,row,col], tumour mask bool) on ``grid``."""
-    points = grid.ras_points()
-    hu = np.full(points[0].shape, -1000.0, dtype=np.float32)
-    hu[_ellipsoid(points, (0, 0, 0), (160, 110, 400)) <= 1] = 40.0
-    lungs = (_ellipsoid(points, (90, 0, 0), (60, 75, 95)) <= 1) | (_ellipsoid(points, (-90, 0, 0), (60, 75, 95)) <= 1)
-    hu[lungs] = -850.0
-    hu[_ellipsoid(points, (0, 10, 0), (28, 40, 120)) <= 1] = 45.0  # mediastinum
-    hu[_ellipsoid(points, (0, -85, 0), (18, 18, 400)) <= 1] = 700.0  # spine
-    tumour = _ellipsoid(points, subject.center, (subject.diameter / 2,) * 3) <= 1
-    hu[tumour] = 35.0
-    for center, radius in _nodes(subject):
-        hu[_ellipsoid(points, center, (radius,) * 3) <= 1] = 50.0
-    hu += rng.normal(0, 12, hu.shape)
-    return np.clip(hu, -1024, 3000).astype(np.int16), tumour
-
-
-def pet_volume(subject: ThoraxSubject, grid: Grid, rng: np.random.Generator) -> np.ndarray:
-    """SUV-like float volume: body background ~1, tumour ~9, nodes ~5."""
-    points = grid.ras_points()
-    suv = np.where(_ellipsoid(points, (0, 0, 0), (160, 110, 400)) <= 1, 1.0, 0.05).astype(np.float32)
-    suv[_ellipsoid(points, (0, 10, 0), (28, 40, 120)) <= 1] = 2.0
-    suv[_ellipsoid(points, subject.center, (subject.diameter / 2,) * 3) <= 1] = 9.0
-    for center, radius in _nodes(subject):
-        suv[_ellipsoid(points, center, (radius,) * 3) <= 1] = 5.0
-    return np.clip(suv + rng.normal(0, 0.1, suv.shape), 0, None)
+    k, j, i = np.nonzero(mask)
+    points = np.column_stack([i * grid.spacing, j * grid.spacing, k * grid.slice_spacing])
+    try:
+        points = points[ConvexHull(points).vertices]
+    except (QhullError, ValueError):
+        pass
+    span = np.sqrt(((points[:, None] - points[None]) ** 2).sum(-1)).max() if len(points) > 1 else 0.0
+    return float(span + grid.spacing)
 
 
 def _series_datasets(
@@ -223,18 +230,43 @@ def _series_datasets(
     return datasets
 
 
-def write_subject(root: Path, subject: ThoraxSubject, seed: int, study_folder: str) -> list[dict]:
-    """Write CT, PET and SEG series under ``root/<case>/<study_folder>/``; returns metadata.csv rows."""
+def subject_grids(case_id: str, seed: int, ct_size: int) -> tuple[Grid, Grid]:
+    """(CT, PET) grids: CT ``ct_size``² at a field of view of 330-380 mm with 2.5 or 3 mm slices (1.25 or 2.5 mm
+    at 512), PET at 4 mm over a wider field; both cover the thorax and upper abdomen."""
+    rng = rng_for(seed, "nsclc-grid", case_id)
+    spacing = float(rng.uniform(330, 380)) / ct_size
+    slice_spacing = float(rng.choice([1.25, 2.5] if ct_size >= 512 else [2.5, 3.0]))
+    top, bottom = 185.0, -185.0
+    half = spacing * ct_size / 2
+    ct = Grid((-half + spacing / 2, -half - 5 + spacing / 2, bottom), spacing, slice_spacing, ct_size,
+              int((top - bottom) / slice_spacing))
+    pet_spacing = 4.0 * max(1.0, 256 / ct_size)  # coarser only for the tiny test grids
+    pet_size = int(np.ceil(400.0 / pet_spacing))
+    pet = Grid((-200.0 + pet_spacing / 2, -205.0 + pet_spacing / 2, bottom - 96.0), pet_spacing, pet_spacing,
+               pet_size, int((top - bottom + 104.0) / pet_spacing))
+    return ct, pet
+
+
+def write_subject(root: Path, subject: ThoraxSubject, seed: int, study_folder: str,
+                  ct_size: int = 256) -> tuple[list[dict], str]:
+    """Write CT, PET and SEG series under ``root/<case>/<study_folder>/``; returns (metadata.csv rows, the T
+    stage measured on the tumour mask)."""
     import highdicom as hd
     from pydicom.sr.codedict import codes
 
     rng = rng_for(seed, "nsclc-pixels", subject.case_id)
-    ct_grid = Grid((-170.0, -130.0, -110.0), 3.5, 5.0, 96, 44)
-    pet_grid = Grid((-170.0, -130.0, -110.0), 7.0, 7.0, 48, 32)
+    ct_grid, pet_grid = subject_grids(subject.case_id, seed, ct_size)
     study_uid = uid_for(seed, subject.case_id, "study")
     frame_uid = uid_for(seed, subject.case_id, "frame")
-    hu, tumour = ct_volume(subject, ct_grid, rng)
-    suv = pet_volume(subject, pet_grid, rng)
+    labels = label_volume(subject.parts, ct_grid)
+    tumour_labels = [i for i, part in enumerate(subject.parts, 1) if part.name.startswith("tumour")]
+    tumour = np.isin(labels, tumour_labels)
+    if not tumour.any():
+        raise ValueError(f"{subject.case_id}: the tumour fell outside the CT field of view")
+    t_stage = t_stage_for(max_extent_mm(tumour, ct_grid))
+    hu = np.clip(np.round(ct_numbers(subject.parts, labels, ct_grid, rng)), -1024, 3000).astype(np.int16)
+    del labels
+    suv = suv_volume(subject.parts, pet_grid, rng)
     slope = float(max(suv.max(), 1.0) / 30000.0)
     pet_pixels = np.round(suv / slope).astype(np.uint16)
     series = [
@@ -300,7 +332,7 @@ def write_subject(root: Path, subject: ThoraxSubject, seed: int, study_folder: s
                 "count": len(datasets),
             }
         )
-    return rows
+    return rows, t_stage
 
 
 def _fix_nested_uids(dataset, seed: int, case_id: str) -> None:
@@ -315,17 +347,40 @@ def _fix_nested_uids(dataset, seed: int, case_id: str) -> None:
             dimension.DimensionOrganizationUID = uid
 
 
-def write_nsclc(root: Path, seed: int, cases: int) -> list[str]:
+def subject_attributes(seed: int, count: int) -> list[dict]:
+    """Lobe, N stage, histology and grade of ``count`` subjects, each column following its frequencies."""
+    columns = {
+        "lobe": allocate(LOBE_PRIORS, count, rng_for(seed, "nsclc-lobes")),
+        "n_stage": allocate(N_PRIORS, count, rng_for(seed, "nsclc-n")),
+        "histology": [HISTOLOGIES[i] for i in allocate(HISTOLOGY_PRIORS, count, rng_for(seed, "nsclc-histology"))],
+        "grade": [GRADES[i] for i in allocate(GRADE_PRIORS, count, rng_for(seed, "nsclc-grade"))],
+    }
+    return [{key: values[index] for key, values in columns.items()} for index in range(count)]
+
+
+def _write_case(collection: Path, case_id: str, seed: int, attributes: dict, study_folder: str,
+                ct_size: int) -> tuple[list[dict], ThoraxSubject]:
+    """One subject's series (a worker-process job); returns its metadata rows and the subject with its
+    measured T stage."""
+    subject = make_subject(case_id, seed, **attributes)
+    rows, subject.t_stage = write_subject(collection, subject, seed, study_folder, ct_size)
+    subject.parts = []  # shapes are not needed by the caller
+    return rows, subject
+
+
+def write_nsclc(root: Path, seed: int, cases: int, ct_size: int = 256, workers: int = 1) -> list[str]:
     """``manifest-<n>/NSCLC Radiogenomics/R01-NNN/...`` + ``metadata.csv`` + the clinical CSV (one AMC
     case)."""
     manifest = root / "manifest-1622561851074"
     collection = manifest / "NSCLC Radiogenomics"
     metadata_rows, clinical_rows, written = [], [], []
     case_ids = [f"R01-{index + 1:03d}" for index in range(cases)] + ["AMC-001"]
-    for index, case_id in enumerate(case_ids):
-        subject = make_subject(case_id, index, seed)
-        study_folder = f"09-06-1990-NA-CT CHEST-{index + 10000}"
-        for row in write_subject(collection, subject, seed, study_folder):
+    jobs = [(collection, case_id, seed, attributes, f"09-06-1990-NA-CT CHEST-{index + 10000}", ct_size)
+            for index, (case_id, attributes) in enumerate(zip(case_ids, subject_attributes(seed, len(case_ids)),
+                                                              strict=True))]
+    for index, (rows, subject) in enumerate(run_jobs(_write_case, jobs, workers)):
+        case_id = subject.case_id
+        for row in rows:
             relative = row["folder"].relative_to(manifest).as_posix().replace("/", "\\")
             metadata_rows.append(
                 [

@@ -1,0 +1,137 @@
+"""Picture one case of each module of two raw cohorts side by side (e.g. the previous generator and this one).
+
+Usage: python scripts/cohort_pictures.py --before OLD_RAW --after NEW_RAW --out docs/cohort_before_after.png
+where each RAW is a ``medopenclaw bench cohort --out RAW`` directory (the datasets in their own layouts).
+Brain: T1c and FLAIR through the lesion; thorax: CT through the tumour and a coronal PET maximum projection;
+slides: the pyramid's low-resolution level. Everything is read from the written files.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+SIDE = 256
+
+
+def _grey(image: np.ndarray, low: float, high: float) -> np.ndarray:
+    return (np.clip((image - low) / max(high - low, 1e-6), 0, 1) * 255).astype(np.uint8)
+
+
+def _fit(image: np.ndarray):
+    from PIL import Image
+
+    picture = Image.fromarray(image).convert("RGB")
+    picture.thumbnail((SIDE, SIDE))
+    canvas = Image.new("RGB", (SIDE, SIDE), (0, 0, 0))
+    canvas.paste(picture, ((SIDE - picture.width) // 2, (SIDE - picture.height) // 2))
+    return canvas
+
+
+def _axial(path: Path, k: int | None = None) -> tuple[np.ndarray, int]:
+    import nibabel as nib
+
+    image = nib.as_closest_canonical(nib.load(path))
+    data = np.asarray(image.dataobj, dtype=np.float32)
+    k = data.shape[2] // 2 if k is None else k
+    return data[:, :, k].T[::-1], k
+
+
+def brain(root: Path, module: str) -> list:
+    import nibabel as nib
+
+    if module == "ucsf-pdgm":
+        folder = sorted(root.glob("UCSF-PDGM-*_nifti"))[0]
+        seg, t1c, flair = (next(folder.glob(f"*_{name}.nii.gz")) for name in ("tumor_segmentation", "T1c", "FLAIR"))
+    else:
+        study = sorted((root / "Imaging").glob("Patient-*/week-012"))[0]
+        seg = study / "DeepBraTumIA-segmentation" / "atlas" / "segmentation" / "seg_mask.nii.gz"
+        t1c, flair = study / "CT1.nii.gz", study / "FLAIR.nii.gz"
+    mask = np.asarray(nib.as_closest_canonical(nib.load(seg)).dataobj)
+    centre = nib.as_closest_canonical(nib.load(seg)).affine @ [*np.argwhere(mask > 0).mean(axis=0), 1]
+    pictures = []
+    for path in (t1c, flair):
+        image = nib.as_closest_canonical(nib.load(path))
+        k = int(round((np.linalg.inv(image.affine) @ centre)[2]))
+        data, _ = _axial(path, min(max(k, 0), image.shape[2] - 1))
+        pictures.append(_fit(_grey(data, 0, np.percentile(data, 99.5))))
+    return pictures
+
+
+def thorax(root: Path) -> list:
+    import pydicom
+
+    case = sorted((root / "manifest-1622561851074" / "NSCLC Radiogenomics").glob("R01-*"))[0]
+    series = {}
+    for folder in case.rglob("*"):
+        files = sorted(folder.glob("*.dcm")) if folder.is_dir() else []
+        if files:
+            first = pydicom.dcmread(files[0], stop_before_pixels=True)
+            series[first.Modality] = files
+    seg = pydicom.dcmread(series["SEG"][0])
+    frames = np.asarray(seg.pixel_array).reshape(-1, seg.Rows, seg.Columns)
+    k = int(np.argmax(frames.sum(axis=(1, 2))))
+    ct = [pydicom.dcmread(path) for path in series["CT"]]
+    ct.sort(key=lambda ds: float(ds.ImagePositionPatient[2]))
+    uid = seg.PerFrameFunctionalGroupsSequence[k].DerivationImageSequence[0].SourceImageSequence[0]
+    slice_ = next(ds for ds in ct if ds.SOPInstanceUID == uid.ReferencedSOPInstanceUID)
+    hu = slice_.pixel_array * float(slice_.RescaleSlope) + float(slice_.RescaleIntercept)
+    pet = [pydicom.dcmread(path) for path in series["PT"]]
+    pet.sort(key=lambda ds: float(ds.ImagePositionPatient[2]))
+    volume = np.stack([ds.pixel_array * float(ds.RescaleSlope) for ds in pet])
+    mip = volume.max(axis=1)[::-1]
+    aspect = float(pet[1].ImagePositionPatient[2]) - float(pet[0].ImagePositionPatient[2])
+    mip = np.repeat(mip, max(int(round(aspect / float(pet[0].PixelSpacing[0]))), 1), axis=0)
+    return [_fit(_grey(hu, -1000, 400)), _fit(255 - _grey(mip, 0, np.percentile(mip, 99.8)))]
+
+
+def slide(root: Path, pattern: str) -> list:
+    import tifffile
+
+    path = sorted(root.rglob(pattern))[0]
+    with tifffile.TiffFile(path) as tiff:
+        level = tiff.pages[min(1, len(tiff.pages) - 1)].asarray()
+        zoom = tiff.pages[0].asarray()
+    height, width = zoom.shape[:2]
+    crop = zoom[height // 2 - 256: height // 2 + 256, width // 2 - 256: width // 2 + 256]
+    return [_fit(level), _fit(crop)]
+
+
+def module_pictures(root: Path) -> dict[str, list]:
+    return {
+        "UCSF-PDGM (T1c, FLAIR)": brain(root / "UCSF-PDGM", "ucsf-pdgm"),
+        "LUMIERE (CT1, FLAIR)": brain(root / "LUMIERE", "lumiere"),
+        "NSCLC (CT, PET MIP)": thorax(root / "NSCLC-Radiogenomics"),
+        "BRACS (overview, centre)": slide(root / "BRACS", "BRACS_*.svs"),
+        "CAMELYON17 (overview, centre)": slide(root / "CAMELYON17", "patient_*.tif"),
+    }
+
+
+def main() -> int:
+    from PIL import Image, ImageDraw
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--before", required=True)
+    parser.add_argument("--after", required=True)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    before, after = module_pictures(Path(args.before)), module_pictures(Path(args.after))
+    label_width, gap = 230, 12
+    sheet = Image.new("RGB", (label_width + 4 * SIDE + 3 * gap, 30 + len(before) * (SIDE + gap)), "white")
+    draw = ImageDraw.Draw(sheet)
+    draw.text((label_width, 8), "previous generator", fill="black")
+    draw.text((label_width + 2 * SIDE + 2 * gap, 8), "calibrated cohort", fill="black")
+    for row, name in enumerate(before):
+        y = 30 + row * (SIDE + gap)
+        draw.text((8, y + SIDE // 2), name, fill="black")
+        for column, picture in enumerate(before[name] + after[name]):
+            sheet.paste(picture, (label_width + column * SIDE + column * gap + (gap if column >= 2 else 0), y))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    sheet.save(args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
