@@ -83,12 +83,12 @@ def _lobule(layout: _Layout, center, radius) -> float:
     rng = layout.rng
     layout.add("loose_stroma", irregular_polygon(center, radius, radius * rng.uniform(0.7, 1.0), rng, 40, 0.12))
     placed = []
-    for _ in range(int(rng.integers(12, 30))):
-        r = rng.uniform(18, 36)
+    for _ in range(int(rng.integers(25, 60))):  # packed acini: a lobule is blue at low power
+        r = rng.uniform(16, 30)
         for _ in range(20):
             angle, radial = rng.uniform(0, 2 * np.pi), np.sqrt(rng.uniform(0, 1)) * (radius * 0.8 - r)
             point = (center[0] + radial * np.cos(angle), center[1] + radial * np.sin(angle))
-            if all(np.hypot(point[0] - x, point[1] - y) > r + q + 6 for x, y, q in placed):
+            if all(np.hypot(point[0] - x, point[1] - y) > r + q + 4 for x, y, q in placed):
                 placed.append((*point, r))
                 layout.duct(point, r, rng.uniform(8, 11), "lumen" if rng.random() < 0.7 else "secretion")
                 break
@@ -222,7 +222,7 @@ def bracs_scene(label: str, size: tuple[int, int], rng: np.random.Generator, see
         point = layout.spot(center, radii, 900, 0.55)
         reach = _bracs_lesion(layout, lesion, point)
         layout.taken.append((*point, reach))
-        roi = irregular_polygon(point, reach + 60, (reach + 60) * 0.95, rng, 32, 0.04)
+        roi = irregular_polygon(point, reach + 30, (reach + 30) * 0.95, rng, 32, 0.04)
         rois.append((lesion, [[round(x / mpp, 1), round(y / mpp, 1)] for x, y in roi]))
     return SlideScene(size[0], size[1], mpp, layout.structures, seed_parts), rois
 
