@@ -257,12 +257,12 @@ def main() -> int:
                    "small_sample_margin": SMALL_SAMPLE_MARGIN})
     report.setdefault("modules", {})
     with tempfile.TemporaryDirectory(prefix="calibrate-cohort-") as scratch:
-        for module in args.modules:
+        for module in args.modules:  # saved after every module: a long run keeps what it measured
             report["modules"][module] = calibrate(module, args.size, args.cases, args.seed, Path(scratch))
             print(module, json.dumps(report["modules"][module]["scores"]), file=sys.stderr)
-    report["modules"] = dict(sorted(report["modules"].items()))
-    report["target_met"] = all(entry["target_met"] for entry in report["modules"].values())
-    out.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
+            report["modules"] = dict(sorted(report["modules"].items()))
+            report["target_met"] = all(entry["target_met"] for entry in report["modules"].values())
+            out.write_text(json.dumps(report, indent=1, sort_keys=True) + "\n")
     print(markdown_table(report))
     print(json.dumps({module: {"target_met": entry["target_met"], "exceeding": entry["exceeding"],
                                "generation_s_per_case": entry["generation_s_per_case"],

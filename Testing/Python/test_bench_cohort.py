@@ -463,3 +463,78 @@ def test_nsclc_seg_is_placed_on_the_geometry_the_viewer_gives_its_ct(cohort, tmp
     manifest = prepare("nsclc", raw, tmp_path / "again")
     reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
     assert "not one evenly spaced volume" in reasons["R01-001"] and "resampled" in reasons["R01-001"]
+
+
+# --- calibration properties of the cohort: class priors, physical sizes, measured stages, parallel = serial ---
+
+
+def test_allocation_keeps_the_class_mix_of_small_cohorts():
+    from MedOpenClawLib.bench.synthetic.common import allocate, rng_for
+    from MedOpenClawLib.bench.synthetic.slides import BRACS_PRIORS
+
+    labels = allocate(BRACS_PRIORS, 547, rng_for(0, "x"))
+    assert {label: labels.count(label) for label in BRACS_PRIORS} == BRACS_PRIORS  # the real 547 slides
+    six = allocate(BRACS_PRIORS, 6, rng_for(0, "x"))
+    assert six.count("PB") == 2 and len(six) == 6  # the most frequent class first
+    assert allocate(BRACS_PRIORS, 6, rng_for(1, "x")) != six or allocate(BRACS_PRIORS, 6, rng_for(2, "x")) != six
+
+
+@pytest.mark.parametrize(("module", "expected"), [
+    ("ucsf-pdgm", {"Glioblastoma, IDH-wildtype": 0.76}),
+    ("lumiere", {"PD": 0.42, "SD": 0.33}),
+    ("nsclc", {"N0": 0.72, "Adenocarcinoma": 0.74}),
+])
+def test_label_frequencies_follow_the_real_datasets(module, expected):
+    from MedOpenClawLib.bench.synthetic.brain_datasets import RANO_PRIORS, UCSF_PRIORS
+    from MedOpenClawLib.bench.synthetic.common import allocate, rng_for
+    from MedOpenClawLib.bench.synthetic.thorax import subject_attributes
+
+    count = 200
+    if module == "nsclc":
+        values = [value for subject in subject_attributes(0, count) for value in subject.values()]
+    else:
+        values = allocate(UCSF_PRIORS if module == "ucsf-pdgm" else RANO_PRIORS, count, rng_for(0, module))
+    for label, share in expected.items():
+        assert abs(values.count(label) / count - share) <= 0.01
+
+
+def test_camelyon_categories_are_physical_and_stage_the_nodes(cohort, tmp_path):
+    from MedOpenClawLib.bench.synthetic.slides import METASTASIS_DIAMETER_UM, slide_mpp
+    from MedOpenClawLib.bench.synthetic.tissue import max_diameter
+
+    prepare("camelyon17", cohort / DATASET_DIRS["camelyon17"], tmp_path / "c")
+    mpp = slide_mpp(SMALL.slide_size)
+    for case in load_cases(tmp_path / "c"):
+        truth = load_ground_truth(tmp_path / "c", case.case_id)
+        category = truth.answers["largest_metastasis"]
+        diameters = [max_diameter(region["polygon"]) * mpp for region in truth.regions if region["kind"] == "tumor"]
+        if category == "negative":
+            assert not diameters
+        else:
+            low, high = METASTASIS_DIAMETER_UM[category]
+            assert low <= max(diameters) <= high
+
+
+def test_nsclc_t_stage_is_the_one_measured_on_the_mask(cohort, tmp_path):
+    import nibabel as nib
+    from scipy.spatial import ConvexHull
+
+    from MedOpenClawLib.bench.synthetic.thorax import t_stage_for
+
+    prepare("nsclc", cohort / DATASET_DIRS["nsclc"], tmp_path / "n")
+    for case in load_cases(tmp_path / "n"):
+        truth = load_ground_truth(tmp_path / "n", case.case_id)
+        image = nib.load(truth.mask_path)
+        points = nib.affines.apply_affine(image.affine, np.argwhere(np.asarray(image.dataobj) > 0))
+        points = points[ConvexHull(points).vertices]
+        spacing = float(np.sqrt((image.affine[:3, 0] ** 2).sum()))
+        extent = np.sqrt(((points[:, None] - points[None]) ** 2).sum(-1)).max() + spacing
+        assert truth.answers["q2"] == "ABCD"[int(t_stage_for(extent)[1]) - 1]
+
+
+def test_cases_generated_in_parallel_are_the_same_bytes(cohort, tmp_path):
+    from dataclasses import replace
+
+    write_cohort(tmp_path / "parallel", replace(SMALL, workers=2), modules=["bracs"])
+    serial = {name: digest for name, digest in _digest(cohort).items() if name.startswith("BRACS/")}
+    assert _digest(tmp_path / "parallel") == serial

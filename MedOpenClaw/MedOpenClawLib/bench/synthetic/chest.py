@@ -160,6 +160,7 @@ class Part:
 
 
 # ------------------------------------------------------------------------------------------------ the subject
+HEART = Ellipsoid((-22, 28, -62), (62, 50, 52))
 LOBES = ("RUL", "RML", "RLL", "LUL", "LLL", "Lingula")
 BONES = ("rib", "spine", "sternum", "cortex")
 
@@ -188,7 +189,7 @@ class Chest:
         width = 30 + 0.22 * np.maximum(30 - s, 0)  # narrow upper mediastinum, wide at the heart
         mediastinum = ((r + 8 - 0.12 * a) / width) ** 2 + ((a - 8) / 70) ** 2 <= 1
         mediastinum |= (np.abs(r) < 26) & (a < -50)  # spine and paravertebral tissue
-        return in_cavity & apex & (s > dome) & ~mediastinum
+        return in_cavity & apex & (s > dome) & ~mediastinum & ~HEART.inside(r, a, s)
 
     @staticmethod
     def lobe(r, a, s) -> np.ndarray:
@@ -226,7 +227,7 @@ def build_chest(rng: np.random.Generator) -> Chest:
                                                            np.array([cx, cy, 175.0]))), -860, 0.4)
     add(chest.lung_part)
     # mediastinum
-    add(Part("heart", Ellipsoid((-22, 28, -62), (62, 50, 52)), 40, 1.8))
+    add(Part("heart", HEART, 40, 1.8))
     add(Part("myocardium", Ellipsoid((-30, 26, -70), (52, 42, 44), shell=11), 42, chest.myocardium_suv, ("heart",)))
     aorta = [(14, 25, -25), (14, 22, 35), (5, 5, 62), (-12, -20, 60), (-22, -42, 40), (-22, -45, -40),
              (-18, -45, -130), (-10, -45, -300)]

@@ -149,7 +149,7 @@ def make_subject(case_id: str, seed: int, lobe: str, n_stage: str, histology: st
         mediastinal = ["subcarinal", f"paratracheal_{side}"] + (["aortopulmonary"] if side == "L" else [])
         malignant += list(rng.choice(mediastinal, size=int(rng.integers(1, len(mediastinal) + 1)), replace=False))
     benign = [name for name in NODE_STATIONS if name not in malignant]
-    benign = list(rng.choice(benign, size=int(rng.integers(1, 4)), replace=False))
+    benign = list(rng.choice(benign, size=min(int(rng.integers(1, 4)), len(benign)), replace=False))
     for station in malignant + benign:
         bad = station in malignant
         size = rng.uniform(10, 22) if bad else rng.uniform(4, 9)
