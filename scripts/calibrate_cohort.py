@@ -104,6 +104,16 @@ def _radiology_grid(truths: dict) -> list[list[float]]:
     return [list(map(float, point)) for point in itertools.product(*steps)]
 
 
+def _radiology_clicks(module: str, cases_dir: Path, truths: dict, what: str, answer) -> list[tuple[dict, str]]:
+    """The constant answer with the same key slices and RAS point on every case, for each grid point."""
+    clicks = []
+    for ras in _radiology_grid(truths):
+        slices = {"sagittal": ras[0], "coronal": ras[1], "axial": ras[2]}
+        clicks.append((_score_constant(module, cases_dir, truths, lambda _c, s=slices, r=ras: answer(s, r)),
+                       f"{what} at RAS {[round(v, 1) for v in ras]}"))
+    return clicks
+
+
 def constant_probes(module: str, cases_dir: Path) -> tuple[dict, dict]:
     truths = {case.case_id: load_ground_truth(cases_dir, case.case_id) for case in load_cases(cases_dir)}
     answers, clicks = [], []
@@ -113,22 +123,16 @@ def constant_probes(module: str, cases_dir: Path) -> tuple[dict, dict]:
                                             lambda _c, letter=letter: ucsf_answer(letter, None, None, "probe")),
                             f"answer {letter}"))
         best_letter = _best(answers)["probe"].split()[-1]
-        for ras in _radiology_grid(truths):
-            slices = {"sagittal": ras[0], "coronal": ras[1], "axial": ras[2]}
-            clicks.append((_score_constant(module, cases_dir, truths,
-                                           lambda _c, s=slices, r=ras: ucsf_answer(best_letter, s, r, "probe")),
-                           f"answer {best_letter} at RAS {[round(v, 1) for v in ras]}"))
+        clicks = _radiology_clicks(module, cases_dir, truths, f"answer {best_letter}",
+                                   lambda slices, ras: ucsf_answer(best_letter, slices, ras, "probe"))
     elif module == "nsclc":
         majority = {qid: Counter(t.answers[qid] for t in truths.values()).most_common(1)[0][0]
                     for qid, _, _ in NSCLC_QUESTIONS}
         answers.append((_score_constant(module, cases_dir, truths,
                                         lambda _c: nsclc_answer(majority, None, None, "probe")),
                         f"majority answers {majority}"))
-        for ras in _radiology_grid(truths):
-            slices = {"sagittal": ras[0], "coronal": ras[1], "axial": ras[2]}
-            clicks.append((_score_constant(module, cases_dir, truths,
-                                           lambda _c, s=slices, r=ras: nsclc_answer(majority, s, r, "probe")),
-                           f"majority answers at RAS {[round(v, 1) for v in ras]}"))
+        clicks = _radiology_clicks(module, cases_dir, truths, "majority answers",
+                                   lambda slices, ras: nsclc_answer(majority, slices, ras, "probe"))
     elif module == "lumiere":
         for (letter, _), values in itertools.product(RANO_OPTIONS, (False, True)):
             fields = dict.fromkeys(LUMIERE_EVIDENCE_FIELDS, values)
