@@ -381,3 +381,17 @@ def test_multi_file_slides_cannot_read_companions_outside_the_roots(tmp_path, la
     for name, arguments in (("load_image", {"image_path": str(slide)}), ("load_case", {"case_path": str(slide)})):
         result = registry.call(name, arguments)
         assert result.error["code"] == "path_not_allowed" and "companion" in result.error["message"]
+
+
+def test_served_sessions_keep_a_bounded_window_of_records(data_root):
+    """Item 9: ``serve`` (and ``mcp``) kept every record in memory (~8.5 KiB per call, unbounded)."""
+    import argparse
+
+    from MedOpenClawLib.server.sessions import TRACE_WINDOW, session_registry
+
+    args = argparse.Namespace(in_process=True, trace=None, data_root=[str(data_root)], track="A", max_rounds=None)
+    registry = session_registry(args, header={"front_end": "test"}, save_images=False)
+    assert registry.trace.window == TRACE_WINDOW
+    for _ in range(2 * TRACE_WINDOW + 5):
+        registry.call("ping", {})
+    assert len(registry.trace.records) <= 2 * TRACE_WINDOW and registry.trace.count == 2 * TRACE_WINDOW + 7

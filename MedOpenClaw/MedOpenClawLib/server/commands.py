@@ -12,9 +12,6 @@ from .sessions import add_session_arguments, close_session, session_registry
 
 # the viewer (slicer, vtk) is imported by the commands that run it, so `--help` and `trace verify` stay light
 
-SERVE_TRACE_WINDOW = 1000
-
-
 def add_commands(subparsers) -> None:
     serve = subparsers.add_parser("serve", help="serve the action registry over REST on 127.0.0.1")
     add_session_arguments(serve)
@@ -47,9 +44,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from .rest import RestService, SceneThreadExecutor, make_http_server, new_token
 
     token = os.environ.get("MEDOPENCLAW_TOKEN") or new_token()
-    # the file keeps every record; memory keeps a window (a long-running server must not grow without bound)
-    registry = session_registry(args, header={"front_end": "rest"}, save_images=args.trace is not None,
-                                window=SERVE_TRACE_WINDOW)
+    registry = session_registry(args, header={"front_end": "rest"}, save_images=args.trace is not None)
     executor = SceneThreadExecutor()
     httpd = make_http_server(RestService(registry, token), executor, args.port)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()

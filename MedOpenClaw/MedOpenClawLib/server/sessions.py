@@ -29,9 +29,13 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds before a call that has not returned counts as a hung viewer")
 
 
-def session_registry(args: argparse.Namespace, header: dict, save_images: bool, window: int | None = None):
-    """The radiology registry the front-end serves, supervised unless ``--in-process`` was given; ``window``
-    bounds the trace records kept in memory."""
+# records a long-running front-end keeps in memory; the trace file keeps them all
+TRACE_WINDOW = 1000
+
+
+def session_registry(args: argparse.Namespace, header: dict, save_images: bool, window: int | None = TRACE_WINDOW):
+    """The radiology registry the front-end (``serve``, ``mcp``) serves, supervised unless ``--in-process`` was
+    given; ``window`` bounds the trace records kept in memory."""
     if args.in_process:
         from ..session import build_slicer_registry
 
