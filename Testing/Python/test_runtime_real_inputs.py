@@ -244,3 +244,15 @@ def test_multi_frame_and_non_image_dicom_load_or_are_refused_never_crash(tmp_pat
         assert any("multi-frame image" in warning for warning in result.data["warnings"])
     else:
         call_error(registry, "open_case", code, dicom_dir=str(folder))
+
+
+def test_two_slices_far_apart_are_two_images_not_one_thick_volume(data):
+    folder = data / "CT5N"
+    files = sorted(folder.iterdir())  # S 8.76, 6.26, 3.76, 1.26, -1.24 (2.5 mm thick)
+    for path in files[1:4]:
+        path.unlink()  # keep S 8.76 and -1.24: 10 mm apart, 4x the slice thickness
+    result = call_ok(build_slicer_registry([data]), "open_case", dicom_dir=str(folder))
+    assert len(result.data["volumes"]) == 2
+    for volume in result.data["volumes"]:
+        assert volume["dimensions"][2] == 1 and volume["spacing_mm"][2] == 2.5  # a slice as thick as it is
+    assert any("split into 2 volumes" in warning for warning in result.data["warnings"])

@@ -14,8 +14,9 @@ the same from the headers (pydicom, no pixel data), starting from GDCM's series 
    volume per plane.
 2. Slices that repeat a position are separated by TemporalPositionIdentifier, AcquisitionNumber, TriggerTime
    or ContentTime (the first of them that makes positions unique); if none does, that group is refused.
-3. Slices are sorted by their distance along the normal. A gap larger than 1.5x the median gap splits the group
-   (a missing block of slices is never bridged); a slice stack that is sheared (gantry tilt) is refused.
+3. Slices are sorted by their distance along the normal. A gap larger than 1.5x the median gap (for two slices:
+   their SliceThickness) splits the group (a missing block of slices is never bridged); a slice stack that is
+   sheared (gantry tilt) is refused.
 4. Spacing that stays uneven beyond 0.01 mm is regularized: the volume is resampled (linear along the normal)
    onto an even grid at the median gap, and the result says so.
 
@@ -36,7 +37,8 @@ TEMPORAL_TAGS = ("TemporalPositionIdentifier", "AcquisitionNumber", "TriggerTime
 PLANE_NAMES = {0: "sagittal", 1: "coronal", 2: "axial"}
 LPS_TO_RAS = np.diag([-1.0, -1.0, 1.0, 1.0])  # DICOM patient space is LPS, Slicer's is RAS
 HEADER_TAGS = ["ImageOrientationPatient", "ImagePositionPatient", "Rows", "Columns", "PixelSpacing", "ImageType",
-               "NumberOfFrames", "SeriesNumber", "SeriesDescription", *TEMPORAL_TAGS]  # all the split reads
+               "NumberOfFrames", "SeriesNumber", "SeriesDescription", "SliceThickness",
+               *TEMPORAL_TAGS]  # every tag the split reads
 
 
 @dataclass
@@ -50,6 +52,7 @@ class SliceHeader:
     localizer: bool
     frames: int
     series: str = ""  # "<SeriesNumber> <SeriesDescription>", for messages
+    thickness: float | None = None  # SliceThickness, mm
     tags: dict = field(default_factory=dict)  # temporal tags present in the file
 
     def plane_key(self) -> tuple:
@@ -113,6 +116,7 @@ def read_headers(files: list[str]) -> tuple[list[SliceHeader], list[str]]:
                 localizer="LOCALIZER" in image_type,
                 frames=int(dataset.get("NumberOfFrames") or 1),
                 series=" ".join(str(dataset.get(tag) or "") for tag in ("SeriesNumber", "SeriesDescription")).strip(),
+                thickness=float(dataset.get("SliceThickness") or 0) or None,
                 tags={tag: str(dataset.get(tag)) for tag in TEMPORAL_TAGS if dataset.get(tag) not in (None, "")},
             ))
         except Exception as error:  # pydicom raises many types for broken files
@@ -149,12 +153,13 @@ def _natural(value: str):
         return (1, 0.0, value)
 
 
-def _runs(distances: np.ndarray) -> list[slice]:
-    """Index ranges of the sorted slices with no gap larger than GAP_SPLIT_RATIO x the median gap."""
-    if len(distances) < 3:
+def _runs(distances: np.ndarray, thickness: float | None) -> list[slice]:
+    """Index ranges of the sorted slices with no gap larger than GAP_SPLIT_RATIO x the typical gap: the median
+    gap, or for two slices their SliceThickness (two slices far apart are two images, not one thick volume)."""
+    if len(distances) < 2 or (len(distances) == 2 and not thickness):
         return [slice(0, len(distances))]
     gaps = np.diff(distances)
-    limit = GAP_SPLIT_RATIO * float(np.median(gaps))
+    limit = GAP_SPLIT_RATIO * (float(np.median(gaps)) if len(distances) > 2 else thickness)
     cuts = [0, *[index + 1 for index, gap in enumerate(gaps) if gap > limit], len(distances)]
     return [slice(start, stop) for start, stop in zip(cuts, cuts[1:], strict=False)]
 
@@ -169,8 +174,8 @@ def _plan(headers: list[SliceHeader]) -> VolumePlan:
     row_spacing, column_spacing = first.pixel_spacing or (1.0, 1.0)
     plan = VolumePlan([header.path for header in headers], origin_lps=positions[0],
                       direction_lps=np.column_stack([row, column, normal]), positions_mm=distances)
-    if len(headers) == 1:
-        plan.spacing = (column_spacing, row_spacing, 1.0)
+    if len(headers) == 1:  # one image: its voxels are as thick as its slice
+        plan.spacing = (column_spacing, row_spacing, first.thickness or 1.0)
         return plan
     gaps = np.diff(distances)
     spacing = float(np.median(gaps))
@@ -242,7 +247,7 @@ def split_series(files: list[str], folder: str) -> SeriesSplit:
                                "tilt or a sheared stack): not loaded, its geometry cannot be a volume grid")
                 continue
             distances = np.array([np.dot(header.position, normal) for header in temporal])
-            runs = _runs(distances)
+            runs = _runs(distances, temporal[0].thickness)
             if len(runs) > 1:
                 gaps = np.diff(distances)
                 warnings.append(
