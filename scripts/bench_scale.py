@@ -34,12 +34,14 @@ sys.path.insert(0, str(ROOT / "Testing" / "Python"))
 from agents_fakes import FakeModelServer, Scripted, openai_reply  # noqa: E402
 
 from MedOpenClawLib.bench.agents.model import ModelAgent  # noqa: E402
+from MedOpenClawLib.bench.cases import load_cases  # noqa: E402
 from MedOpenClawLib.bench.concurrency import auto_workers  # noqa: E402
 from MedOpenClawLib.bench.outcomes import write_json_atomic  # noqa: E402
 from MedOpenClawLib.bench.preload import module_prompt  # noqa: E402
 from MedOpenClawLib.bench.run_command import synthetic_cases  # noqa: E402
 from MedOpenClawLib.bench.runner import BenchmarkRunner, local_executor  # noqa: E402
 from MedOpenClawLib.bench.tasks import RunConfig  # noqa: E402
+from MedOpenClawLib.bench.worker import WorkerEnvironment, WorkerProcess  # noqa: E402
 from MedOpenClawLib.providers import ProviderConfig, make_provider  # noqa: E402
 
 MODULE = "ucsf-pdgm"
@@ -188,6 +190,64 @@ def run(executor: str, workers: int, cases_dir: Path, out: Path, base_url: str) 
     }
 
 
+def time_calls(worker, case, out: Path, calls: int) -> dict:
+    """Median milliseconds of an image-returning call (observe, three 512 px views), of a plain call
+    (get_viewer_state), and of ending the episode (for Ray: bringing its trace and images home)."""
+    env = WorkerEnvironment(worker)
+    env.start("radiology", [str(case.data_root)], "A", 20, str(out / "episodes" / "timing" / "trace-1.jsonl"),
+              {"episode_id": "timing"}, True)
+    env.call("open_case", {"dicom_dir": str(case.path(case.open_paths[0])), "size": 64}, actor="system")
+
+    def median_ms(name: str, arguments: dict) -> float:
+        samples = []
+        for _ in range(calls):
+            began = time.perf_counter()
+            env.call(name, arguments, actor="system")
+            samples.append(time.perf_counter() - began)
+        return round(1000 * statistics.median(samples), 2)
+
+    timings = {"image_call_ms": median_ms("observe", {"size": 512}),
+               "plain_call_ms": median_ms("get_viewer_state", {})}
+    began = time.perf_counter()
+    env.end()
+    timings["episode_end_ms"] = round(1000 * (time.perf_counter() - began), 2)
+    return timings
+
+
+def call_overhead(cases_dir: Path, scratch: Path, calls: int = 20) -> dict:
+    """What one tool call and one episode end cost through a Ray actor against a local worker process: the
+    per-episode overhead of Ray, measured directly rather than as a difference of noisy episode times."""
+    import ray
+
+    from MedOpenClawLib.bench.ray_actor import WorkerHost
+    from MedOpenClawLib.bench.ray_executor import CaseShipper, RayWorker
+
+    case = load_cases(cases_dir)[0]
+    local = WorkerProcess(scratch / "timing-local" / "worker").start()
+    try:
+        local_ms = time_calls(local, case, scratch / "timing-local", calls)
+    finally:
+        local.close()
+    actor = ray.remote(WorkerHost).options(num_cpus=0.25).remote(None, 120.0, 300.0)
+    remote = RayWorker(actor, scratch / "timing-ray", 300.0, 120.0, CaseShipper()).start()
+    try:
+        ray_ms = time_calls(remote, case, scratch / "timing-ray", calls)
+    finally:
+        remote.close()
+    return {"local": local_ms, "ray": ray_ms,
+            "extra_ms": {key: round(ray_ms[key] - local_ms[key], 2) for key in local_ms}}
+
+
+def actions_per_episode(out: Path) -> dict:
+    """Image-returning and other actions in one episode's trace (preload included)."""
+    from MedOpenClawLib.audit import read_trace
+
+    record = json.loads(next((out / "episodes").glob("*/result.json")).read_text())
+    actions = [r for r in read_trace(out / record["trace"]) if r["kind"] == "action"]
+    images = sum(bool(r["result"]["images"]) for r in actions)
+    return {"image_calls": images, "plain_calls": len(actions) - images}
+
+
 def projection(runs: list[dict], delay_s: float) -> dict:
     """Episodes/hour on N nodes shaped like this machine, from the steady state measured with Ray at the most
     workers: time per episode on a warm worker, worker memory and the driver's CPU per episode."""
@@ -220,6 +280,16 @@ def projection(runs: list[dict], delay_s: float) -> dict:
         "driver_cap_episodes_per_hour": round(driver_cap),
         "table": table,
     }
+
+
+def direct_overhead(calls: dict, actions: dict, runs: list[dict]) -> dict:
+    """Ray's extra time per episode from the measured per-call costs and an episode's actions, against the
+    local pool's time per episode at one worker."""
+    extra = calls["extra_ms"]
+    extra_s = (actions["image_calls"] * extra["image_call_ms"] + actions["plain_calls"] * extra["plain_call_ms"]
+               + extra["episode_end_ms"]) / 1000
+    base = min((r for r in runs if r["executor"] == "local"), key=lambda r: r["workers"])["episode_s_p50"]
+    return {"extra_s": round(extra_s, 3), "local_episode_s": base, "pct": round(100 * extra_s / base, 2)}
 
 
 def overheads(runs: list[dict]) -> list[dict]:
@@ -262,7 +332,7 @@ def main() -> int:
     model.start()
     base_url = f"http://127.0.0.1:{port_queue.get(timeout=60)}/v1"
     runs = []
-    ray_started = None
+    ray_started = measured_calls = per_episode_actions = None
     try:
         with tempfile.TemporaryDirectory(dir=args.scratch) as scratch:
             for executor in args.executors:
@@ -278,7 +348,9 @@ def main() -> int:
                     print(json.dumps(result), file=sys.stderr)
                     runs.append(result)
                 if executor == "ray":
+                    measured_calls = call_overhead(cases_dir, Path(scratch))
                     ray.shutdown()
+                per_episode_actions = actions_per_episode(Path(scratch) / f"{executor}-w{args.workers[0]}")
     finally:
         model.kill()
     overhead = overheads(runs)
@@ -289,7 +361,10 @@ def main() -> int:
                  "start-up, case preload, scoring and writing; per episode = one episode on a warm worker (preload, "
                  "rounds, trace transfer), worker start-up apart; Ray overhead: per_episode_pct (steady state), "
                  "worker_startup_s_extra (once per actor), end_to_end_pct_this_run (2 episodes per worker, so start-up "
-                 "weighs heavily) and at 100 episodes per worker; "
+                 "weighs heavily) and at 100 episodes per worker -- differences of episode times on a shared, "
+                 "loaded machine are noisy, so ray_overhead_per_episode is also computed from directly timed calls "
+                 "(ray_call_overhead: median of 20 observe / get_viewer_state calls and one episode end, local "
+                 "worker vs Ray actor) times the actions of an episode; "
                  "memory = peak RSS of each worker process (Ray: plus its actor process)"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "shared": True},
         "model_delay_s": args.delay,
@@ -297,8 +372,11 @@ def main() -> int:
         "runs": runs,
         "ray_overhead_vs_local": overhead,
         "ray_overhead_target_pct": 5,
-        "ray_overhead_max_per_episode_pct": max((row["per_episode_pct"] for row in overhead), default=None),
     }
+    if measured_calls:
+        report["ray_call_overhead"] = measured_calls
+        report["actions_per_episode"] = per_episode_actions
+        report["ray_overhead_per_episode"] = direct_overhead(measured_calls, per_episode_actions, runs)
     if any(r["executor"] == "ray" for r in runs):
         report["projection"] = projection(runs, args.delay)
     write_json_atomic(Path(args.out), report)

@@ -41,6 +41,7 @@ def test_actor_resources_follow_the_same_rule_and_fit_the_cluster():
     track_b = actor_resources(False, "B", False, cluster)
     assert track_b.num_gpus == 1 and track_b.fits(cluster) == 2  # two GPUs
     assert actor_resources(False, "B", False, {"CPU": 4.0, "memory": 8.0 * GIB}).num_gpus == 0
+    assert actor_resources(False, "B", False, cluster, num_gpus=0.5).fits(cluster) == 4  # --ray-gpus-per-worker
     slicer = actor_resources(False, "A", True, cluster)
     assert slicer.options()["resources"] == {"slicer": 1} and slicer.fits(cluster) == 0  # no node has Slicer
     assert ActorResources(num_cpus=1, memory_bytes=4 * GIB).fits({"CPU": 8.0, "memory": 10.0 * GIB}) == 2

@@ -9,6 +9,7 @@ import io
 import json
 import os
 import signal
+import socket
 import sys
 
 import pytest
@@ -96,6 +97,16 @@ def test_slicer_workers_run_only_on_nodes_that_have_slicer(cluster, cases, tmp_p
     assert record["worker_node"].endswith(slicer_node.node_id)
     log = (tmp_path / "run" / "workers" / "w0" / "worker.log").read_text()  # came back from the node
     assert "stand-in Slicer runs" in log and "run_bench.py" in log
+
+
+def test_an_unreachable_cluster_is_a_usage_error_before_anything_is_written(cases, tmp_path, capsys):
+    with socket.socket() as unused:  # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{unused.getsockname()[1]}"
+    code = main(["bench", "run", "--module", "ucsf-pdgm", "--agent", "oracle", "--cases", str(cases),
+                 "--executor", "ray", "--ray-address", address, "--out", str(tmp_path / "run")])
+    assert code == 2 and "cannot reach the Ray cluster" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
 
 
 class ActorKillingOracle(OracleAgent):

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from .integrity import file_records
-from .worker import WorkerError, WorkerFault, WorkerProcess
+from .worker import WorkerError, WorkerFault, WorkerHung, WorkerProcess
 
 RESULT_OK, RESULT_REFUSED, RESULT_FAULT = "ok", "refused", "fault"
 
@@ -103,7 +103,8 @@ class WorkerHost:
         except WorkerError as error:
             return {"status": RESULT_REFUSED, "code": error.code, "message": str(error)}
         except WorkerFault as fault:
-            return {"status": RESULT_FAULT, "message": f"{fault} (node {socket.gethostname()})"}
+            return {"status": RESULT_FAULT, "message": f"{fault} (node {socket.gethostname()})",
+                    "hung": isinstance(fault, WorkerHung)}
 
     def collect(self, relative_dir: str) -> dict[str, bytes]:
         """Hand over (and forget) the files an episode wrote under ``relative_dir``."""

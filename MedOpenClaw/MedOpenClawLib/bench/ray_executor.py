@@ -25,6 +25,7 @@ worker: the runner's one error policy retries the episode on a fresh actor, whic
 
 from __future__ import annotations
 
+import socket
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,7 @@ from pathlib import Path
 from .concurrency import WORKER_MEMORY_BYTES, api_bound, cpus_per_worker, resolve_workers
 from .executors import EpisodeJob, LocalExecutor, RoundListener, WorkerUnavailable
 from .ray_actor import RESULT_FAULT, RESULT_OK, RESULT_REFUSED, WorkerHost, pack_tree, tree_records
-from .worker import WorkerError, WorkerFault, WorkerLink
+from .worker import WorkerError, WorkerFault, WorkerHung, WorkerLink
 
 SLICER_RESOURCE = "slicer"  # custom resource advertised by nodes that have a 3D Slicer application
 ACTOR_MARGIN_S = 30.0  # the actor enforces the call timeout itself; the driver waits this much longer
@@ -62,14 +63,13 @@ class ActorResources:
         return min(int(cluster.get(name, 0) / need + 1e-9) for name, need in demands.items() if need)
 
 
-def actor_resources(api_bound: bool, track: str, slicer: bool, cluster: dict, num_gpus: float | None = None,
-                    num_cpus: float | None = None, memory_bytes: int | None = None) -> ActorResources:
-    """Declared resources: the concurrency rule's CPU share, one GPU per Track B worker where the cluster has
-    GPUs (unless given), the measured worker memory."""
+def actor_resources(api_bound: bool, track: str, slicer: bool, cluster: dict,
+                    num_gpus: float | None = None) -> ActorResources:
+    """Declared resources: the concurrency rule's CPU share, the measured worker memory, and one GPU per
+    Track B worker where the cluster has GPUs (unless ``num_gpus`` is given)."""
     if num_gpus is None:
         num_gpus = 1.0 if track == "B" and cluster.get("GPU", 0) > 0 else 0.0
-    return ActorResources(num_cpus=cpus_per_worker(api_bound) if num_cpus is None else num_cpus,
-                          memory_bytes=memory_bytes or WORKER_MEMORY_BYTES, num_gpus=num_gpus, slicer=slicer)
+    return ActorResources(num_cpus=cpus_per_worker(api_bound), num_gpus=num_gpus, slicer=slicer)
 
 
 class RayWorker(WorkerLink):
@@ -104,7 +104,7 @@ class RayWorker(WorkerLink):
             return ray.get(reference, timeout=timeout_s)
         except GetTimeoutError:
             self.kill(collect=False)
-            raise WorkerFault(f"actor did not answer {what} within {timeout_s:g} s") from None
+            raise WorkerHung(f"actor did not answer {what} within {timeout_s:g} s") from None
         except RayActorError as error:  # the actor process or its node is gone
             self.kill(collect=False)
             raise WorkerFault(f"lost the actor during {what}: {type(error).__name__}: "
@@ -112,7 +112,7 @@ class RayWorker(WorkerLink):
 
     def _unwrap(self, answer: dict):
         if answer["status"] == RESULT_FAULT:
-            raise WorkerFault(answer["message"])
+            raise (WorkerHung if answer.get("hung") else WorkerFault)(answer["message"])
         if answer["status"] == RESULT_REFUSED:
             raise WorkerError(answer["code"], answer["message"])
         return answer.get("result")
@@ -126,6 +126,8 @@ class RayWorker(WorkerLink):
         return self
 
     def request(self, op: str, timeout_s: float | None = None, **fields) -> dict:
+        if self.actor is None:
+            raise WorkerFault("the actor is gone")
         if op == "start":
             fields = self._localize(fields)
         wait = (timeout_s or self.call_timeout_s) + ACTOR_MARGIN_S
@@ -186,6 +188,18 @@ class RayWorker(WorkerLink):
         except Exception:  # noqa: BLE001 - an actor already gone has nothing left to close
             pass
         self.kill(collect=False)
+
+
+def check_reachable(address: str, timeout_s: float = 10.0) -> None:
+    """Fail fast on a cluster address nothing answers at: ``ray.init`` would keep retrying it for minutes."""
+    if address in ("auto", "local"):
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    try:
+        with socket.create_connection((host or "127.0.0.1", int(port)), timeout=timeout_s):
+            pass
+    except (OSError, ValueError) as error:
+        raise ValueError(f"cannot reach the Ray cluster at {address!r}: {error}") from None
 
 
 class CaseShipper:

@@ -132,8 +132,10 @@ def executor_factory(args):
         import ray  # noqa: F401
     except ImportError:
         raise ValueError("--executor ray needs Ray: pip install 'medopenclaw[ray]'") from None
-    from .ray_executor import RayExecutor
+    from .ray_executor import RayExecutor, check_reachable
 
+    if args.ray_address:
+        check_reachable(args.ray_address)
     return lambda job, config, on_round: RayExecutor(job, on_round, address=args.ray_address,
                                                      num_gpus=args.ray_gpus_per_worker)
 
