@@ -37,7 +37,7 @@ from ..result import ActionError, Result
 
 VIEWER_CRASHED = "viewer_crashed"
 VIEWER_UNAVAILABLE = "viewer_unavailable"
-REPLAY_KEYS = ("seq", "kind", "action", "arguments", "actor", "round", "status", "state")
+REPLAY_KEYS = ("seq", "kind", "action", "arguments", "actor", "round", "status", "state", "duration_ms")
 
 
 def worker_command(ready_file: str) -> list[str]:
@@ -214,8 +214,7 @@ class SupervisedRegistry(ToolCatalog):
             child = None
             try:
                 child, _ = self._launch()
-                answer = child.request("restore", records=history,
-                                       timeout_s=self.call_timeout_s + self.startup_timeout_s)
+                answer = child.request("restore", records=history, timeout_s=self._restore_timeout_s(history))
                 report, state = answer["report"], answer["state"]
             except (WorkerFault, OSError):  # the new child died (or could not start) too: a crash of its own
                 self._discard(child)
@@ -232,6 +231,12 @@ class SupervisedRegistry(ToolCatalog):
                 return {"restored": False, "replay": report}
             self._worker, self._state = child, state
             return {"restored": True, "replayed_actions": report["actions"]}
+
+    def _restore_timeout_s(self, history: list[dict]) -> float:
+        """Long enough for a replay that runs twice as slowly as the calls did (Track B operators can take
+        minutes each), plus one call's timeout."""
+        recorded_s = sum(float(record.get("duration_ms") or 0.0) for record in history) / 1000.0
+        return self.startup_timeout_s + self.call_timeout_s + 2.0 * recorded_s
 
     @staticmethod
     def _discard(child: WorkerProcess | None) -> None:
