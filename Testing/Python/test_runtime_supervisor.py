@@ -158,6 +158,14 @@ def test_a_restore_that_diverges_from_the_trace_closes_the_session(tmp_path, dat
         assert registry.call("observe", {}).error["code"] == VIEWER_UNAVAILABLE and registry._worker is None
 
 
+def test_a_closed_session_refuses_calls(tmp_path, data_root):
+    registry = supervised(tmp_path, data_root)
+    child = registry._worker.process
+    registry.close()
+    assert child.poll() is not None  # the child is gone
+    assert registry.call("observe", {}).error["code"] == VIEWER_UNAVAILABLE
+
+
 def test_pathology_viewer_is_restored_after_a_crash(tmp_path, slide_root, slide_path):
     with SupervisedRegistry("pathology", [slide_root], trace=AuditTrace(tmp_path / "wsi.jsonl"),
                             workdir=tmp_path / "viewer", command=crashing_worker.command) as registry:

@@ -155,7 +155,9 @@ class SupervisedRegistry(ToolCatalog):
         return failure
 
     def close(self) -> None:
+        """Stop the child; later calls are answered ``viewer_unavailable``."""
         with self._lock:
+            self.closed_reason = self.closed_reason or "the session was closed"
             if self._worker is not None:
                 self._worker.close()
                 self._worker = None
