@@ -2,10 +2,11 @@
 
 For sessions of 10, 100 and 1000 calls on the MNI152 1 mm template (nilearn's copy; real data), a real native
 crash (SIGSEGV in the markups sink of the test double ``Testing/Python/crashing_worker.py``) is triggered and
-timed from the crashing call to the answer ``viewer_crashed`` with the session restored (new child started,
-every action replayed and its snapshot checked); the restored state is compared with the state before the
-crash. Then the latency of the same calls in-process and supervised (p50/p95 ms, images delivered as PNG the
-way the front-ends send them). Writes bench/recovery.json.
+timed from the crashing call to the answer ``viewer_crashed`` with the session restored: a child takes over (the
+spare viewer, or with ``spare=False`` a newly started one), every action is replayed and its snapshot checked,
+and the restored state is compared with the state before the crash. Then the latency of the same calls
+in-process and supervised (p50/p95 ms, images delivered as PNG the way the front-ends send them). Writes
+bench/recovery.json.
 """
 
 from __future__ import annotations
@@ -80,11 +81,11 @@ def open_session(registry, root: Path, calls: int) -> None:
         assert result.ok, (name, result.error)
 
 
-def recovery(root: Path, calls: int, workdir: Path) -> dict:
-    trace_path = workdir / f"trace-{calls}.jsonl"
+def recovery(root: Path, calls: int, workdir: Path, spare: bool) -> dict:
+    trace_path = workdir / f"trace-{calls}-{spare}.jsonl"
     started = time.perf_counter()
     registry = SupervisedRegistry("radiology", [root], trace=AuditTrace(trace_path), workdir=workdir / f"v{calls}",
-                                  command=crashing_worker.command)
+                                  command=crashing_worker.command, spare=spare)
     start_ms = (time.perf_counter() - started) * 1000.0
     try:
         open_session(registry, root, calls)
@@ -98,7 +99,8 @@ def recovery(root: Path, calls: int, workdir: Path) -> dict:
         next_call_ok = registry.call("observe", {"view": "axial", "size": SIZE}).ok
     finally:
         registry.close()
-    return {"calls_in_trace": calls, "replayed_actions": record["replayed_actions"], "restored": record["restored"],
+    return {"calls_in_trace": calls, "spare_viewer": spare, "spare_used": record["spare_used"],
+            "replayed_actions": record["replayed_actions"], "restored": record["restored"],
             "state_equal_after_restore": restored, "next_call_ok": next_call_ok,
             "crash_to_ready_ms": round(crash_to_ready_ms, 1), "supervisor_recovery_ms": record["recovery_ms"],
             "child_start_ms": round(start_ms, 1), "exit": record["exit"],
@@ -144,7 +146,7 @@ def main() -> int:
         root = workdir / "data"
         root.mkdir()
         shutil.copy(MNI_T1, root / "MNI152_T1_1mm.nii.gz")
-        recoveries = [recovery(root, calls, workdir) for calls in args.sizes]
+        recoveries = [recovery(root, calls, workdir, spare) for spare in (True, False) for calls in args.sizes]
         overhead = per_call_overhead(root, args.repeats, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -154,9 +156,11 @@ def main() -> int:
         "volume": "MNI152 T1 1 mm template (197x233x189), nilearn",
         "recovery": recoveries,
         "per_call": overhead,
-        "notes": "crash_to_ready_ms: the crashing call's latency, i.e. crash detection + new child + replay of every "
-                 "action with its snapshot checked; child_start_ms: a fresh supervised viewer (process + slicer-core "
-                 "application). per_call: registry.call + Result JSON (PNG base64) in-process vs through the child.",
+        "notes": "crash_to_ready_ms: the crashing call's latency, i.e. crash detection + a child (the spare booted in "
+                 "the background, or a new one with --no-spare-viewer) + replay of every action with its snapshot "
+                 "checked; child_start_ms: starting a supervised viewer (process + slicer-core application). "
+                 "per_call: registry.call + Result JSON (PNG base64) in-process vs through the child. The machine is "
+                 "shared: see load_average_at_end.",
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")

@@ -74,6 +74,7 @@ def test_segfault_answers_viewer_crashed_and_restores_the_session(tmp_path, data
     crash = next(record for record in records if record["kind"] == VIEWER_CRASHED)
     assert crash["actor"] == "system" and crash["payload"]["exit"] == "killed by SIGSEGV"
     assert crash["payload"]["restored"] is True and crash["payload"]["replayed_actions"] == 7
+    assert crash["payload"]["spare_used"] is True  # the viewer booted in the background took over
     assert crash["payload"]["arguments"]["label"] == "CRASH:segv"
     assert "Segmentation fault" in (tmp_path / "viewer" / "worker.log").read_text()  # faulthandler's stack
     assert verify_trace(tmp_path / "trace.jsonl").ok
@@ -139,7 +140,7 @@ def test_hang_is_stopped_and_repeated_crashes_close_the_session(tmp_path, data_r
         assert crashed.error["code"] == VIEWER_CRASHED and "session is closed" in crashed.error["message"]
         refused = registry.call("list_evidence", {})
         assert refused.error["code"] == VIEWER_UNAVAILABLE and "restart the server" in refused.error["message"]
-        assert registry._worker is None  # no child left running
+        assert registry._worker is None and registry._spare is None  # no child left running
 
     kinds = [record["kind"] for record in read_trace(tmp_path / "trace.jsonl")]
     assert kinds.count(VIEWER_CRASHED) == 2 and kinds.count(VIEWER_UNAVAILABLE) == 1
@@ -160,9 +161,10 @@ def test_a_restore_that_diverges_from_the_trace_closes_the_session(tmp_path, dat
 
 def test_a_closed_session_refuses_calls(tmp_path, data_root):
     registry = supervised(tmp_path, data_root)
-    child = registry._worker.process
+    registry._spare._thread.join()  # the spare finished booting
+    children = [registry._worker.process, registry._spare._child.process]
     registry.close()
-    assert child.poll() is not None  # the child is gone
+    assert all(child.poll() is not None for child in children)  # the child and the spare are gone
     assert registry.call("observe", {}).error["code"] == VIEWER_UNAVAILABLE
 
 

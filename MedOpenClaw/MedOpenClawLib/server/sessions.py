@@ -25,6 +25,9 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trace", type=Path, default=None, help="audit trace JSONL (default: none on disk)")
     parser.add_argument("--in-process", action="store_true",
                         help="run the viewer in this process (no crash containment; for debugging)")
+    parser.add_argument("--no-spare-viewer", dest="spare_viewer", action="store_false",
+                        help="do not keep a second viewer process ready for restarts (saves ~110 MB; a restart then "
+                             "waits for a viewer to start)")
     parser.add_argument("--call-timeout", type=float, default=300.0,
                         help="seconds before a call that has not returned counts as a hung viewer")
 
@@ -51,7 +54,7 @@ def session_registry(args: argparse.Namespace, header: dict, save_images: bool, 
         trace = AuditTrace(args.trace, header=header, save_images=save_images, window=window)
     return SupervisedRegistry("radiology", args.data_root, track=args.track, max_rounds=args.max_rounds,
                               trace=trace, workdir=workdir, remove_workdir=args.trace is None,
-                              call_timeout_s=args.call_timeout)
+                              call_timeout_s=args.call_timeout, spare=args.spare_viewer)
 
 
 def close_session(registry) -> None:

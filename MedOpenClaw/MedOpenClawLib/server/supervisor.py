@@ -13,7 +13,8 @@ and the session is restored by replaying the trace's action records
 (:func:`~MedOpenClawLib.replay.replay_records`, every snapshot checked); the trace gets a ``viewer_crashed``
 system record (skipped by replay, so ``trace verify`` and ``replay`` still pass). More than ``max_crashes``
 crashes within ``crash_window_s`` seconds, or a restore whose snapshots diverge from the trace, close the
-session: later calls are answered ``viewer_unavailable`` (and audited).
+session: later calls are answered ``viewer_unavailable`` (and audited). A spare child, started in the
+background, waits ready for the next restart, so a recovery costs the replay rather than a viewer's start-up.
 """
 
 from __future__ import annotations
@@ -45,6 +46,35 @@ def worker_command(ready_file: str) -> list[str]:
     return worker.headless_command(ready_file)
 
 
+class SpareViewer:
+    """A viewer process booted in the background, so a restart after a crash does not wait for one to start."""
+
+    def __init__(self, launch: Callable[[], WorkerProcess]):
+        self._child: WorkerProcess | None = None
+        self._thread = threading.Thread(target=self._boot, args=(launch,), name="spare-viewer", daemon=True)
+        self._thread.start()
+
+    def _boot(self, launch: Callable[[], WorkerProcess]) -> None:
+        try:
+            self._child = launch()
+        except (WorkerFault, WorkerError, OSError):  # a spare that cannot start is simply not there
+            self._child = None
+
+    def take(self) -> WorkerProcess | None:
+        """The spare if it started and still answers (waiting for it to finish booting), else None."""
+        self._thread.join()
+        child, self._child = self._child, None
+        if child is not None and not child.alive():
+            child.kill()
+            return None
+        return child
+
+    def discard(self) -> None:
+        child = self.take()
+        if child is not None:
+            child.close()
+
+
 def describe_exit(code: int | None) -> str:
     if code is None:
         return "still running"
@@ -73,11 +103,13 @@ class SupervisedRegistry(ToolCatalog):
         max_crashes: int = 3,
         crash_window_s: float = 600.0,
         command: Callable[[str], list[str]] | None = None,
+        spare: bool = True,
     ):
         """``viewer`` names a builder of :data:`~MedOpenClawLib.bench.worker.BUILDERS`; ``workdir`` receives the
         child's ``worker.log`` (default: a temporary folder; :meth:`close` removes it then, or when
         ``remove_workdir``). The session is restored from ``trace``, so it must hold every record: give it a file
-        or no in-memory window."""
+        or no in-memory window. ``spare`` keeps a second child ready for restarts (about 110 MB of private memory).
+        """
         self.trace = trace if trace is not None else AuditTrace(None)
         self.start_request = {"viewer": viewer, "data_roots": [str(root) for root in data_roots or []],
                               "track": track, "max_rounds": max_rounds}
@@ -91,7 +123,10 @@ class SupervisedRegistry(ToolCatalog):
         self.crashes: deque[float] = deque()  # monotonic times of the crashes inside the window
         self.closed_reason: str | None = None  # set once the viewer is given up
         self._lock = threading.RLock()
+        self.spare = spare
+        self._spare: SpareViewer | None = None
         self._worker, started = self._launch()
+        self._replenish_spare()
         self._actions = {item["name"]: ActionSpec.from_description(item) for item in started["actions"]}
         self.config = started["config"]
         self.track = self.config.get("track", track)
@@ -161,6 +196,9 @@ class SupervisedRegistry(ToolCatalog):
             if self._worker is not None:
                 self._worker.close()
                 self._worker = None
+            if self._spare is not None:
+                self._spare.discard()
+                self._spare = None
             if self.remove_workdir:
                 shutil.rmtree(self.workdir, ignore_errors=True)
 
@@ -182,6 +220,16 @@ class SupervisedRegistry(ToolCatalog):
             child.kill()
             raise
 
+    def _replenish_spare(self) -> None:
+        if self.spare and self._spare is None:
+            self._spare = SpareViewer(lambda: self._launch()[0])
+
+    def _fresh_child(self) -> tuple[WorkerProcess, bool]:
+        """The spare when one is ready, else a newly launched child; and whether it was the spare."""
+        spare, self._spare = self._spare, None
+        child = spare.take() if spare is not None else None
+        return (child, True) if child is not None else (self._launch()[0], False)
+
     def _history(self) -> list[dict]:
         """Every action record of the session, from the trace file when there is one (it holds everything)."""
         if self.trace.path is not None:
@@ -197,7 +245,11 @@ class SupervisedRegistry(ToolCatalog):
         """Discard the child and restore the session on a new one; returns what the crash record reports."""
         self._discard(self._worker)
         self._worker = None
-        return self._restore()
+        outcome = self._restore()
+        if not outcome["restored"] and self._spare is not None:  # the session is closed: no restart will come
+            self._spare.discard()
+            self._spare = None
+        return outcome
 
     def _restore(self) -> dict:
         try:
@@ -215,7 +267,7 @@ class SupervisedRegistry(ToolCatalog):
                 return {"restored": False}
             child = None
             try:
-                child, _ = self._launch()
+                child, from_spare = self._fresh_child()
                 answer = child.request("restore", records=history, timeout_s=self._restore_timeout_s(history))
                 report, state = answer["report"], answer["state"]
             except (WorkerFault, OSError):  # the new child died (or could not start) too: a crash of its own
@@ -232,7 +284,8 @@ class SupervisedRegistry(ToolCatalog):
                     f"the restored session diverged from its audit trace: {report['message']}")
                 return {"restored": False, "replay": report}
             self._worker, self._state = child, state
-            return {"restored": True, "replayed_actions": report["actions"]}
+            self._replenish_spare()
+            return {"restored": True, "replayed_actions": report["actions"], "spare_used": from_spare}
 
     def _restore_timeout_s(self, history: list[dict]) -> float:
         """Long enough for a replay that runs twice as slowly as the calls did (Track B operators can take
