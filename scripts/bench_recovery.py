@@ -89,6 +89,8 @@ def recovery(root: Path, calls: int, workdir: Path, spare: bool) -> dict:
     start_ms = (time.perf_counter() - started) * 1000.0
     try:
         open_session(registry, root, calls)
+        if registry._spare is not None:
+            registry._spare.wait()  # steady state: the spare has booted (a crash sooner waits for the rest of it)
         before = registry.state()
         started = time.perf_counter()
         crashed = registry.call("record_point", {"ras": [0.0, 0.0, 0.0], "label": "CRASH:segv"})
@@ -138,6 +140,7 @@ def per_call_overhead(root: Path, repeats: int, workdir: Path) -> dict:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--trials", type=int, default=3, help="crashes per session size and spare setting")
     parser.add_argument("--repeats", type=int, default=60, help="calls per action kind for the overhead")
     parser.add_argument("--out", type=Path, default=REPOSITORY / "bench" / "recovery.json")
     args = parser.parse_args()
@@ -146,7 +149,8 @@ def main() -> int:
         root = workdir / "data"
         root.mkdir()
         shutil.copy(MNI_T1, root / "MNI152_T1_1mm.nii.gz")
-        recoveries = [recovery(root, calls, workdir, spare) for spare in (True, False) for calls in args.sizes]
+        recoveries = [recovery(root, calls, workdir, spare)
+                      for spare in (True, False) for calls in args.sizes for _ in range(args.trials)]
         overhead = per_call_overhead(root, args.repeats, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -154,6 +158,16 @@ def main() -> int:
         "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count(),
                     "load_average_at_end": [round(value, 2) for value in os.getloadavg()]},
         "volume": "MNI152 T1 1 mm template (197x233x189), nilearn",
+        "median_crash_to_ready_ms": {
+            "spare_viewer" if spare else "no_spare_viewer": {
+                str(calls): round(statistics.median(entry["crash_to_ready_ms"] for entry in recoveries
+                                                    if entry["calls_in_trace"] == calls
+                                                    and entry["spare_viewer"] == spare), 1)
+                for calls in args.sizes}
+            for spare in (True, False)},
+        "all_restored_and_verified": all(entry["restored"] and entry["state_equal_after_restore"]
+                                         and entry["next_call_ok"] and entry["trace_verifies"]
+                                         for entry in recoveries),
         "recovery": recoveries,
         "per_call": overhead,
         "notes": "crash_to_ready_ms: the crashing call's latency, i.e. crash detection + a child (the spare booted in "

@@ -161,7 +161,7 @@ def test_a_restore_that_diverges_from_the_trace_closes_the_session(tmp_path, dat
 
 def test_a_closed_session_refuses_calls(tmp_path, data_root):
     registry = supervised(tmp_path, data_root)
-    registry._spare._thread.join()  # the spare finished booting
+    assert registry._spare.wait()  # the spare finished booting
     children = [registry._worker.process, registry._spare._child.process]
     registry.close()
     assert all(child.poll() is not None for child in children)  # the child and the spare are gone

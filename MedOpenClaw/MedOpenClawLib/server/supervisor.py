@@ -60,9 +60,14 @@ class SpareViewer:
         except (WorkerFault, WorkerError, OSError):  # a spare that cannot start is simply not there
             self._child = None
 
+    def wait(self) -> bool:
+        """Wait until the spare finished booting; whether it started."""
+        self._thread.join()
+        return self._child is not None
+
     def take(self) -> WorkerProcess | None:
         """The spare if it started and still answers (waiting for it to finish booting), else None."""
-        self._thread.join()
+        self.wait()
         child, self._child = self._child, None
         if child is not None and not child.alive():
             child.kill()
