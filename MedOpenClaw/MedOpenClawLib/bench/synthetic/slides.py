@@ -172,7 +172,7 @@ def _bracs_lesion(layout: _Layout, label: str, center) -> float:
         return _crowded_ducts(layout, center, 250 if label == "ADH" else 900, int(rng.integers(*count)), radii,
                               filled)
     if label == "IC":
-        radius = rng.uniform(700, 1400)
+        radius = rng.uniform(500, 1100)
         layout.add("desmoplasia", irregular_polygon(center, radius, radius * rng.uniform(0.6, 0.9), rng, 64, 0.25))
         for _ in range(int(rng.integers(60, 160))):
             angle, radial = rng.uniform(0, 2 * np.pi), np.sqrt(rng.uniform(0, 1)) * radius * 0.75
@@ -218,8 +218,8 @@ def bracs_scene(label: str, size: tuple[int, int], rng: np.random.Generator, see
         if lesser:
             lesions.append(str(rng.choice(lesser)))
     rois = []
-    for lesion in lesions:
-        point = layout.spot(center, radii, 900, 0.55)
+    for lesion in lesions:  # anywhere in the tissue, apart from each other
+        point = layout.spot(center, radii, 1000, 0.8)
         reach = _bracs_lesion(layout, lesion, point)
         layout.taken.append((*point, reach))
         roi = irregular_polygon(point, reach + 30, (reach + 30) * 0.95, rng, 32, 0.04)
