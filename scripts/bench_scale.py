@@ -2,13 +2,13 @@
 for Ray actors on this machine, with a model agent talking to a fake OpenAI-compatible server on loopback that
 answers each turn after ``--delay`` seconds (an API-bound model). Writes bench/scale.json.
 
-Each episode is a real one on the embedded synthetic ucsf-pdgm cohort (four MNI-sized sequences per case, the
-size of the real studies): preload, three tool rounds (scroll, image_coords_to_ras, record_key_slices) and a
-final answer, i.e. four model turns. Measured per configuration: wall time, episodes/hour, per-episode time
-(the episode loop, and its tool time), peak memory per worker (worker process; for Ray plus its actor
-process) and the driver's CPU seconds per episode (what bounds one driver). Ray's overhead is its time per
-episode against the local pool's at the same number of workers. The projection for N nodes follows from
-those numbers (see ``projection.method`` in the output).
+Each episode is a real one on the embedded synthetic ucsf-pdgm cohort at its ``full`` size (four sequences of
+~197x233x189 voxels at 1 mm per case, the size of the real studies): preload, three tool rounds (scroll,
+image_coords_to_ras, record_key_slices) and a final answer, i.e. four model turns. Measured per configuration:
+wall time, episodes/hour, per-episode time (the episode loop, and its tool time), peak memory per worker (worker
+process; for Ray plus its actor process) and the driver's CPU seconds per episode (what bounds one driver). Ray's
+overhead is its time per episode against the local pool's at the same number of workers. The projection for N
+nodes follows from those numbers (see ``projection.method`` in the output).
 
     nice -n 10 python scripts/bench_scale.py [--delay 2] [--workers 1 2 4 8] [--out bench/scale.json]
 """
@@ -326,7 +326,7 @@ def main() -> int:
 
     import tempfile
 
-    cases_dir = synthetic_cases(MODULE)
+    cases_dir = synthetic_cases(MODULE, size="full", cases=4)  # 1 mm brains, as UCSF-PDGM's studies
     port_queue = multiprocessing.Queue()
     model = multiprocessing.Process(target=serve_model, args=(args.delay, port_queue), daemon=True)
     model.start()
@@ -355,17 +355,17 @@ def main() -> int:
         model.kill()
     overhead = overheads(runs)
     report = {
-        "what": (f"model agent (4 turns: 3 tool rounds + answer) against a fake OpenAI-compatible server on "
-                 f"127.0.0.1 answering each turn after {args.delay:g} s, on the synthetic {MODULE} cohort (4 "
-                 "MNI-sized sequences per case); episodes = 2 x workers; episodes/hour include worker (and actor) "
-                 "start-up, case preload, scoring and writing; per episode = one episode on a warm worker (preload, "
-                 "rounds, trace transfer), worker start-up apart; Ray overhead: per_episode_pct (steady state), "
-                 "worker_startup_s_extra (once per actor), end_to_end_pct_this_run (2 episodes per worker, so start-up "
-                 "weighs heavily) and at 100 episodes per worker -- differences of episode times on a shared, "
-                 "loaded machine are noisy, so ray_overhead_per_episode is also computed from directly timed calls "
-                 "(ray_call_overhead: median of 20 observe / get_viewer_state calls and one episode end, local "
-                 "worker vs Ray actor) times the actions of an episode; "
-                 "memory = peak RSS of each worker process (Ray: plus its actor process)"),
+        "what": ("model agent (4 turns: 3 tool rounds + answer) against a fake OpenAI-compatible server on 127.0.0.1 "
+                 f"answering each turn after {args.delay:g} s, on the synthetic {MODULE} cohort at full size (4 "
+                 "sequences of ~197x233x189 voxels at 1 mm per case, as the real studies); episodes = 2 x workers; "
+                 "episodes/hour include worker (and actor) start-up, case preload, scoring and writing; per episode = "
+                 "one episode on a warm worker (preload, rounds, trace transfer), worker start-up apart; Ray overhead:"
+                 " per_episode_pct (steady state), worker_startup_s_extra (once per actor), end_to_end_pct_this_run (2"
+                 " episodes per worker, so start-up weighs heavily) and at 100 episodes per worker -- differences of "
+                 "episode times on a shared, loaded machine are noisy, so ray_overhead_per_episode is also computed "
+                 "from directly timed calls (ray_call_overhead: median of 20 observe / get_viewer_state calls and one "
+                 "episode end, local worker vs Ray actor) times the actions of an episode; memory = peak RSS of each "
+                 "worker process (Ray: plus its actor process)"),
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "shared": True},
         "model_delay_s": args.delay,
         "ray_local_cluster_start_s": ray_started,
