@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -108,16 +110,28 @@ def test_default_synthetic_lumiere_cohort_is_consistent_and_contradictions_stop_
     write_cohort(raw, CohortConfig(seed=0, cases=6, mri_spacing_mm=2), modules=["lumiere"])
     manifest = prepare("lumiere", raw / DATASET_DIRS["lumiere"], tmp_path / "cases")
     assert len(manifest["cases"]) == 6
-    for case in load_cases(tmp_path / "cases"):
-        truth = load_ground_truth(tmp_path / "cases", case.case_id)
+    cases = load_cases(tmp_path / "cases")
+    truths = {case.case_id: load_ground_truth(tmp_path / "cases", case.case_id) for case in cases}
+    for case in cases:
+        truth = truths[case.case_id]
         assert check_ground_truth(case, truth) == []
         assert truth.evidence_fields["non_measurable_lesion"] == truth.evidence_fields["current_non_target_lesion"]
+    counts = Counter(truth.labels["answer"] for truth in truths.values())
     filtered = prepare("lumiere", raw / DATASET_DIRS["lumiere"], tmp_path / "filtered", min_label_cases=2)
-    assert filtered["filters"][-1] == {"step": "label frequency", "excluded": 2, "remaining": 4}  # one SD, one CR
+    rare = sum(count for count in counts.values() if count < 2)
+    assert filtered["filters"][-1] == {"step": "label frequency", "excluded": rare, "remaining": 6 - rare}
+    # rate NonMeasurableLesions = yes on a study whose mask has no non-measurable lesion
+    victim = next(case_id for case_id, truth in sorted(truths.items())
+                  if truth.evidence_fields["current_non_target_lesion"] is False)
+    patient, current = victim.split("__")[0], victim.split("__")[-1]
     rating = raw / DATASET_DIRS["lumiere"] / "LUMIERE-ExpertRating-v202211.csv"
-    rows = rating.read_text().splitlines()
-    rows = [row.replace("Patient-002,week-012,,,", "Patient-002,week-012,,x,") for row in rows]
-    rating.write_text("\n".join(rows) + "\n")
-    with pytest.raises(GroundTruthContradiction, match="Patient-002__week-003__to__week-012.*NonMeasurable"):
+    rows = list(csv.reader(rating.read_text(encoding="utf-8").splitlines()))
+    column = rows[0].index("NonMeasurableLesions")
+    for row in rows:
+        if row[:2] == [patient, current]:
+            row[column] = "x"
+    with open(rating, "w", newline="", encoding="utf-8") as handle:
+        csv.writer(handle).writerows(rows)
+    with pytest.raises(GroundTruthContradiction, match=f"{victim}.*NonMeasurable"):
         prepare("lumiere", raw / DATASET_DIRS["lumiere"], tmp_path / "again")
     assert json.loads((tmp_path / "cases" / "manifest.json").read_text())["segmentation_labels"]["enhancing"] == 1
