@@ -467,7 +467,8 @@ def evolve(previous: Timepoint, target: str, week: str, rng: np.random.Generator
 
 
 def baseline_timepoint(week: str, rng: np.random.Generator) -> Timepoint:
-    """A post-operative baseline: one measurable enhancing lesion and one small non-measurable satellite."""
+    """A post-operative baseline: one measurable enhancing lesion, in half of the patients a small
+    non-measurable satellite, in a third a second measurable focus (multifocal disease)."""
     side = float(rng.choice([-1.0, 1.0]))
     center = (side * _pick(rng, 22, 30), _pick(rng, -20, 10), _pick(rng, 14, 26))
     radius = _pick(rng, 11.5, 13.0)
@@ -476,11 +477,11 @@ def baseline_timepoint(week: str, rng: np.random.Generator) -> Timepoint:
     direction /= np.linalg.norm(direction)
     cavity_radius = _pick(rng, 8, 14)
     cavity_center = tuple(float(c + d * (radius + cavity_radius * 0.5)) for c, d in zip(center, direction))
-    return Timepoint(
-        week,
-        [
-            Lesion("L1", center, (radius, radius * 0.9, radius * 0.9), 1.5),
-            Lesion("L2", satellite, (3.0, 3.0, 3.0), 1.2, necrotic=False),
-        ],
-        Compartment("cavity", cavity_center, (cavity_radius,) * 3, 0, roughness=0.15),
-    )
+    lesions = [Lesion("L1", center, (radius, radius * 0.9, radius * 0.9), 1.5)]
+    if rng.random() < 0.5:
+        lesions.append(Lesion("L2", satellite, (3.0, 3.0, 3.0), 1.2, necrotic=False))
+    if rng.random() < 0.33:
+        second = _pick(rng, 7.0, 9.0)
+        focus = (center[0] + side * 4.0, center[1] - radius - second - 16.0, center[2] + 6.0)
+        lesions.append(Lesion("L3", focus, (second, second, second), 1.3, necrotic=False))
+    return Timepoint(week, lesions, Compartment("cavity", cavity_center, (cavity_radius,) * 3, 0, roughness=0.15))
