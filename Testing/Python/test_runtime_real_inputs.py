@@ -58,6 +58,18 @@ def test_unevenly_spaced_ct_is_split_at_the_gap_with_true_slice_positions(data, 
     assert record["action"] == "open_case" and warning in record["result"]["data"]["warnings"]
 
 
+def test_points_on_a_single_slice_volume_as_printed_are_inside(data):
+    """The split-off slice of CT2 has no thickness between voxel centres: a point on its plane, copied from the
+    3-decimal inventory, is inside (half a voxel either way), for evidence as for jump; beyond that it is refused."""
+    registry = build_slicer_registry([data])
+    volumes = volumes_by_name(call_ok(registry, "open_case", dicom_dir=str(data / "CT2")))
+    (r_low, r_high), (a_low, a_high), (s_plane, _) = volumes["Routine_Brain_1"]["ras_bounds"]
+    point = [round((r_low + r_high) / 2, 3), round((a_low + a_high) / 2, 3), s_plane]
+    call_ok(registry, "record_point", ras=point, label="on the plane")
+    call_ok(registry, "jump", ras=point)
+    call_error(registry, "record_point", "outside_volume", ras=[point[0], point[1], s_plane - 1.0])
+
+
 @pytest.mark.parametrize(("folder", "count"), [("MR2", 7), ("MR700", 7)])
 def test_multi_plane_series_load_one_volume_per_plane_with_its_own_orientation(data, folder, count):
     registry = build_slicer_registry([data])

@@ -15,7 +15,7 @@ from ..audit import fresh_path, sha256_file
 from ..registry import Toolset
 from ..result import ActionError, Result
 from ..viewer.actions import POINT_1000, RAS, SIZE, VIEW, VOLUME_NAME, render, screen_points_to_ras, with_reference
-from ..viewer.geometry import CANONICAL_AXIS, VIEWS, voxel_center_bounds
+from ..viewer.geometry import CANONICAL_AXIS, VIEWS, lies_inside
 from ..viewer.image_geometry import IMAGE_ID
 
 EVIDENCE = Toolset("evidence")
@@ -27,8 +27,7 @@ def require_volume(ctx, volume_name: str | None = None):
 
 
 def check_inside(node, ras) -> None:
-    bounds = voxel_center_bounds(node)
-    if np.any(np.asarray(ras) < bounds[:, 0] - 1e-6) or np.any(np.asarray(ras) > bounds[:, 1] + 1e-6):
+    if not lies_inside(node, ras):
         raise ActionError("outside_volume", f"RAS {list(ras)} lies outside {node.GetName()}")
 
 

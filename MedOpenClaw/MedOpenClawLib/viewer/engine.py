@@ -18,6 +18,7 @@ from .application import SlicerApplication
 from .geometry import (
     CANONICAL_AXIS,
     VIEWS,
+    lies_inside,
     numpy_to_vtk_matrix,
     spacing_along,
     square_side,
@@ -180,9 +181,8 @@ class ViewerEngine:
     def jump(self, ras: list[float]) -> None:
         """Centre all three views on a RAS point (each view's offset becomes that point's coordinate)."""
         node = self.find_volume()
-        bounds = voxel_center_bounds(node)
-        margin = np.array([spacing_along(node, axis) for axis in range(3)]) / 2.0
-        if np.any(np.asarray(ras) < bounds[:, 0] - margin) or np.any(np.asarray(ras) > bounds[:, 1] + margin):
+        if not lies_inside(node, ras):
+            bounds = voxel_center_bounds(node)
             raise ActionError(
                 "outside_volume",
                 f"RAS {list(ras)} lies outside {node.GetName()} (R {bounds[0, 0]:.1f}..{bounds[0, 1]:.1f}, "

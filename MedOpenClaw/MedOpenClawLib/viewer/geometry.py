@@ -51,6 +51,15 @@ def spacing_along(volume_node, axis: int) -> float:
     return float(step) if step > 1e-9 else float(np.linalg.norm(matrix[:, column]))
 
 
+def lies_inside(volume_node, ras) -> bool:
+    """Whether a RAS point lies within the volume's voxels (voxel-centre bounds widened by half a voxel): the one
+    rule for "inside", so a point on a single-slice volume's plane, as printed to 3 decimals, is inside."""
+    bounds = voxel_center_bounds(volume_node)
+    margin = np.array([spacing_along(volume_node, axis) for axis in range(3)]) / 2.0
+    point = np.asarray(ras, dtype=float)
+    return bool(np.all(point >= bounds[:, 0] - margin) and np.all(point <= bounds[:, 1] + margin))
+
+
 def screen_to_xy(point_1000: tuple[float, float], width: int, height: int) -> tuple[float, float]:
     """0..999 screen point (top-left origin) to VTK slice XY pixel coordinates (bottom-left origin)."""
     u = (float(point_1000[0]) + 0.5) * width / 1000.0
