@@ -201,35 +201,39 @@ def sectioned(rows: list[Row], columns: list[Column], mean_rows: bool = True) ->
 
 
 # ------------------------------------------------------------------------------------------------ tables
+def track_a_table(runs: list[Run], table_id: str, title: str, caption: str, columns: list,
+                  modules: tuple) -> Table:
+    """A per-backbone score table over the Track A runs (Tables 1, 2 and 5 differ only in columns and text)."""
+    rows = score_rows(main_runs([run for run in runs if run.track == "A"]), columns, modules)
+    return Table(table_id, title, caption, IDENTITY_HEADER, columns, sectioned(rows, columns), [PRIVILEGED_NOTE])
+
+
 def table1(runs: list[Run]) -> Table:
-    columns = table1_columns()
-    grouped = main_runs([run for run in runs if run.track == "A"])
-    rows = score_rows(grouped, columns, RADIOLOGY_MODULES)
-    return Table("table1", "Table 1: Viewer-native radiology",
-                 "Track A (viewer-native). Strict = answer plus evidence; Loc. where defined. Model Avg.: Task and "
-                 "Strict average the three task families, Loc. averages Brain MRI and Lung PET/CT (shown only when "
-                 "every part is present). Cells: mean [bootstrap 95% CI]; n = scored episodes.",
-                 IDENTITY_HEADER, columns, sectioned(rows, columns), [PRIVILEGED_NOTE])
+    return track_a_table(
+        runs, "table1", "Table 1: Viewer-native radiology",
+        "Track A (viewer-native). Strict = answer plus evidence; Loc. where defined. Model Avg.: Task and "
+        "Strict average the three task families, Loc. averages Brain MRI and Lung PET/CT (shown only when "
+        "every part is present). Cells: mean [bootstrap 95% CI]; n = scored episodes.",
+        table1_columns(), RADIOLOGY_MODULES,
+    )
 
 
 def table2(runs: list[Run]) -> Table:
-    columns = [column for module in PATHOLOGY_MODULES for column in score_columns(module)]
-    grouped = main_runs([run for run in runs if run.track == "A"])
-    rows = score_rows(grouped, columns, PATHOLOGY_MODULES)
-    return Table("table2", "Table 2: Viewer-native pathology",
-                 "Coordinate-grounded WSI scoring. Strict = answer plus evidence; Loc. = coordinate localization on "
-                 "positive slides. Cells: mean [bootstrap 95% CI].",
-                 IDENTITY_HEADER, columns, sectioned(rows, columns), [PRIVILEGED_NOTE])
+    return track_a_table(
+        runs, "table2", "Table 2: Viewer-native pathology",
+        "Coordinate-grounded WSI scoring. Strict = answer plus evidence; Loc. = coordinate localization on "
+        "positive slides. Cells: mean [bootstrap 95% CI].",
+        [column for module in PATHOLOGY_MODULES for column in score_columns(module)], PATHOLOGY_MODULES,
+    )
 
 
 def table5(runs: list[Run]) -> Table:
-    columns = table5_columns()
-    grouped = main_runs([run for run in runs if run.track == "A"])
-    rows = score_rows(grouped, columns, RADIOLOGY_MODULES)
-    return Table("table5", "Table 5: Detailed viewer-native radiology metrics",
-                 "Table 1 expanded with the LUMIERE lesion-state evidence fields (NML = non-measurable lesion) and "
-                 "the NSCLC subtasks. Cells: mean [bootstrap 95% CI].",
-                 IDENTITY_HEADER, columns, sectioned(rows, columns), [PRIVILEGED_NOTE])
+    return track_a_table(
+        runs, "table5", "Table 5: Detailed viewer-native radiology metrics",
+        "Table 1 expanded with the LUMIERE lesion-state evidence fields (NML = non-measurable lesion) and "
+        "the NSCLC subtasks. Cells: mean [bootstrap 95% CI].",
+        table5_columns(), RADIOLOGY_MODULES,
+    )
 
 
 def _reference_runs(runs: list[Run]) -> dict[tuple, dict[str, list[Run]]]:
