@@ -113,6 +113,36 @@ def test_nsclc_mask_is_placed_through_lps_geometry(cohort, tmp_path):
     assert truth.answers["q3"] == {"N0": "A", "N1": "B", "N2": "C"}[attributes["n_stage"]]
 
 
+def test_ucsf_cases_are_written_on_the_real_sri24_grid(cohort):
+    """UCSF-PDGM's 240x240x155 mm SRI24 field at the cohort's voxel size, axes stored L, P, S like BraTS."""
+    import nibabel as nib
+
+    files = sorted((cohort / DATASET_DIRS["ucsf-pdgm"]).rglob("*.nii.gz"))
+    assert len(files) == SMALL.cases * 5
+    for path in files:
+        image = nib.load(path)
+        assert image.shape == (60, 60, 39) and image.header.get_zooms() == (4.0, 4.0, 4.0)
+        assert nib.aff2axcodes(image.affine) == ("L", "P", "S")
+        assert np.array_equal(image.affine[:3, :3], np.diag([-4.0, -4.0, 4.0]))
+
+
+@pytest.mark.parametrize(("spacing", "shape"), [(1, (240, 240, 155)), (2, (120, 120, 78)), (4, (60, 60, 39))])
+def test_sri24_grid_holds_the_whole_mni_head_centred(spacing, shape):
+    from MedOpenClawLib.bench.synthetic.brain import load_template, sri24_grid, sri24_template
+
+    grid_shape, affine = sri24_grid(spacing)
+    assert grid_shape == shape and np.array_equal(np.diag(affine), [-spacing, -spacing, spacing, 1])
+    mni = load_template(spacing)
+    head = np.argwhere(mni.head) @ mni.affine[:3, :3].T + mni.affine[:3, 3]
+    indices = (head - affine[:3, 3]) / np.diag(affine)[:3]  # every head voxel's index on the SRI24 grid
+    assert np.allclose(indices, np.round(indices))  # on the grid's lattice: no blur from resampling
+    assert indices.min() >= 0 and (indices.max(axis=0) <= np.array(shape) - 1).all()  # nothing cropped
+    field_centre = affine[:3, :3] @ ((np.array(shape) - 1) / 2) + affine[:3, 3]
+    assert np.abs(field_centre - (head.min(axis=0) + head.max(axis=0)) / 2).max() <= spacing / 2
+    if spacing > 1:  # 1 mm resampling takes seconds; the same shift at 2 and 4 mm keeps every head voxel
+        assert sri24_template(spacing).head.sum() == mni.head.sum()
+
+
 # --- hand-made fixtures in the real layouts ---
 
 

@@ -1,5 +1,9 @@
 """Synthetic brain MRI on the MNI152 2009 template shipped with nilearn (T1 image and GM/WM probability maps).
 
+World coordinates are MNI millimetres throughout. UCSF-PDGM studies are written on the SRI24 atlas grid of the
+real dataset (:func:`sri24_template`); LUMIERE studies are resampled onto per-study scanner grids
+(:func:`native_study`).
+
 Tissue intensities per sequence are mixed from the template's tissue maps. Tumours are compartments
 (enhancing rim, necrosis, oedema, solid non-enhancing tumour, cyst, calcification...) whose outlines are
 ellipsoids perturbed by a smooth random field, so rims are irregular and cores eccentric; oedema reaches
@@ -77,6 +81,13 @@ def _block_mean(data: np.ndarray, factor: int) -> np.ndarray:
     return cropped.reshape(shape[0], factor, shape[1], factor, shape[2], factor).mean(axis=(1, 3, 5))
 
 
+def _tissue_template(t1: np.ndarray, gm: np.ndarray, wm: np.ndarray, affine: np.ndarray) -> Template:
+    """A template from its T1 and grey/white maps: the head is where the T1 has signal, CSF what remains."""
+    head = t1 > 0.05
+    csf = np.clip(head.astype(np.float32) - gm - wm, 0, 1)
+    return Template(t1, gm, wm, csf, head, affine)
+
+
 @functools.lru_cache(maxsize=4)
 def load_template(spacing_mm: int) -> Template:
     """The MNI152 template at an integer voxel size (block-averaged from 1 mm), with tissue maps."""
@@ -95,10 +106,50 @@ def load_template(spacing_mm: int) -> Template:
     }
     scale = np.diag([factor, factor, factor, 1.0])
     scale[:3, 3] = (factor - 1) / 2.0
-    affine = images["t1"].affine @ scale
-    head = arrays["t1"] > 0.05
-    csf = np.clip(head.astype(np.float32) - arrays["gm"] - arrays["wm"], 0, 1)
-    return Template(arrays["t1"], arrays["gm"], arrays["wm"], csf, head, affine)
+    return _tissue_template(arrays["t1"], arrays["gm"], arrays["wm"], images["t1"].affine @ scale)
+
+
+def resample_template(template: Template, shape: tuple[int, int, int], affine: np.ndarray) -> Template:
+    """The template's tissue maps on another axis-aligned grid (trilinear, empty outside the template); world
+    coordinates are kept, so compartments defined in MNI millimetres stay where they were."""
+    from scipy import ndimage
+
+    to_source = np.round(np.linalg.inv(template.affine) @ affine, 9)  # exact shifts stay exact (no blur)
+    maps = [
+        ndimage.affine_transform(getattr(template, name), to_source[:3, :3], to_source[:3, 3], output_shape=shape,
+                                 order=1, mode="constant", cval=0.0)
+        for name in ("t1", "gm", "wm")
+    ]
+    return _tissue_template(*maps, affine)
+
+
+SRI24_FIELD_MM = (240.0, 240.0, 155.0)  # the SRI24 atlas grid of UCSF-PDGM and BraTS: 240x240x155 at 1 mm
+SRI24_AXIS_SIGNS = (-1.0, -1.0, 1.0)  # stored like BraTS: i runs to the left, j to the back, k up (LPS)
+
+
+def sri24_grid(spacing_mm: int) -> tuple[tuple[int, int, int], np.ndarray]:
+    """(shape, affine) of the SRI24 field of view at ``spacing_mm`` on LPS-stored axes, in MNI millimetres:
+    the MNI head's bounding box centred to within half a voxel, voxel centres on the block-averaged template's
+    own lattice (so resampling it there is a pure shift). The whole head fits: it spans 145 x 181 x 155 mm
+    (R, A, S), its lowest slice cut by the template's own edge."""
+    mni = load_template(spacing_mm)
+    voxels = np.argwhere(mni.head)
+    corners = np.array([voxels.min(axis=0), voxels.max(axis=0)]) @ mni.affine[:3, :3].T + mni.affine[:3, 3]
+    spacing = float(spacing_mm)
+    shape = tuple(int(np.ceil(size / spacing - 1e-9)) for size in SRI24_FIELD_MM)
+    steps = np.array(SRI24_AXIS_SIGNS) * spacing
+    lattice = mni.affine[:3, 3]
+    origin = corners.mean(axis=0) - steps * (np.array(shape) - 1) / 2
+    origin = lattice + spacing * np.round((origin - lattice) / spacing)
+    affine = np.diag([*steps, 1.0])
+    affine[:3, 3] = origin
+    return shape, affine
+
+
+@functools.lru_cache(maxsize=4)
+def sri24_template(spacing_mm: int) -> Template:
+    """The MNI152 brain on UCSF-PDGM's grid (:func:`sri24_grid`)."""
+    return resample_template(load_template(spacing_mm), *sri24_grid(spacing_mm))
 
 
 @dataclass

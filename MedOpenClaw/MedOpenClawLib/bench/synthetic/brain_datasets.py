@@ -21,6 +21,7 @@ from .brain import (
     native_study,
     rano_assessment,
     render,
+    sri24_template,
 )
 from .common import allocate, rng_for, run_jobs, write_nifti
 
@@ -72,8 +73,9 @@ RANO_PRIORS = {"PD": 0.42, "SD": 0.33, "PR": 0.15, "CR": 0.10}
 
 
 def _write_ucsf_case(root: Path, seed: int, number: int, option: str, subtype: str, spacing_mm: int) -> None:
-    """One subject's four sequences and tumour segmentation (a worker-process job)."""
-    template = load_template(spacing_mm)
+    """One subject's four sequences and tumour segmentation (a worker-process job), on the real dataset's
+    SRI24 grid (240x240x155 mm, LPS-stored axes)."""
+    template = sri24_template(spacing_mm)
     folder_id = f"UCSF-PDGM-{number:04d}"
     rng = rng_for(seed, "ucsf", number)
     images, labels = render(template, diagnosis_compartments(option, rng, subtype), rng)
