@@ -3,7 +3,8 @@
 Writes bench/cohort_calibration.json. For every module it generates a fresh cohort (timed, so generation time and
 disk size per case are measured, not assumed), prepares it through the real loader, then scores
 - the oracle (privileged; must be 1.0: proves the ground truth and the tools agree),
-- the pixel heuristic agent and the random agent (full episodes through the viewer),
+- the pixel heuristic agent and the random agent (full episodes through the viewer; the random agent draws
+  10 times per case),
 - constant-answer probes: every case gets the same answer (the best single answer is reported),
 - constant-click probes: the same answer and the same evidence location on every case (the best of a grid of
   locations is reported -- an upper bound on any fixed click),
@@ -67,13 +68,18 @@ PAPER = {
 TARGET_METRICS = {"ucsf-pdgm": ("strict", "loc"), "lumiere": ("strict",), "nsclc": ("strict", "loc"),
                   "bracs": ("task", "loc"), "camelyon17": ("task", "loc")}
 SMALL_SAMPLE_MARGIN = 0.10
+# The random agent is seeded per episode: several draws per case measure its chance level, not one lucky draw
+# (the oracle and the heuristic are deterministic).
+AGENT_REPEATS = {"random": 10}
 GRID = 5  # constant-click probes: GRID^3 RAS points (radiology) or GRID^2 slide points (pathology)
 
 
-def run_agent(module: str, agent: str, cases_dir: Path, out: Path) -> dict:
-    config = RunConfig(module=module, agent=agent, out=out / agent, cases_dir=cases_dir, save_images=False)
+def run_agent(module: str, agent: str, cases_dir: Path, out: Path, repeats: int = 1) -> dict:
+    config = RunConfig(module=module, agent=agent, out=out / agent, cases_dir=cases_dir, save_images=False,
+                       repeats=repeats)
     summary = BenchmarkRunner(config, lambda task: OFFLINE_AGENTS[agent](), module_prompt).run()
-    return {key: summary.get(key) for key in ("task", "strict", "loc", "n", "invalid")}
+    return {key: summary.get(key) for key in ("task", "strict", "loc", "n", "invalid")} | (
+        {"repeats": repeats} if repeats > 1 else {})
 
 
 def _score_constant(module: str, cases_dir: Path, truths: dict, text_for) -> dict:
@@ -205,7 +211,7 @@ def calibrate(module: str, size: str, cases: int, seed: int, scratch: Path) -> d
     generation_s, generation_cpu_s = time.perf_counter() - started, _cpu_seconds() - cpu_started
     included = load_cases(cases_dir)
     probes, truths = constant_probes(module, cases_dir)
-    agents = {agent: run_agent(module, agent, cases_dir, scratch / "runs" / module)
+    agents = {agent: run_agent(module, agent, cases_dir, scratch / "runs" / module, AGENT_REPEATS.get(agent, 1))
               for agent in ("oracle", "heuristic", "random")}
     scores = {**agents, **probes}
     best = PAPER[module]["best"]

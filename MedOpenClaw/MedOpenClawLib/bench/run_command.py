@@ -246,7 +246,7 @@ def add_bench_subcommand(bench_subparsers) -> None:
     parser.add_argument("--cases", help="case packages from `bench prepare`; default: the synthetic cohort")
     parser.add_argument("--cohort-seed", type=int, default=0, help="seed of the embedded synthetic cohort")
     parser.add_argument("--cohort-size", choices=("demo", "full"), default="demo",
-                        help="embedded cohort size: demo (minutes on 2 cores) or full (1 mm brains, 0.5 um/px slides)")
+                        help="embedded cohort size: demo (minutes on 2 cores) or full (1 mm brains, 0.75 um/px slides)")
     parser.add_argument("--cache-dir", help="where the synthetic cohort is cached (default: MEDOPENCLAW_CACHE "
                                             "or ~/.cache/medopenclaw)")
     parser.add_argument("--limit", type=int, help="first N cases only")

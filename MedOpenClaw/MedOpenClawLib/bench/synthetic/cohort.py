@@ -30,21 +30,21 @@ class CohortConfig:
     seed: int = 0
     cases: int = 6
     mri_spacing_mm: float = 2.0
-    slide_size: tuple[int, int] = (8192, 6144)  # every slide spans 8.2 mm: 1.0 µm/px at this size
+    slide_size: tuple[int, int] = (16384, 12288)  # every slide spans 24.6 mm: 1.5 µm/px at this size
     ct_size: int = 256  # NSCLC CT matrix (the field of view stays 330-380 mm)
     workers: int = field(default_factory=lambda: min(2, os.cpu_count() or 1))
 
     @classmethod
     def for_size(cls, size: str, **overrides) -> CohortConfig:
-        """``demo`` (fast, coarse grids) or ``full`` (1 mm brains, 0.5 µm/px slides, more cases)."""
+        """``demo`` (fast, coarse grids) or ``full`` (1 mm brains, 0.75 µm/px slides, more cases)."""
         if size not in SIZES:
             raise ValueError(f"unknown cohort size {size!r}; expected one of {', '.join(SIZES)}")
         return cls(**{**SIZES[size], **overrides})
 
 
 SIZES = {
-    "demo": {"cases": 6, "mri_spacing_mm": 2.0, "slide_size": (8192, 6144), "ct_size": 256},
-    "full": {"cases": 40, "mri_spacing_mm": 1.0, "slide_size": (16384, 12288), "ct_size": 512},
+    "demo": {"cases": 6, "mri_spacing_mm": 2.0, "slide_size": (16384, 12288), "ct_size": 256},
+    "full": {"cases": 40, "mri_spacing_mm": 1.0, "slide_size": (32768, 24576), "ct_size": 512},
 }
 
 

@@ -5,8 +5,10 @@ Slides are pyramidal tiled JPEG TIFFs (OpenSlide/tiffslide readable) of a scene 
 annotated lesion RoIs whose architecture defines the class (usual vs atypical duct filling, cribriform spaces,
 comedo necrosis, infiltrating nests); CAMELYON17 lymph nodes (capsule, sinuses, follicles with germinal
 centres, medulla, perinodal fat, sinus histiocytes) with several metastases on positive slides. Every slide
-spans the same physical area (:data:`SLIDE_WIDTH_UM`), so the µm/px follows the pixel size and the
-CAMELYON size categories stay physical (ITC < 0.2 mm, micro 0.2-2 mm, macro > 2 mm by largest diameter).
+spans the same physical area (:data:`SLIDE_WIDTH_UM`: 24.6 x 18.4 mm of glass at the sizes' 4:3 aspect), so the
+µm/px follows the pixel size and the CAMELYON size categories stay physical (ITC < 0.2 mm, micro 0.2-2 mm, macro
+> 2 mm by largest diameter). Tissue lies anywhere on the glass, in one to three pieces, and a lesion anywhere in
+the tissue: as on real slides, a lesion is a small part of the tissue, so no fixed location finds it.
 
 BRACS slides are Aperio-style ``.svs`` with one QuPath GeoJSON export per slide and the ``BRACS.xlsx`` sheet;
 CAMELYON17 slides are generic pyramidal ``.tif`` with ASAP XML lesion annotations and ``stage_labels.csv``.
@@ -27,7 +29,7 @@ from ..labels import BRACS_LABELS
 from .common import allocate, rng_for, run_jobs
 from .tissue import SlideScene, Structure, irregular_polygon, max_diameter, scaled, write_scene, write_strips
 
-SLIDE_WIDTH_UM = 8192.0  # physical width of every synthetic slide (µm)
+SLIDE_WIDTH_UM = 24576.0  # physical width of every synthetic slide (µm); the height follows the aspect ratio
 BRACS_GROUPS = {"N": "BT", "PB": "BT", "UDH": "BT", "FEA": "AT", "ADH": "AT", "DCIS": "MT", "IC": "MT"}
 # WSI labels of the 547 BRACS slides (Brancati et al. 2022): mostly benign and invasive.
 BRACS_PRIORS = {"N": 44, "PB": 147, "UDH": 74, "FEA": 41, "ADH": 48, "DCIS": 61, "IC": 132}
@@ -57,6 +59,17 @@ class _Layout:
         self.width, self.height, self.rng = width_um, height_um, rng
         self.structures: list[Structure] = []
         self.taken: list[tuple[float, float, float]] = []
+
+    def place(self, radii: tuple[float, float], pieces: list, tries: int = 80):
+        """A centre anywhere on the glass for an elliptic piece of tissue with ``radii`` that keeps clear of the
+        slide edge and of the ``pieces`` (centre, radii) already placed; None when none fits."""
+        for _ in range(tries):
+            center = (self.rng.uniform(radii[0] * 1.15, self.width - radii[0] * 1.15),
+                      self.rng.uniform(radii[1] * 1.15, self.height - radii[1] * 1.15))
+            if all(np.hypot((center[0] - c[0]) / (radii[0] + r[0]), (center[1] - c[1]) / (radii[1] + r[1])) > 0.75
+                   for c, r in pieces):
+                return center
+        return None
 
     def add(self, kind: str, polygon) -> list:
         self.structures.append(Structure(kind, tuple(polygon)))
@@ -186,29 +199,48 @@ def _bracs_lesion(layout: _Layout, label: str, center) -> float:
     raise ValueError(f"unknown BRACS label {label!r}")
 
 
+def _breast_fragments(layout: _Layout) -> list[tuple[tuple[float, float], tuple[float, float]]]:
+    """One to three pieces of breast tissue anywhere on the glass (an excision is often cut into several),
+    together about a quarter of the slide; returns (centre, radii) per piece."""
+    rng, pieces = layout.rng, []
+    for index in range(int(rng.choice([1, 2, 2, 3]))):
+        scale = 1.0 if index == 0 else rng.uniform(0.35, 0.6)
+        radii = (layout.width * rng.uniform(0.20, 0.30) * scale, layout.height * rng.uniform(0.24, 0.34) * scale)
+        center = layout.place(radii, pieces)
+        if center is not None:
+            pieces.append((center, radii))
+            layout.add("stroma", irregular_polygon(center, *radii, rng, 96, 0.12))
+    return pieces
+
+
 def bracs_scene(label: str, size: tuple[int, int], rng: np.random.Generator, seed_parts: tuple):
     """(scene, [(label, RoI polygon in level-0 px)]): breast tissue with lesions up to ``label``."""
     mpp = slide_mpp(size)
-    width, height = size[0] * mpp, size[1] * mpp
-    layout = _Layout(width, height, rng)
-    center = (width / 2, height / 2)
-    radii = (width * 0.44, height * 0.42)
-    layout.add("stroma", irregular_polygon(center, *radii, rng, 96, 0.12, rotation=0.0))
-    for _ in range(int(rng.integers(3, 8))):
-        point = layout.spot(center, radii, 0, 0.85)
-        r = rng.uniform(0.06, 0.16) * height
-        layout.add("fat", irregular_polygon(point, r, r * rng.uniform(0.6, 1.0), rng, 40, 0.2))
-    for _ in range(int(rng.integers(5, 13))):  # background normal lobules (cellular: blue at low power) and ducts
-        _lobule(layout, layout.spot(center, radii, 300, 0.8), rng.uniform(200, 420))
-    for _ in range(int(rng.integers(2, 6))):
-        layout.duct(layout.spot(center, radii, 0, 0.75), rng.uniform(50, 130), rng.uniform(9, 12), "lumen")
+    layout = _Layout(size[0] * mpp, size[1] * mpp, rng)
+    pieces = _breast_fragments(layout)
+    areas = np.array([np.pi * radii[0] * radii[1] / 1e6 for _, radii in pieces])  # mm²
+
+    def anywhere(clearance: float, fraction: float):
+        """A spot in a piece chosen by area: every square millimetre of tissue is equally likely."""
+        center, radii = pieces[int(rng.choice(len(pieces), p=areas / areas.sum()))]
+        return layout.spot(center, radii, clearance, fraction)
+
+    def per_mm2(rate: float) -> int:
+        return int(rng.poisson(rate * areas.sum()))
+
+    for _ in range(per_mm2(0.16)):
+        r = rng.uniform(0.3, 0.9) * 1000
+        layout.add("fat", irregular_polygon(anywhere(0, 0.85), r, r * rng.uniform(0.6, 1.0), rng, 40, 0.2))
+    for _ in range(per_mm2(0.30)):  # background normal lobules (cellular: blue at low power) and ducts
+        _lobule(layout, anywhere(300, 0.8), rng.uniform(200, 420))
+    for _ in range(per_mm2(0.12)):
+        layout.duct(anywhere(0, 0.75), rng.uniform(50, 130), rng.uniform(9, 12), "lumen")
     # lymphocytic infiltrates, the densest tissue on any breast slide, more of them around carcinoma
-    for _ in range(int(rng.poisson(3.5 if label in ("DCIS", "IC") else 2.0))):
-        point = layout.spot(center, radii, 0, 0.8)
+    for _ in range(per_mm2(0.12 if label in ("DCIS", "IC") else 0.07)):
         r = rng.uniform(80, 400)
-        layout.add("lymphoid", irregular_polygon(point, r, r * rng.uniform(0.5, 1.0), rng, 32, 0.25))
-    for _ in range(int(rng.integers(2, 7))):
-        point = layout.spot(center, radii, 0, 0.8)
+        layout.add("lymphoid", irregular_polygon(anywhere(0, 0.8), r, r * rng.uniform(0.5, 1.0), rng, 32, 0.25))
+    for _ in range(per_mm2(0.15)):
+        point = anywhere(0, 0.8)
         vessel = layout.add("vessel", _circle(point, rng.uniform(15, 60), rng, 0.1, 16))
         layout.add("lumen", scaled(vessel, point, 0.5))
     severity = BRACS_LABELS.index(label)
@@ -219,7 +251,7 @@ def bracs_scene(label: str, size: tuple[int, int], rng: np.random.Generator, see
             lesions.append(str(rng.choice(lesser)))
     rois = []
     for lesion in lesions:  # anywhere in the tissue, apart from each other
-        point = layout.spot(center, radii, 1000, 0.8)
+        point = anywhere(1000, 0.8)
         reach = _bracs_lesion(layout, lesion, point)
         layout.taken.append((*point, reach))
         roi = irregular_polygon(point, reach + 30, (reach + 30) * 0.95, rng, 32, 0.04)
@@ -274,19 +306,16 @@ def _lymph_node(layout: _Layout, center, radii) -> None:
 
 
 def _node_sections(layout: _Layout, count: int) -> list[tuple[tuple[float, float], tuple[float, float]]]:
-    """Up to ``count`` non-overlapping node sections of decreasing size, placed anywhere on the slide."""
+    """Up to ``count`` non-overlapping node sections anywhere on the glass: one of 5-10 mm, smaller ones of
+    2-6 mm (CAMELYON17 nodes range from a few millimetres to over a centimetre)."""
     rng, nodes = layout.rng, []
     for index in range(count):
-        size = layout.height * (rng.uniform(0.30, 0.40) if index == 0 else rng.uniform(0.12, 0.24))
+        size = 1000 * (rng.uniform(2.5, 3.7) if index == 0 else rng.uniform(1.0, 2.2))  # y semi-axis, µm
         radii = (size * rng.uniform(1.0, 1.35), size)
-        for _ in range(80):
-            center = (rng.uniform(radii[0] * 1.15, layout.width - radii[0] * 1.15),
-                      rng.uniform(radii[1] * 1.15, layout.height - radii[1] * 1.15))
-            if all(np.hypot((center[0] - c[0]) / (radii[0] + r[0]), (center[1] - c[1]) / (radii[1] + r[1])) > 0.75
-                   for c, r in nodes):
-                nodes.append((center, radii))
-                _lymph_node(layout, center, radii)
-                break
+        center = layout.place(radii, nodes)
+        if center is not None:
+            nodes.append((center, radii))
+            _lymph_node(layout, center, radii)
     return nodes
 
 
@@ -294,7 +323,7 @@ def camelyon_scene(category: str, size: tuple[int, int], rng: np.random.Generato
     """(scene, [(ASAP group, polygon in level-0 px)]): node sections with metastases of at most ``category``."""
     mpp = slide_mpp(size)
     layout = _Layout(size[0] * mpp, size[1] * mpp, rng)
-    nodes = _node_sections(layout, int(rng.choice([1, 2, 2, 3])))
+    nodes = _node_sections(layout, int(rng.choice([1, 2, 2, 3, 3])))
     groups = []
     if category != "negative":
         # the largest deposit sets the category; further deposits are mostly smaller (ITC clusters, micro)

@@ -17,6 +17,7 @@ import numpy as np
 from .common import rng_for
 
 BLOCK = 1024  # px rendered at once (level 0)
+HALO = 16  # px rendered beyond each block edge (more than a nucleus and the blur kernel), then cropped
 GLASS = (242, 240, 243)
 
 
@@ -137,6 +138,11 @@ def _stamps(kind: str, mpp: float, count: int = 8) -> list[tuple[np.ndarray, np.
     return stamps
 
 
+def _noise(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    """Sensor noise (1.5 grey levels), drawn in float32: it is a third of a block's rendering time in float64."""
+    return rng.standard_normal(shape, dtype=np.float32) * np.float32(1.5)
+
+
 class SlideScene:
     """A slide's structures and the per-slide stain field; ``render(x, y, w, h)`` gives level-0 RGB pixels."""
 
@@ -148,6 +154,16 @@ class SlideScene:
         # slide-wide stain variation: a coarse field (one value per 128 px) of haematoxylin/eosin intensity
         self.stain = rng.normal(0.0, 1.0, (3, height // 128 + 3, width // 128 + 3)).astype(np.float32)
         self.stain_gain = rng.uniform(0.93, 1.05, 3).astype(np.float32)  # per-slide staining batch
+        self._glass_blocks: dict[tuple[int, int], np.ndarray] = {}
+
+    def _glass(self, w: int, h: int) -> np.ndarray:
+        """Bare glass: one noisy block per shape for the whole slide (most of a slide is glass; drawing its noise
+        for every block was a third of the rendering time)."""
+        if (w, h) not in self._glass_blocks:
+            rgb = np.broadcast_to(np.array(GLASS, dtype=np.float32), (h, w, 3))
+            noise = _noise(rng_for(*self.seed_parts, "glass"), (h, w, 3))
+            self._glass_blocks[w, h] = np.clip(rgb + noise, 0, 255).astype(np.uint8)
+        return self._glass_blocks[w, h]
 
     def _labels(self, x0: int, y0: int, w: int, h: int) -> np.ndarray:
         from PIL import Image, ImageDraw
@@ -170,11 +186,17 @@ class SlideScene:
         yy = (np.arange(h, dtype=np.float32) + y0) / 128.0
         xx = (np.arange(w, dtype=np.float32) + x0) / 128.0
         grid_y, grid_x = np.meshgrid(yy, xx, indexing="ij")
-        return np.stack([ndimage.map_coordinates(channel, [grid_y[::8, ::8], grid_x[::8, ::8]], order=1)
+        return np.stack([ndimage.map_coordinates(channel, [grid_y[::8, ::8], grid_x[::8, ::8]], order=1,
+                                                 mode="nearest")
                          for channel in self.stain])
 
     def render(self, x0: int, y0: int, w: int, h: int) -> np.ndarray:
-        """Level-0 uint8 RGB block (h, w, 3)."""
+        """Level-0 uint8 RGB block (h, w, 3), rendered with a :data:`HALO` all round and cropped: nuclei across
+        the block edge and the blur see their neighbourhood, so blocks meet without a seam."""
+        block = self._render(x0 - HALO, y0 - HALO, w + 2 * HALO, h + 2 * HALO)
+        return block[HALO:HALO + h, HALO:HALO + w]
+
+    def _render(self, x0: int, y0: int, w: int, h: int) -> np.ndarray:
         from scipy import ndimage
 
         labels = self._labels(x0, y0, w, h)
@@ -183,7 +205,7 @@ class SlideScene:
         present = np.unique(labels)
         rng = rng_for(*self.seed_parts, "block", x0, y0)
         if present.tolist() == [CODES["glass"]]:
-            return np.clip(rgb + rng.normal(0, 1.5, rgb.shape), 0, 255).astype(np.uint8)
+            return self._glass(w, h)
         field = self._stain_field(x0, y0, w, h)
         field = np.repeat(np.repeat(field, 8, axis=1), 8, axis=2)[:, :h, :w]
         tissue = labels != CODES["glass"]
@@ -227,7 +249,7 @@ class SlideScene:
                 rgb[yy[inside], xx[inside]] = colour[inside]
         rgb = ndimage.gaussian_filter(rgb, sigma=(0.6, 0.6, 0)) * self.stain_gain
         rgb = np.where(tissue[..., None], rgb, palette[CODES["glass"]])
-        return np.clip(rgb + rng.normal(0, 1.5, rgb.shape), 0, 255).astype(np.uint8)
+        return np.clip(rgb + _noise(rng, rgb.shape), 0, 255).astype(np.uint8)
 
 
 def write_scene(path, scene: SlideScene, aperio: bool) -> None:
