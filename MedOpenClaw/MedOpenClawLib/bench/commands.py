@@ -57,7 +57,7 @@ def _add_cohort(subparsers) -> None:
     parser.add_argument("--cases", type=int, help="cases per module (default: the preset's)")
     parser.add_argument("--mri-spacing", type=float, help="brain MRI voxel size in mm (default: the preset's)")
     parser.add_argument("--slide-size", type=int, nargs=2, metavar=("W", "H"),
-                        help="slide size in px; every slide spans 8.2 mm (default: the preset's)")
+                        help="slide size in px; every slide spans 24.6 mm of glass (default: the preset's)")
     parser.add_argument("--workers", type=int, help="cases generated in parallel (default: up to 2)")
     parser.set_defaults(func=_run_cohort)
 
