@@ -39,9 +39,14 @@ COMPARTMENT_SIGNAL = {  # T1, T1c, T2, FLAIR
     "necrosis": (0.25, 0.25, 0.90, 0.50),
     "enhancing": (0.50, 1.00, 0.60, 0.70),
     "enhancing_mild": (0.45, 0.78, 0.70, 0.75),
+    # treatment changes that are not tumour (never part of a tumour mask)
+    "gliosis": (0.45, 0.45, 0.72, 0.78),  # treated brain around a cavity: FLAIR-bright, stable over time
+    "postop_lining": (0.50, 0.95, 0.75, 0.80),  # thin, smooth enhancement lining a resection cavity
+    "blood": (0.95, 0.95, 0.45, 0.80),  # methaemoglobin: as bright on T1 as on T1c
+    "choroid_plexus": (0.50, 0.92, 0.65, 0.55),  # normal anatomy that enhances on every post-contrast T1
 }
-PAINT_ORDER = ("edema", "solid", "mismatch", "bubbly", "cyst", "cavity", "necrosis", "enhancing_mild", "enhancing",
-               "calcification")
+PAINT_ORDER = ("gliosis", "edema", "solid", "mismatch", "bubbly", "cyst", "cavity", "postop_lining", "blood",
+               "choroid_plexus", "necrosis", "enhancing_mild", "enhancing", "calcification")
 
 
 def nilearn_data_dir() -> Path:
@@ -164,6 +169,12 @@ class Compartment:
     roughness: float = 0.25  # amplitude of the random-field perturbation of the outline
 
 
+# The choroid plexus glomus in each lateral ventricle's atrium (MNI mm: the most CSF-filled 5 mm cube near the
+# trigone of the 2009 template), in every study: a bright T1c spot that is not disease.
+NORMAL_ENHANCEMENT = tuple(Compartment("choroid_plexus", (side * 20.0, -35.0, 20.0), (4.0, 8.0, 4.5), 0,
+                                       roughness=0.3) for side in (-1.0, 1.0))
+
+
 @dataclass
 class Lesion:
     """One lesion at one timepoint; the RANO model reads the enhancing diameters and oedema volume from it."""
@@ -264,8 +275,9 @@ def _bias_field(shape, rng: np.random.Generator) -> np.ndarray:
 def render(
     template: Template, compartments: list[Compartment], rng: np.random.Generator
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Four int16 sequences and the uint8 label map of one study."""
+    """Four int16 sequences and the uint8 label map of one study (with the normal enhancing anatomy)."""
     template = _mass_effect(template, compartments)
+    compartments = [*NORMAL_ENHANCEMENT, *compartments]
     grid = template.ras_grid()
     spacing = float(np.abs(template.affine[0, 0]))
     field = _smooth_field(template.shape, 7.0 / spacing, rng) if compartments else None
@@ -515,6 +527,28 @@ def evolve(previous: Timepoint, target: str, week: str, rng: np.random.Generator
     if label != target:
         raise AssertionError(f"lesion model produced {label} while building {target}")
     return timepoint
+
+
+def treatment_changes(cavity: Compartment | None, weeks_after_surgery: int,
+                      rng: np.random.Generator) -> list[Compartment]:
+    """What makes a post-operative brain hard to read, none of it tumour (RANO: not measurable disease): FLAIR-bright
+    gliosis around the cavity (the same in every study of the patient, so it never reads as T2 progression but
+    outlasts a complete response), a thin, smooth enhancing lining of the cavity (in most studies), and T1-bright
+    blood products on the cavity wall that resolve over the following months -- bright on T1c, so only a
+    comparison with T1 or with the shape tells them from enhancing tumour."""
+    if cavity is None:
+        return []
+    changes = [Compartment("gliosis", cavity.center, tuple(r * 1.6 + 3.0 for r in cavity.radii), 0, roughness=0.35)]
+    if rng.random() < 0.65:
+        lining = _pick(rng, 2.0, 3.5)
+        changes.append(Compartment("postop_lining", cavity.center, tuple(r + lining for r in cavity.radii), 0,
+                                   shell=lining, roughness=0.1))
+    if rng.random() < (0.7 if weeks_after_surgery <= 4 else 0.35 if weeks_after_surgery <= 12 else 0.1):
+        direction = rng.normal(size=3)
+        direction /= np.linalg.norm(direction)
+        spot = tuple(float(c + d * r * 0.85) for c, d, r in zip(cavity.center, direction, cavity.radii))
+        changes.append(Compartment("blood", spot, (_pick(rng, 2.5, 5.0),) * 3, 0, roughness=0.3))
+    return changes
 
 
 def baseline_timepoint(week: str, rng: np.random.Generator) -> Timepoint:

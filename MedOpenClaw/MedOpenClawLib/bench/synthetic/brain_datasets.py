@@ -22,6 +22,7 @@ from .brain import (
     rano_assessment,
     render,
     sri24_template,
+    treatment_changes,
 )
 from .common import allocate, rng_for, run_jobs, write_nifti
 
@@ -124,9 +125,11 @@ def write_ucsf(root: Path, seed: int, cases: int, spacing_mm: int, workers: int 
 
 
 def _write_timepoint(folder: Path, timepoint: Timepoint, template, rng) -> np.ndarray:
-    """Native scans (each study positioned and sampled its own way), the atlas-space DeepBraTumIA mask and its
-    measured volumes; returns the label map."""
-    images, labels = render(template, timepoint.compartments(), rng)
+    """Native scans (each study positioned and sampled its own way, with the treatment changes of its week),
+    the atlas-space DeepBraTumIA mask and its measured volumes; returns the label map."""
+    weeks = int(timepoint.week.removeprefix("week-"))
+    images, labels = render(template, timepoint.compartments() + treatment_changes(timepoint.cavity, weeks, rng),
+                            rng)
     native, affine = native_study(images, template, rng)
     for sequence, file_name in LUMIERE_FILE_NAMES.items():
         write_nifti(folder / f"{file_name}.nii.gz", native[sequence], affine)
