@@ -43,7 +43,7 @@ COMPARTMENT_SIGNAL = {  # T1, T1c, T2, FLAIR
     "gliosis": (0.45, 0.45, 0.72, 0.78),  # treated brain around a cavity: FLAIR-bright, stable over time
     "postop_lining": (0.50, 0.95, 0.75, 0.80),  # thin, smooth enhancement lining a resection cavity
     "blood": (0.95, 0.95, 0.45, 0.80),  # methaemoglobin: as bright on T1 as on T1c
-    "choroid_plexus": (0.50, 0.92, 0.65, 0.55),  # normal anatomy that enhances on every post-contrast T1
+    "choroid_plexus": (0.50, 1.00, 0.65, 0.55),  # normal anatomy, as bright as tumour on every post-contrast T1
 }
 PAINT_ORDER = ("gliosis", "edema", "solid", "mismatch", "bubbly", "cyst", "cavity", "postop_lining", "blood",
                "choroid_plexus", "necrosis", "enhancing_mild", "enhancing", "calcification")
