@@ -34,8 +34,10 @@ BRACS_GROUPS = {"N": "BT", "PB": "BT", "UDH": "BT", "FEA": "AT", "ADH": "AT", "D
 # WSI labels of the 547 BRACS slides (Brancati et al. 2022): mostly benign and invasive.
 BRACS_PRIORS = {"N": 44, "PB": 147, "UDH": 74, "FEA": 41, "ADH": 48, "DCIS": 61, "IC": 132}
 # CAMELYON17 node labels, enriched for positives as the benchmark set is (a constant "negative" answer would
-# otherwise outscore every model: the 500 training nodes are 64 % negative).
-CAMELYON_PRIORS = {"negative": 0.30, "itc": 0.12, "micro": 0.25, "macro": 0.33}
+# otherwise outscore every model: the 500 training nodes are 64 % negative). No class above 0.30, so no constant
+# answer reaches the best model's Task (0.35); among positives the real mix (ITC 20 %, micro 32 %, macro 48 %)
+# is kept within five points.
+CAMELYON_PRIORS = {"negative": 0.30, "itc": 0.14, "micro": 0.26, "macro": 0.30}
 METASTASIS_DIAMETER_UM = {"itc": (50.0, 170.0), "micro": (300.0, 1800.0), "macro": (2300.0, 4000.0)}
 
 
