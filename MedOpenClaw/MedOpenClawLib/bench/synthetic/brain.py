@@ -40,12 +40,13 @@ COMPARTMENT_SIGNAL = {  # T1, T1c, T2, FLAIR
     "enhancing": (0.50, 1.00, 0.60, 0.70),
     "enhancing_mild": (0.45, 0.78, 0.70, 0.75),
     # treatment changes that are not tumour (never part of a tumour mask)
+    "wmh": (0.42, 0.42, 0.82, 0.86),  # age-related white-matter hyperintensity (small-vessel disease)
     "gliosis": (0.45, 0.45, 0.72, 0.78),  # treated brain around a cavity: FLAIR-bright, stable over time
     "postop_lining": (0.50, 0.95, 0.75, 0.80),  # thin, smooth enhancement lining a resection cavity
     "blood": (0.95, 0.95, 0.45, 0.80),  # methaemoglobin: as bright on T1 as on T1c
     "choroid_plexus": (0.50, 1.00, 0.65, 0.55),  # normal anatomy, as bright as tumour on every post-contrast T1
 }
-PAINT_ORDER = ("gliosis", "edema", "solid", "mismatch", "bubbly", "cyst", "cavity", "postop_lining", "blood",
+PAINT_ORDER = ("wmh", "gliosis", "edema", "solid", "mismatch", "bubbly", "cyst", "cavity", "postop_lining", "blood",
                "choroid_plexus", "necrosis", "enhancing_mild", "enhancing", "calcification")
 
 
@@ -527,6 +528,27 @@ def evolve(previous: Timepoint, target: str, week: str, rng: np.random.Generator
     if label != target:
         raise AssertionError(f"lesion model produced {label} while building {target}")
     return timepoint
+
+
+def white_matter_hyperintensities(template: Template, rng: np.random.Generator) -> list[Compartment]:
+    """Age-related small-vessel disease at glioma age (none, mild or moderate-to-severe burden in 40/35/25 %):
+    FLAIR-bright foci in the white matter, the larger ones against the ventricles -- bright FLAIR that is not
+    tumour. Drawn once per subject, so every study of a patient shows the same foci."""
+    from scipy import ndimage
+
+    burden = int(rng.choice(3, p=[0.40, 0.35, 0.25]))
+    if burden == 0:
+        return []
+    deep = np.argwhere(template.wm > 0.9)
+    periventricular = np.argwhere((template.wm > 0.6) & ndimage.binary_dilation(template.csf > 0.9, iterations=2))
+    foci = []
+    for index in range(int(rng.integers(2, 7)) if burden == 1 else int(rng.integers(6, 16))):
+        pool = periventricular if burden == 2 and index % 2 == 0 and len(periventricular) else deep
+        voxel = pool[int(rng.integers(len(pool)))]
+        center = tuple(float(value) for value in (template.affine @ np.append(voxel, 1.0))[:3])
+        radius = _pick(rng, 1.5, 3.0) if burden == 1 else _pick(rng, 2.0, 5.0)
+        foci.append(Compartment("wmh", center, (radius, radius * _pick(rng, 1.0, 1.6), radius), 0, roughness=0.3))
+    return foci
 
 
 def treatment_changes(cavity: Compartment | None, weeks_after_surgery: int,

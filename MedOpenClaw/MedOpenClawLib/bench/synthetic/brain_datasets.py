@@ -23,6 +23,7 @@ from .brain import (
     render,
     sri24_template,
     treatment_changes,
+    white_matter_hyperintensities,
 )
 from .common import allocate, rng_for, run_jobs, write_nifti
 
@@ -79,7 +80,8 @@ def _write_ucsf_case(root: Path, seed: int, number: int, option: str, subtype: s
     template = sri24_template(spacing_mm)
     folder_id = f"UCSF-PDGM-{number:04d}"
     rng = rng_for(seed, "ucsf", number)
-    images, labels = render(template, diagnosis_compartments(option, rng, subtype), rng)
+    tumour = diagnosis_compartments(option, rng, subtype)
+    images, labels = render(template, tumour + white_matter_hyperintensities(template, rng), rng)
     folder = root / f"{folder_id}_nifti"
     for sequence in SEQUENCES:
         write_nifti(folder / f"{folder_id}_{sequence}.nii.gz", images[sequence], template.affine)
@@ -124,12 +126,13 @@ def write_ucsf(root: Path, seed: int, cases: int, spacing_mm: int, workers: int 
     return written
 
 
-def _write_timepoint(folder: Path, timepoint: Timepoint, template, rng) -> np.ndarray:
-    """Native scans (each study positioned and sampled its own way, with the treatment changes of its week),
-    the atlas-space DeepBraTumIA mask and its measured volumes; returns the label map."""
+def _write_timepoint(folder: Path, timepoint: Timepoint, template, rng, background: list) -> np.ndarray:
+    """Native scans (each study positioned and sampled its own way, with the patient's ``background`` findings
+    and the treatment changes of its week), the atlas-space DeepBraTumIA mask and its measured volumes; returns
+    the label map."""
     weeks = int(timepoint.week.removeprefix("week-"))
-    images, labels = render(template, timepoint.compartments() + treatment_changes(timepoint.cavity, weeks, rng),
-                            rng)
+    changes = background + treatment_changes(timepoint.cavity, weeks, rng)
+    images, labels = render(template, timepoint.compartments() + changes, rng)
     native, affine = native_study(images, template, rng)
     for sequence, file_name in LUMIERE_FILE_NAMES.items():
         write_nifti(folder / f"{file_name}.nii.gz", native[sequence], affine)
@@ -167,13 +170,15 @@ def _write_patient(root: Path, seed: int, number: int, sequence: list[str], spac
     timepoint = baseline_timepoint(weeks[0], rng)
     rows = [[patient, "week-000-1", "", "", "Pre-Op", ""],
             [patient, weeks[0], "x", "", "Post-Op/PD" if number == 2 else "Post-Op ", "PRET"]]
-    labels = _write_timepoint(root / "Imaging" / patient / weeks[0], timepoint, template, rng)
+    background = white_matter_hyperintensities(template, rng)
+    labels = _write_timepoint(root / "Imaging" / patient / weeks[0], timepoint, template, rng, background)
     for index, (target, week) in enumerate(zip(sequence, weeks[1:], strict=True)):
         early = index == 0
         following = evolve(timepoint, target, week, rng, within_12_weeks=early)
         label, model_fields = rano_assessment(timepoint, following, within_12_weeks=early)
         model_fields["pseudo_progression"] = label == "SD" and following.spd() >= 1.25 * timepoint.spd() > 0
-        previous, labels = labels, _write_timepoint(root / "Imaging" / patient / week, following, template, rng)
+        previous, labels = labels, _write_timepoint(root / "Imaging" / patient / week, following, template, rng,
+                                                    background)
         # the lesion states a rater would read off the drawn masks: the rule the loader and the ground-truth
         # checker apply (the model's nominal diameters can sit a voxel from the 10 mm threshold)
         fields = {**model_fields, **lesion_fields(previous, labels, spacing, DEEPBRATUMIA_LABELS["enhancing"])}
