@@ -82,7 +82,7 @@ def run_agent(module: str, agent: str, cases_dir: Path, out: Path, repeats: int 
         {"repeats": repeats} if repeats > 1 else {})
 
 
-def _score_constant(module: str, cases_dir: Path, truths: dict, text_for) -> dict:
+def _score_constant(module: str, truths: dict, text_for) -> dict:
     scores = [score_case(module, truths[case_id], parse_response(module, text_for(case_id)))
               for case_id in truths]
     summary = aggregate(scores)
@@ -110,12 +110,12 @@ def _radiology_grid(truths: dict) -> list[list[float]]:
     return [list(map(float, point)) for point in itertools.product(*steps)]
 
 
-def _radiology_clicks(module: str, cases_dir: Path, truths: dict, what: str, answer) -> list[tuple[dict, str]]:
+def _radiology_clicks(module: str, truths: dict, what: str, answer) -> list[tuple[dict, str]]:
     """The constant answer with the same key slices and RAS point on every case, for each grid point."""
     clicks = []
     for ras in _radiology_grid(truths):
         slices = {"sagittal": ras[0], "coronal": ras[1], "axial": ras[2]}
-        clicks.append((_score_constant(module, cases_dir, truths, lambda _c, s=slices, r=ras: answer(s, r)),
+        clicks.append((_score_constant(module, truths, lambda _c, s=slices, r=ras: answer(s, r)),
                        f"{what} at RAS {[round(v, 1) for v in ras]}"))
     return clicks
 
@@ -125,30 +125,30 @@ def constant_probes(module: str, cases_dir: Path) -> tuple[dict, dict]:
     answers, clicks = [], []
     if module == "ucsf-pdgm":
         for letter, _ in UCSF_OPTIONS:
-            answers.append((_score_constant(module, cases_dir, truths,
+            answers.append((_score_constant(module, truths,
                                             lambda _c, letter=letter: ucsf_answer(letter, None, None, "probe")),
                             f"answer {letter}"))
         best_letter = _best(answers)["probe"].split()[-1]
-        clicks = _radiology_clicks(module, cases_dir, truths, f"answer {best_letter}",
+        clicks = _radiology_clicks(module, truths, f"answer {best_letter}",
                                    lambda slices, ras: ucsf_answer(best_letter, slices, ras, "probe"))
     elif module == "nsclc":
         majority = {qid: Counter(t.answers[qid] for t in truths.values()).most_common(1)[0][0]
                     for qid, _, _ in NSCLC_QUESTIONS}
-        answers.append((_score_constant(module, cases_dir, truths,
+        answers.append((_score_constant(module, truths,
                                         lambda _c: nsclc_answer(majority, None, None, "probe")),
                         f"majority answers {majority}"))
-        clicks = _radiology_clicks(module, cases_dir, truths, "majority answers",
+        clicks = _radiology_clicks(module, truths, "majority answers",
                                    lambda slices, ras: nsclc_answer(majority, slices, ras, "probe"))
     elif module == "lumiere":
         for (letter, _), values in itertools.product(RANO_OPTIONS, (False, True)):
             fields = dict.fromkeys(LUMIERE_EVIDENCE_FIELDS, values)
-            answers.append((_score_constant(module, cases_dir, truths,
+            answers.append((_score_constant(module, truths,
                                             lambda _c, f=fields, letter=letter: lumiere_answer(letter, f, "probe")),
                             f"answer {letter}, every field {'YES' if values else 'NO'}"))
         fields_majority = {name: Counter(t.evidence_fields.get(name) for t in truths.values()).most_common(1)[0][0]
                            for name in LUMIERE_EVIDENCE_FIELDS}
         for letter, _ in RANO_OPTIONS:
-            answers.append((_score_constant(module, cases_dir, truths,
+            answers.append((_score_constant(module, truths,
                                             lambda _c, letter=letter: lumiere_answer(letter, fields_majority, "p")),
                             f"answer {letter}, majority fields"))
     else:
@@ -157,25 +157,25 @@ def constant_probes(module: str, cases_dir: Path) -> tuple[dict, dict]:
         points = [[fx * size[0], fy * size[1]] for fx in fractions for fy in fractions]
         if module == "bracs":
             for label in BRACS_LABELS:
-                answers.append((_score_constant(module, cases_dir, truths,
+                answers.append((_score_constant(module, truths,
                                                 lambda _c, label=label: bracs_answer(label, [], "probe")),
                                 f"answer {label}, no click"))
                 if label != "N":
                     for point in points:
-                        clicks.append((_score_constant(module, cases_dir, truths,
+                        clicks.append((_score_constant(module, truths,
                                                        lambda _c, p=point, label=label: bracs_answer(label, [p], "p")),
                                        f"answer {label} at {[round(v) for v in point]}"))
         else:
-            answers.append((_score_constant(module, cases_dir, truths,
+            answers.append((_score_constant(module, truths,
                                             lambda _c: camelyon_answer("no_tumor", "negative", [], "probe")),
                             "negative"))
             for category in ("itc", "micro", "macro"):
-                answers.append((_score_constant(module, cases_dir, truths,
+                answers.append((_score_constant(module, truths,
                                                 lambda _c, c=category: camelyon_answer("tumor_present", c, [], "p")),
                                 f"tumour {category}, no click"))
                 for point in points:
                     clicks.append((_score_constant(
-                        module, cases_dir, truths,
+                        module, truths,
                         lambda _c, p=point, c=category: camelyon_answer("tumor_present", c, [p], "p")),
                         f"tumour {category} at {[round(v) for v in point]}"))
     result = {"constant_answer": _best(answers)}

@@ -39,7 +39,7 @@ COMPARTMENT_SIGNAL = {  # T1, T1c, T2, FLAIR
     "necrosis": (0.25, 0.25, 0.90, 0.50),
     "enhancing": (0.50, 1.00, 0.60, 0.70),
     "enhancing_mild": (0.45, 0.78, 0.70, 0.75),
-    # treatment changes that are not tumour (never part of a tumour mask)
+    # findings that are not tumour (never part of a tumour mask)
     "wmh": (0.42, 0.42, 0.82, 0.86),  # age-related white-matter hyperintensity (small-vessel disease)
     "gliosis": (0.45, 0.45, 0.72, 0.78),  # treated brain around a cavity: FLAIR-bright, stable over time
     "postop_lining": (0.50, 0.95, 0.75, 0.80),  # thin, smooth enhancement lining a resection cavity
@@ -70,6 +70,16 @@ class Template:
     @property
     def shape(self) -> tuple[int, int, int]:
         return self.t1.shape
+
+    @functools.cached_property
+    def white_matter_sites(self) -> tuple[np.ndarray, np.ndarray]:
+        """(voxels deep in white matter, white-matter voxels against the ventricles): where small-vessel disease
+        sits; found once per template, not once per subject."""
+        from scipy import ndimage
+
+        deep = np.argwhere(self.wm > 0.9)
+        periventricular = np.argwhere((self.wm > 0.6) & ndimage.binary_dilation(self.csf > 0.9, iterations=2))
+        return deep, periventricular
 
     def ras_grid(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         i, j, k = np.indices(self.shape, dtype=np.float32)
@@ -281,7 +291,7 @@ def render(
     compartments = [*NORMAL_ENHANCEMENT, *compartments]
     grid = template.ras_grid()
     spacing = float(np.abs(template.affine[0, 0]))
-    field = _smooth_field(template.shape, 7.0 / spacing, rng) if compartments else None
+    field = _smooth_field(template.shape, 7.0 / spacing, rng)
     weights = {}
     for compartment in compartments:
         stretch = (0.55 + 0.8 * template.wm) if compartment.kind == "edema" else None
@@ -534,13 +544,10 @@ def white_matter_hyperintensities(template: Template, rng: np.random.Generator) 
     """Age-related small-vessel disease at glioma age (none, mild or moderate-to-severe burden in 40/35/25 %):
     FLAIR-bright foci in the white matter, the larger ones against the ventricles -- bright FLAIR that is not
     tumour. Drawn once per subject, so every study of a patient shows the same foci."""
-    from scipy import ndimage
-
     burden = int(rng.choice(3, p=[0.40, 0.35, 0.25]))
     if burden == 0:
         return []
-    deep = np.argwhere(template.wm > 0.9)
-    periventricular = np.argwhere((template.wm > 0.6) & ndimage.binary_dilation(template.csf > 0.9, iterations=2))
+    deep, periventricular = template.white_matter_sites
     foci = []
     for index in range(int(rng.integers(2, 7)) if burden == 1 else int(rng.integers(6, 16))):
         pool = periventricular if burden == 2 and index % 2 == 0 and len(periventricular) else deep

@@ -23,15 +23,21 @@ DATASET_DIRS = {
 }
 
 
+SIZES = {
+    "demo": {"cases": 6, "mri_spacing_mm": 2.0, "slide_size": (16384, 12288), "ct_size": 256},
+    "full": {"cases": 40, "mri_spacing_mm": 1.0, "slide_size": (32768, 24576), "ct_size": 512},
+}
+
+
 @dataclass(frozen=True)
 class CohortConfig:
     """Size knobs; the defaults are the ``demo`` size (the README's demo on 2 cores in minutes)."""
 
     seed: int = 0
-    cases: int = 6
-    mri_spacing_mm: float = 2.0
-    slide_size: tuple[int, int] = (16384, 12288)  # every slide spans 24.6 mm: 1.5 µm/px at this size
-    ct_size: int = 256  # NSCLC CT matrix (the field of view stays 330-380 mm)
+    cases: int = SIZES["demo"]["cases"]
+    mri_spacing_mm: float = SIZES["demo"]["mri_spacing_mm"]
+    slide_size: tuple[int, int] = SIZES["demo"]["slide_size"]  # every slide spans 24.6 mm of glass
+    ct_size: int = SIZES["demo"]["ct_size"]  # NSCLC CT matrix (the field of view stays 330-380 mm)
     workers: int = field(default_factory=lambda: min(2, os.cpu_count() or 1))
 
     @classmethod
@@ -40,12 +46,6 @@ class CohortConfig:
         if size not in SIZES:
             raise ValueError(f"unknown cohort size {size!r}; expected one of {', '.join(SIZES)}")
         return cls(**{**SIZES[size], **overrides})
-
-
-SIZES = {
-    "demo": {"cases": 6, "mri_spacing_mm": 2.0, "slide_size": (16384, 12288), "ct_size": 256},
-    "full": {"cases": 40, "mri_spacing_mm": 1.0, "slide_size": (32768, 24576), "ct_size": 512},
-}
 
 
 def write_cohort(out: str | Path, config: CohortConfig = CohortConfig(), modules=MODULES) -> dict[str, list[str]]:

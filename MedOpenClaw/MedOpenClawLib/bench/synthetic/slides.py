@@ -50,6 +50,11 @@ def write_pyramid(path: Path, image, mpp: float, aperio: bool, levels: int = 4) 
     write_strips(Path(path), image.size[0], image.size[1], [np.asarray(image.convert("RGB"))], mpp, aperio, levels)
 
 
+def _in_px(polygon, mpp: float) -> list[list[float]]:
+    """A scene polygon (µm) as level-0 pixel coordinates, the way the annotation files store them."""
+    return [[round(x / mpp, 1), round(y / mpp, 1)] for x, y in polygon]
+
+
 def _circle(center, radius, rng, roughness=0.05, points=28):
     return irregular_polygon(center, radius, radius * rng.uniform(0.85, 1.0), rng, points, roughness)
 
@@ -257,7 +262,7 @@ def bracs_scene(label: str, size: tuple[int, int], rng: np.random.Generator, see
         reach = _bracs_lesion(layout, lesion, point)
         layout.taken.append((*point, reach))
         roi = irregular_polygon(point, reach + 30, (reach + 30) * 0.95, rng, 32, 0.04)
-        rois.append((lesion, [[round(x / mpp, 1), round(y / mpp, 1)] for x, y in roi]))
+        rois.append((lesion, _in_px(roi, mpp)))
     return SlideScene(size[0], size[1], mpp, layout.structures, seed_parts), rois
 
 
@@ -348,7 +353,7 @@ def camelyon_scene(category: str, size: tuple[int, int], rng: np.random.Generato
                 hole = layout.add("necrosis", irregular_polygon(point, max_diameter(polygon) * 0.12,
                                                                 max_diameter(polygon) * 0.08, rng, 16, 0.2))
                 groups.append(("_2", hole))
-    in_px = [(group, [[round(x / mpp, 1), round(y / mpp, 1)] for x, y in polygon]) for group, polygon in groups]
+    in_px = [(group, _in_px(polygon, mpp)) for group, polygon in groups]
     return SlideScene(size[0], size[1], mpp, layout.structures, seed_parts), in_px
 
 
