@@ -175,6 +175,10 @@ def test_pages_are_relative_and_name_every_run(report):
     for name in ("gpt/ucsf-A", "gpt/ucsf-C", "offline/oracle-bracs", "gpt-test", "heuristic", "montage"):
         assert name in index
     assert "oracle †" in index
+    # the tables are markup, not text: every run page is linked from the runs table
+    assert "&lt;" not in index.split("<main>")[1].split("</main>")[0].replace("&lt;report&gt;", "")
+    runs_table = index.split('<table class="results runs">')[1].split("</table>")[0]
+    assert len(re.findall(r'<a href="runs/[^"]+\.html">', runs_table)) == 9
     episode = (out / "runs" / "gpt__ucsf-A" / "U0__r1.html").read_text()
     assert "case package is not available" in episode  # cases_dir of the fixture does not exist
 

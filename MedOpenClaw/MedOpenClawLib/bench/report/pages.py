@@ -50,11 +50,16 @@ def _local_path(match: re.Match) -> str:
 
 
 def environment(paths: list[tuple[str, str]]):
-    """Templates with autoescape, and every printed string stripped of local absolute paths."""
+    """Templates with autoescape, and every printed string stripped of local absolute paths.
+
+    Only plain strings (data) are shortened: markup a macro or filter produced is passed through untouched,
+    since each value inside it was already shortened when it was printed -- rewriting it would turn it back
+    into a plain string that autoescape then prints as text."""
     import jinja2
+    from markupsafe import Markup
 
     def finalize(value):
-        if isinstance(value, str):
+        if isinstance(value, str) and not isinstance(value, Markup):
             for prefix, name in paths:
                 value = value.replace(prefix, name)
             value = ABSOLUTE_PATH.sub(_local_path, value)
