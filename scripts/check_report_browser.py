@@ -25,14 +25,17 @@ WIDTHS = (1400, 1024, 800)
 # Runs in a copy of each page after load; writes what a person sees as JSON into <pre id="probe-result">: the
 # document's and the widest table's overflow, rendered rows and links per results table, and any text that reads
 # as markup (tag-like text outside <pre>/<code>, where model output and arguments are shown verbatim).
-PROBE = """<script>window.addEventListener('load', function () {
+TAGS = ("section|div|table|thead|tbody|tr|td|th|a|span|p|h[1-6]|ul|ol|li|img|figure|figcaption|nav|main|details|"
+        "summary|dl|dt|dd|b|br|svg")
+PROBE = """<script>var TAGS = '""" + TAGS + """'; window.addEventListener('load', function () {
  var e = document.documentElement, inner = 0, tables = {}, markup = [];
- document.querySelectorAll('.table-wrap').forEach(function (w) { inner = Math.max(inner, w.scrollWidth - w.clientWidth); });
+ document.querySelectorAll('.table-wrap').forEach(function (w) {
+  inner = Math.max(inner, w.scrollWidth - w.clientWidth); });
  document.querySelectorAll('table.results').forEach(function (t) {
   var id = t.closest('section') ? t.closest('section').id : '';
   tables[id] = {rows: t.querySelectorAll('tbody tr:not(.section)').length, links: t.querySelectorAll('a[href]').length};
  });
- var tag = /<\\/?(section|div|table|thead|tbody|tr|td|th|a|span|p|h[1-6]|ul|ol|li|img|figure|figcaption|nav|main|details|summary|dl|dt|dd|b|br|svg)(\\s[^<>]*)?\\/?>/i;
+ var tag = new RegExp('<\\\\/?(' + TAGS + ')(\\\\s[^<>]*)?\\\\/?>', 'i');
  var walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT), node;
  while ((node = walker.nextNode())) {
   if (node.parentElement.closest('pre, code, script')) continue;
