@@ -41,8 +41,8 @@ from MedOpenClawLib.bench.preload import module_prompt  # noqa: E402
 from MedOpenClawLib.bench.run_command import synthetic_cases  # noqa: E402
 from MedOpenClawLib.bench.runner import BenchmarkRunner, local_executor  # noqa: E402
 from MedOpenClawLib.bench.tasks import RunConfig  # noqa: E402
-from MedOpenClawLib.bench.worker import WorkerEnvironment, WorkerProcess  # noqa: E402
 from MedOpenClawLib.providers import ProviderConfig, make_provider  # noqa: E402
+from MedOpenClawLib.worker.client import WorkerEnvironment, WorkerProcess  # noqa: E402
 
 MODULE = "ucsf-pdgm"
 TURNS = [  # what the fake model answers at each turn of every conversation

@@ -102,7 +102,7 @@ def check_registry(work: Path) -> str:
 
 
 def check_bench_worker(work: Path) -> str:
-    from MedOpenClawLib.bench import worker
+    from MedOpenClawLib.worker import service as worker
 
     root = write_case(work / "worker", {"T1": np.zeros(3)})
     for _episode in range(2):

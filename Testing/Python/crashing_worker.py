@@ -59,13 +59,13 @@ def install() -> None:
 
 def command(ready_file: str) -> list[str]:
     """Launch command for :class:`~MedOpenClawLib.server.supervisor.SupervisedRegistry` (``command=``)."""
-    from MedOpenClawLib.bench.worker import worker_arguments
+    from MedOpenClawLib.worker.client import worker_arguments
 
     return [sys.executable, os.path.abspath(__file__), *worker_arguments(ready_file, 0)]
 
 
 if __name__ == "__main__":
-    from MedOpenClawLib.bench.worker import main
+    from MedOpenClawLib.worker.service import main
 
     install()
     sys.exit(main())

@@ -8,9 +8,9 @@ from agents_fakes import FakeModelServer, Scripted, anthropic_reply, openai_repl
 from MedOpenClawLib.audit import AuditTrace, read_trace, verify_trace
 from MedOpenClawLib.bench.agents.base import AgentContext
 from MedOpenClawLib.bench.agents.model import ModelAgent
-from MedOpenClawLib.bench.environment import LocalEnvironment
 from MedOpenClawLib.bench.episode import EpisodeConfig, EpisodePrompt, run_episode
 from MedOpenClawLib.providers import ProviderConfig, RetryPolicy, make_provider
+from MedOpenClawLib.worker.environment import LocalEnvironment
 
 KEY = "sk-loop-SECRET-42"
 

@@ -80,7 +80,7 @@ def test_oracle_on_two_nodes_scores_exactly_like_the_local_pool(cluster, cases, 
 def slicer_launcher(tmp_path_factory):
     """Stand-in for the 3D Slicer launcher's command line as the runner uses it (``--no-main-window
     --python-script FILE ARGS...``, options of Slicer's Base/QTCore/qSlicerCoreCommandOptions.cpp): it runs
-    scripts/run_bench.py with this Python, where slicer-core provides ``import slicer``."""
+    the package's worker/scripts/run_bench.py with this Python, where slicer-core provides ``import slicer``."""
     path = tmp_path_factory.mktemp("slicer") / "Slicer"
     path.write_text(f'#!/bin/sh\n[ "$1" = --no-main-window ] && [ "$2" = --python-script ] || exit 64\n'
                     f'shift 2\necho "stand-in Slicer runs $1" >&2\nexec {sys.executable} "$@"\n')

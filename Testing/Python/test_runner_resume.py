@@ -20,7 +20,8 @@ from MedOpenClawLib.bench.agents.oracle import OracleAgent
 from MedOpenClawLib.bench.agents.random_agent import RandomAgent
 from MedOpenClawLib.bench.episode import EpisodePrompt
 from MedOpenClawLib.bench.runner import BenchmarkRunner, RunConfig
-from MedOpenClawLib.bench.worker import TOKEN_ENV, headless_command
+from MedOpenClawLib.worker.client import headless_command
+from MedOpenClawLib.worker.protocol import TOKEN_ENV
 
 
 def plain_prompt(case, attachments, max_rounds):

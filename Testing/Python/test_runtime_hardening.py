@@ -335,7 +335,7 @@ def test_jump_with_nan_while_a_markup_exists_is_a_clear_error(session):
 
 def test_the_supervised_worker_passes_arguments_as_sent(tmp_path, data_root):
     """Item 9 through ``serve``/``mcp``: the viewer child turned ``[]`` into ``{}`` and ran the call."""
-    from MedOpenClawLib.bench.worker import WorkerService
+    from MedOpenClawLib.worker.service import WorkerService
 
     service = WorkerService()
     service.handle({"op": "start", "viewer": "radiology", "data_roots": [str(data_root)], "track": "A",

@@ -58,8 +58,8 @@ def test_without_main_window_slice_logics_are_built_on_the_app_scene(no_main_win
 
 
 def test_bench_worker_runs_episodes_in_slicer_without_main_window(no_main_window, data_root, monkeypatch):
-    """The path of `bench run --slicer`: scripts/run_bench.py -> bench.worker.build_radiology."""
-    from MedOpenClawLib.bench import worker
+    """The path of `bench run --slicer`: worker/scripts/run_bench.py -> worker.service.build_radiology."""
+    from MedOpenClawLib.worker import service as worker
 
     monkeypatch.setattr(worker, "_SLICER_APP", [])
     for _episode in range(2):  # the worker reuses its application, clearing the scene between episodes

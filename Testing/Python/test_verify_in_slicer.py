@@ -29,8 +29,8 @@ def shift_matrix(shift) -> np.ndarray:
 
 @pytest.mark.parametrize("main_window", [False, True])
 def test_the_verification_checks_pass_on_the_application_double(main_window, monkeypatch, tmp_path):
-    from MedOpenClawLib.bench import worker
     from MedOpenClawLib.gui.qt_compat import qt
+    from MedOpenClawLib.worker import service as worker
 
     app = slicer_app_double.install(monkeypatch, main_window=main_window)
     monkeypatch.setitem(sys.modules, "qt", qt)  # PythonQt's module inside Slicer; QSize is all the script uses

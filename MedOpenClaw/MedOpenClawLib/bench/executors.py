@@ -18,13 +18,14 @@ from pathlib import Path
 
 from ..audit import read_anchor
 from ..pathology.actions import MODEL_VISIBLE_ACTIONS
+from ..worker.client import WorkerEnvironment, WorkerProcess
+from ..worker.protocol import WorkerError, WorkerFault
 from .agents.base import Agent, AgentContext
 from .cases import PATHOLOGY_MODULES, Case, load_ground_truth
 from .episode import EpisodeConfig, EpisodeOutcome, EpisodePrompt, run_episode
 from .integrity import CaseIntegrityError
 from .preload import Attachments, PathologyRounds, PreloadError, montage_prompt, preload, viewer_kind
 from .tasks import EpisodeTask, RunConfig
-from .worker import WorkerEnvironment, WorkerError, WorkerFault, WorkerProcess
 
 MAX_WORKER_ATTEMPTS = 2  # a worker fault is retried once on a fresh worker; a second makes the episode INVALID
 

@@ -13,8 +13,9 @@ import socket
 import tempfile
 from pathlib import Path
 
+from ..worker.client import WorkerProcess
+from ..worker.protocol import WorkerError, WorkerFault, WorkerHung
 from .integrity import file_records
-from .worker import WorkerError, WorkerFault, WorkerHung, WorkerProcess
 
 RESULT_OK, RESULT_REFUSED, RESULT_FAULT = "ok", "refused", "fault"
 

@@ -19,7 +19,7 @@ Files -- no shared filesystem is needed:
   digest matches; different files at that path are an environment fault. Nothing is put in the object store
   for a node that has the files.
 
-An actor or node lost mid-episode surfaces as a :class:`~.worker.WorkerFault`, exactly like a crashed local
+An actor or node lost mid-episode surfaces as a :class:`~..worker.protocol.WorkerFault`, exactly like a crashed local
 worker: the runner's one error policy retries the episode on a fresh actor, which Ray places on any live node.
 """
 
@@ -30,10 +30,11 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..worker.client import WorkerLink
+from ..worker.protocol import WorkerError, WorkerFault, WorkerHung
 from .concurrency import WORKER_MEMORY_BYTES, api_bound, cpus_per_worker, resolve_workers
 from .executors import EpisodeJob, LocalExecutor, RoundListener, WorkerUnavailable
 from .ray_actor import RESULT_FAULT, RESULT_OK, RESULT_REFUSED, WorkerHost, pack_tree, tree_records
-from .worker import WorkerError, WorkerFault, WorkerHung, WorkerLink
 
 SLICER_RESOURCE = "slicer"  # custom resource advertised by nodes that have a 3D Slicer application
 ACTOR_MARGIN_S = 30.0  # the actor enforces the call timeout itself; the driver waits this much longer

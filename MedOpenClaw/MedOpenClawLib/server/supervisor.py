@@ -3,7 +3,7 @@
 A native crash (a VTK/ITK segfault or abort) or a hang while one call runs must not take the server down with
 it. :class:`SupervisedRegistry` offers what the front-ends use of an
 :class:`~MedOpenClawLib.registry.ActionRegistry` (tool listing, ``call``, ``state``, ``trace``) and forwards
-each call to a benchmark worker process (:mod:`..bench.worker`, same protocol) hosting the viewer and the real
+each call to a benchmark worker process (:mod:`..worker`, same protocol) hosting the viewer and the real
 registry. The parent owns the audit trace: the child's records are re-chained into it, so a child dying
 mid-write can never corrupt it.
 
@@ -30,11 +30,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..audit import AuditTrace, read_trace
-from ..bench import worker
-from ..bench.worker import WorkerError, WorkerFault, WorkerHung, WorkerProcess
 from ..hygiene import bounded_message, check_arguments, refused_input
 from ..registry import ActionSpec, ToolCatalog, call_identity, unrecordable_reason
 from ..result import ActionError, Result
+from ..worker import client as worker
+from ..worker.client import WorkerProcess
+from ..worker.protocol import WorkerError, WorkerFault, WorkerHung
 
 VIEWER_CRASHED = "viewer_crashed"
 VIEWER_UNAVAILABLE = "viewer_unavailable"
@@ -110,7 +111,7 @@ class SupervisedRegistry(ToolCatalog):
         command: Callable[[str], list[str]] | None = None,
         spare: bool = True,
     ):
-        """``viewer`` names a builder of :data:`~MedOpenClawLib.bench.worker.BUILDERS`; ``workdir`` receives the
+        """``viewer`` names a builder of :data:`~MedOpenClawLib.worker.service.BUILDERS`; ``workdir`` receives the
         child's ``worker.log`` (default: a temporary folder; :meth:`close` removes it then, or when
         ``remove_workdir``). The session is restored from ``trace``, so it must hold every record: give it a file
         or no in-memory window. ``spare`` keeps a second child ready for restarts (about 110 MB of private memory).

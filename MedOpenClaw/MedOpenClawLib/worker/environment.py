@@ -1,6 +1,6 @@
-"""An action registry seen as an episode :class:`~.episode.Environment`, in this process.
+"""An action registry seen as an episode environment (:class:`~MedOpenClawLib.bench.episode.Environment`), here.
 
-The worker process wraps its registry in this class, and tests and the MCP front-end use it directly.
+The worker service wraps its registry in this class; tests drive a registry through it directly.
 """
 
 from __future__ import annotations

@@ -1,0 +1,235 @@
+"""The client side: launching a worker process and talking to it."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from .protocol import TOKEN_ENV, WorkerError, WorkerFault, WorkerHung
+
+# the Slicer batch script ships inside the package, so an installed wheel can run ``--slicer`` too
+RUN_BENCH_SCRIPT = Path(__file__).resolve().parent / "scripts" / "run_bench.py"
+
+
+def worker_arguments(ready_file: str, port: int) -> list[str]:
+    """The arguments every worker launcher passes: where to listen, where to report readiness, whom to outlive."""
+    return ["--port", str(port), "--ready-file", ready_file, "--parent-pid", str(os.getpid())]
+
+
+def headless_command(ready_file: str, port: int = 0) -> list[str]:
+    return [sys.executable, "-m", "MedOpenClawLib.worker", *worker_arguments(ready_file, port)]
+
+
+def slicer_command(slicer: str, ready_file: str, port: int = 0) -> list[str]:
+    """The real 3D Slicer, windowless, serving the registry through ``scripts/run_bench.py``."""
+    return [slicer, "--no-main-window", "--python-script", str(RUN_BENCH_SCRIPT), *worker_arguments(ready_file, port)]
+
+
+class WorkerLink:
+    """What every worker handle shares: liveness through its ``request`` (a local process, or a Ray actor)."""
+
+    def request(self, op: str, timeout_s: float | None = None, **fields) -> dict:
+        raise NotImplementedError
+
+    @property
+    def node(self) -> str:
+        """Where the worker runs (recorded with each episode): this machine for a local process."""
+        return socket.gethostname()
+
+    def ping(self, timeout_s: float = 10.0) -> dict:
+        return self.request("ping", timeout_s=timeout_s)
+
+    def alive(self) -> bool:
+        try:
+            self.ping()
+            return True
+        except WorkerFault:
+            return False
+
+
+class WorkerProcess(WorkerLink):
+    """Launches one worker and talks to it; any failure of the process or the link is a :class:`WorkerFault`."""
+
+    def __init__(
+        self,
+        workdir: Path,
+        slicer: str | None = None,
+        startup_timeout_s: float = 120.0,
+        call_timeout_s: float = 300.0,
+        command: Callable[[str], list[str]] | None = None,
+    ):
+        """``command(ready_file)`` overrides the launch command (default: headless, or ``slicer`` when given)."""
+        self.workdir = Path(workdir)
+        self.slicer = slicer
+        self.command = command
+        self.startup_timeout_s = startup_timeout_s
+        self.call_timeout_s = call_timeout_s
+        self.process: subprocess.Popen | None = None
+        self._stream = None
+        self._socket: socket.socket | None = None
+        self._ids = itertools.count(1)
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+    def start(self) -> WorkerProcess:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        ready = self.workdir / f"ready-{secrets.token_hex(4)}.json"
+        if self.command is not None:
+            command = self.command(str(ready))
+        else:
+            command = slicer_command(self.slicer, str(ready)) if self.slicer else headless_command(str(ready))
+        token = secrets.token_urlsafe(24)
+        env = {**os.environ, TOKEN_ENV: token}
+        log = open(self.workdir / "worker.log", "ab")  # noqa: SIM115 - owned by the child process
+        # a session of its own: a Ctrl-C at the terminal reaches the runner only, which decides what stops
+        self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+                                        start_new_session=True)
+        log.close()
+        deadline = time.monotonic() + self.startup_timeout_s
+        while not ready.exists():
+            if self.process.poll() is not None:
+                raise WorkerFault(
+                    f"worker exited during start-up with code {self.process.returncode} "
+                    f"(see {self.workdir / 'worker.log'})"
+                )
+            if time.monotonic() > deadline:
+                self.kill()
+                raise WorkerFault(f"worker not ready within {self.startup_timeout_s:g} s")
+            time.sleep(0.05)
+        port = json.loads(ready.read_text())["port"]
+        ready.unlink()
+        try:
+            self._socket = socket.create_connection(("127.0.0.1", port), timeout=self.startup_timeout_s)
+            self._stream = self._socket.makefile("rwb")
+            self._send({"op": "hello", "token": token})
+            if not json.loads(self._stream.readline() or b"{}").get("ok"):
+                raise WorkerFault("worker refused the handshake")
+        except OSError as error:
+            self.kill()
+            raise WorkerFault(f"cannot connect to the worker: {error}") from error
+        return self
+
+    def _send(self, message: dict) -> None:
+        self._stream.write(json.dumps(message, default=str).encode() + b"\n")
+        self._stream.flush()
+
+    def request(self, op: str, timeout_s: float | None = None, **fields) -> dict:
+        """Send one request and wait for its answer; a refused request raises :class:`WorkerError`."""
+        if self._stream is None:
+            raise WorkerFault("worker is not running")
+        request_id = next(self._ids)
+        try:
+            self._socket.settimeout(timeout_s or self.call_timeout_s)
+            self._send({"id": request_id, "op": op, **fields})
+            line = self._stream.readline()
+        except TimeoutError:
+            self.kill()
+            raise WorkerHung(
+                f"worker did not answer {op!r} within {timeout_s or self.call_timeout_s:g} s"
+            ) from None
+        except OSError as error:
+            self.kill()
+            raise WorkerFault(f"lost the worker during {op!r}: {error}") from error
+        if not line:
+            code = self.process.poll() if self.process else None
+            self.kill()
+            raise WorkerFault(f"worker closed the connection during {op!r} (exit code {code})")
+        answer = json.loads(line)
+        if answer.get("id") != request_id:
+            self.kill()
+            raise WorkerFault(f"protocol error: answer to request {answer.get('id')}, expected {request_id}")
+        if not answer.get("ok"):
+            error = answer.get("error") or {}
+            raise WorkerError(error.get("code", "error"), error.get("message", ""))
+        return answer["result"]
+
+    def kill(self) -> None:
+        for handle in (self._stream, self._socket):
+            if handle is not None:
+                try:
+                    handle.close()
+                except OSError:
+                    pass
+        self._stream = self._socket = None
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+        if self.process is not None:
+            self.process.wait(timeout=30)
+
+    def close(self) -> None:
+        """Ask the worker to exit; kill it if it does not."""
+        if self._stream is not None:
+            try:
+                self.request("shutdown", timeout_s=10.0)
+            except (WorkerFault, WorkerError):
+                pass
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                pass
+        self.kill()
+
+
+class WorkerEnvironment:
+    """An episode :class:`~MedOpenClawLib.bench.episode.Environment` whose registry lives in a worker process."""
+
+    def __init__(self, worker: WorkerProcess):
+        self.worker = worker
+        self._tools: list[dict] = []
+
+    def start(
+        self,
+        viewer: str,
+        data_roots: list[str],
+        track: str,
+        max_rounds: int | None,
+        trace_path: str,
+        header: dict,
+        save_images: bool = True,
+    ) -> None:
+        self._tools = self.worker.request(
+            "start",
+            viewer=viewer,
+            data_roots=data_roots,
+            track=track,
+            max_rounds=max_rounds,
+            trace_path=trace_path,
+            header=header,
+            save_images=save_images,
+        )["tools"]
+
+    def tools(self) -> list[dict]:
+        return list(self._tools)
+
+    def call(
+        self,
+        name: str,
+        arguments: dict,
+        actor: str = "agent",
+        round_id: object = None,
+        audit_extra: dict | None = None,
+    ) -> dict:
+        return self.worker.request(
+            "call", name=name, arguments=arguments, actor=actor, round_id=round_id, audit_extra=audit_extra
+        )
+
+    def record_event(self, kind: str, payload: dict) -> None:
+        self.worker.request("event", kind=kind, payload=payload)
+
+    def observation(self) -> dict:
+        return self.worker.request("observation")
+
+    def end(self) -> None:
+        self.worker.request("end")
+

@@ -1,0 +1,222 @@
+"""The worker side: a service holding at most one registry, served on a loopback socket.
+
+Run headless as ``python -m MedOpenClawLib.worker``, or inside the real 3D Slicer by ``scripts/run_bench.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import hmac
+import json
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ..audit import AuditTrace
+from ..registry import ActionRegistry
+from ..replay import replay_records
+from .environment import LocalEnvironment
+from .protocol import SUPERVISED_RECORD_KEYS, TOKEN_ENV, WorkerError
+
+_SLICER_APP = []  # the worker's one Slicer application, reused by every episode
+
+
+def build_radiology(data_roots: list[str], track: str, trace: AuditTrace, max_rounds: int | None) -> ActionRegistry:
+    """A registry over the worker's Slicer application with an emptied scene.
+
+    One application per worker, cleared between episodes: creating the logic classes anew costs about a second
+    per episode, and tearing down a headless application whose scene held markups crashes VTK (segfault).
+    """
+    from ..session import build_slicer_registry
+    from ..viewer.application import SlicerApplication
+
+    if not _SLICER_APP:
+        _SLICER_APP.append(SlicerApplication.create())
+    app = _SLICER_APP[0]
+    app.scene.Clear(0)
+    return build_slicer_registry(data_roots=data_roots, track=track, trace=trace, max_rounds=max_rounds, app=app)
+
+
+def build_pathology(
+    data_roots: list[str], track: str, trace: AuditTrace, max_rounds: int | None
+) -> ActionRegistry:
+    from ..pathology.actions import build_pathology_registry
+
+    return build_pathology_registry(data_roots=data_roots, track=track, trace=trace, max_rounds=max_rounds)
+
+
+# viewer kind -> registry builder; a request can only choose among these names
+BUILDERS: dict[str, Callable[..., ActionRegistry]] = {
+    "radiology": build_radiology,
+    "pathology": build_pathology,
+}
+
+
+class WorkerService:
+    """The worker's state: at most one episode's registry at a time."""
+
+    def __init__(
+        self,
+        builders: dict[str, Callable[..., ActionRegistry]] | None = None,
+        before_episode: Callable[[], None] | None = None,
+    ):
+        self.builders = BUILDERS if builders is None else builders
+        self.before_episode = before_episode  # e.g. clear the running Slicer app's scene
+        self.env: LocalEnvironment | None = None
+        self.stopping = False
+
+    def handle(self, request: dict) -> dict:
+        op = request.get("op")
+        if op == "ping":
+            return {"pid": os.getpid(), "episode": self.env is not None}
+        if op == "start":
+            return self._start(request)
+        if op == "shutdown":
+            self.stopping = True
+            return {}
+        if self.env is None:
+            raise WorkerError("no_episode", f"{op!r} needs a started episode")
+        if op == "tools":
+            return {"tools": self.env.tools()}
+        if op == "call":
+            result = self.env.call(
+                request.get("name"),
+                request.get("arguments"),  # as sent: ``[]`` must be refused, not called as ``{}``
+                actor=request.get("actor", "agent"),
+                round_id=request.get("round_id"),
+                audit_extra=request.get("audit_extra"),
+            )
+            if not request.get("with_record"):
+                return result
+            record = self.env.registry.trace.records[-1]
+            return {"result": result, "record": {key: record.get(key) for key in SUPERVISED_RECORD_KEYS}}
+        if op == "restore":
+            report = replay_records(self.env.registry, list(request.get("records") or []))
+            return {"report": report.to_json(), "state": self.env.registry.state()}
+        if op == "observation":
+            return self._observation()
+        if op == "event":
+            self.env.record_event(str(request.get("kind")), request.get("payload") or {})
+            return {}
+        if op == "end":
+            self.env = None
+            return {}
+        raise WorkerError("unknown_op", f"unknown op {op!r}")
+
+    def _observation(self) -> dict:
+        """The per-round attachments of a pathology episode (App. H.2): state summaries and the screenshot."""
+        observe = getattr(self.env.registry.context, "observation", None)
+        if observe is None:
+            raise WorkerError("no_observation", "this viewer has no per-round observation")
+        observation = observe()
+        images = [observation.image.to_json(inline=True)] if observation.image is not None else []
+        return {"direct_state_summary": observation.direct_state_summary,
+                "gui_state_summary": observation.gui_state_summary, "images": images}
+
+    def _start(self, request: dict) -> dict:
+        builder = self.builders.get(request.get("viewer"))
+        if builder is None:
+            raise WorkerError("unknown_viewer", f"viewer must be one of {sorted(self.builders)}")
+        self.env = None
+        if self.before_episode is not None:
+            self.before_episode()
+        trace = AuditTrace(
+            request.get("trace_path"),
+            header=request.get("header") or {},
+            save_images=bool(request.get("save_images", True)),
+            window=request.get("trace_window"),  # a supervisor keeps the real trace: the child needs the last record
+        )
+        registry = builder(
+            list(request.get("data_roots") or []), request.get("track", "A"), trace, request.get("max_rounds")
+        )
+        self.env = LocalEnvironment(registry)
+        return {"tools": self.env.tools(), "actions": [action.describe() for action in registry.all_actions()],
+                "config": registry.config, "state": registry.state()}
+
+
+def _answer(service: WorkerService, line: bytes) -> dict:
+    try:
+        request = json.loads(line)
+        if not isinstance(request, dict):
+            raise ValueError("a request must be a JSON object")
+    except ValueError as error:
+        return {"id": None, "ok": False, "error": {"code": "bad_request", "message": str(error)}}
+    try:
+        return {"id": request.get("id"), "ok": True, "result": service.handle(request)}
+    except WorkerError as error:
+        return {"id": request.get("id"), "ok": False, "error": {"code": error.code, "message": str(error)}}
+
+
+def exit_with_parent(parent_pid: int, poll_s: float = 1.0) -> None:
+    """End this process once ``parent_pid`` is gone (POSIX).
+
+    A runner killed with SIGKILL cannot shut its workers down, and a worker blocked in ``accept`` would live on
+    forever holding a Slicer application; polling the runner's pid (not ``getppid``: the real Slicer runs
+    under its launcher) frees it within ``poll_s``.
+    """
+    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
+        return
+
+    def watch() -> None:
+        while True:
+            time.sleep(poll_s)
+            try:
+                os.kill(parent_pid, 0)
+            except ProcessLookupError:
+                os._exit(3)
+            except PermissionError:  # the pid exists (owned by someone else): keep waiting
+                pass
+
+    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
+
+
+def serve_worker(
+    service: WorkerService,
+    token: str,
+    port: int = 0,
+    ready_file: str | None = None,
+    parent_pid: int | None = None,
+) -> None:
+    """Serve clients one after another on 127.0.0.1 until a ``shutdown`` request (or the parent's death)."""
+    if parent_pid:
+        exit_with_parent(parent_pid)
+    server = socket.create_server(("127.0.0.1", port))
+    if ready_file:  # written atomically once we listen: the launcher polls for it
+        temporary = Path(ready_file).with_suffix(".tmp")
+        temporary.write_text(json.dumps({"port": server.getsockname()[1], "pid": os.getpid()}))
+        os.replace(temporary, ready_file)
+    with server:
+        while not service.stopping:
+            connection, _ = server.accept()
+            with connection, connection.makefile("rwb") as stream:
+                hello = json.loads(stream.readline() or b"{}")
+                if not hmac.compare_digest(str(hello.get("token", "")), token):
+                    stream.write(
+                        b'{"ok": false, "error": {"code": "unauthorized", "message": "bad token"}}\n'
+                    )
+                    continue
+                stream.write(b'{"ok": true}\n')
+                stream.flush()
+                for line in stream:
+                    stream.write(json.dumps(_answer(service, line), default=str).encode() + b"\n")
+                    stream.flush()
+                    if service.stopping:
+                        break
+
+
+def main(argv: list[str] | None = None, builders: dict[str, Callable[..., ActionRegistry]] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="MedOpenClaw headless benchmark worker (slicer-core)")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--ready-file", required=True)
+    parser.add_argument("--parent-pid", type=int, help="exit when this process (the runner) is gone")
+    args = parser.parse_args(argv)
+    token = os.environ.get(TOKEN_ENV)
+    if not token:
+        parser.error(f"{TOKEN_ENV} must be set")
+    faulthandler.enable()  # a native crash leaves the Python stack in worker.log
+    serve_worker(WorkerService(builders), token, args.port, args.ready_file, args.parent_pid)
+    return 0
