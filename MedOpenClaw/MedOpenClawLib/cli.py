@@ -44,11 +44,26 @@ class OneLineErrors(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+class VersionAction(argparse.Action):
+    """``--version``: the package version, git commit and viewer stack, computed only when asked for."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from .provenance import version_text
+
+        print(version_text())
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineErrors(
         prog="medopenclaw",
         description="Bounded, audited viewer actions for agents, and the MedFlow-Bench benchmark.",
     )
+    parser.add_argument("--version", action=VersionAction,
+                        help="print the version, git commit (from a checkout), Python and viewer stack, and exit")
     subparsers = parser.add_subparsers(dest="command", required=True)
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).add_commands(subparsers)

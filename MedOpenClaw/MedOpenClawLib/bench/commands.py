@@ -211,7 +211,7 @@ def _run_report(args) -> int:
     from .report import write_report
 
     try:
-        written = write_report(args.runs, args.out, evidence=not args.no_evidence)
+        written = write_report(args.runs, args.out, evidence=not args.no_evidence, command=getattr(args, "argv", None))
     except ModuleNotFoundError as error:
         if error.name not in ("jinja2", "matplotlib"):
             raise

@@ -107,11 +107,11 @@ def provider_config(args):
     return config
 
 
-def check_agent_track(args) -> None:
+def check_agent_track(args, module: str) -> None:
     """Track C is the one-turn montage baseline: only the montage agent (or a replay of one) runs there."""
     from .tasks import check_track
 
-    check_track(args.track, args.module)
+    check_track(args.track, module)
     if args.agent == "montage" and args.track != "C":
         raise ValueError("--agent montage is the Track C baseline: add --track C")
     if args.track == "C" and args.agent not in ("montage", "replay"):
@@ -148,42 +148,120 @@ def _workers(text: str) -> int | str:
     return int(text)
 
 
+def _modules(text: str) -> list[str]:
+    """One ``--module`` value: a module, a comma-separated list of them, or ``all``."""
+    from .cases import MODULES
+
+    named = [name for name in text.split(",") if name]
+    unknown = sorted(set(named) - {*MODULES, "all"})
+    if unknown or not named:
+        raise argparse.ArgumentTypeError(f"unknown module {', '.join(unknown) or repr(text)} (choose from "
+                                         f"{', '.join(MODULES)}, or all)")
+    return list(MODULES) if "all" in named else named
+
+
+def module_list(values: list[list[str]]) -> list[str]:
+    """Every module the ``--module`` values name, once each, in the benchmark's order."""
+    from .cases import MODULES
+
+    named = {name for value in values for name in value}
+    return [module for module in MODULES if module in named]
+
+
+def module_cases(args, module: str, several: bool) -> Path:
+    """The case package of ``module``: ``--cases`` itself (one module), ``--cases``/<module> (several: a folder
+    of `bench prepare` packages), or the embedded synthetic cohort."""
+    if not args.cases:
+        return synthetic_cases(module, args.cohort_seed, cache_dir=args.cache_dir, size=args.cohort_size)
+    if not several:
+        return Path(args.cases)
+    package = Path(args.cases) / module
+    if not (package / "manifest.json").is_file():
+        raise ValueError(f"several modules need --cases to hold one package per module: {package} has no "
+                         "manifest.json")
+    return package
+
+
+def combined_summary(summaries: dict[str, dict]) -> dict:
+    """One summary of a run over several modules: each module's summary, the episode counts summed, and the
+    macro means (each module's mean counts once, as in Table 1's average)."""
+    def macro(metric: str) -> float | None:
+        values = [summary[metric] for summary in summaries.values() if summary.get(metric) is not None]
+        return round(sum(values) / len(values), 4) if values else None
+
+    counts = {key: sum(int(summary.get(key) or 0) for summary in summaries.values())
+              for key in ("episodes", "scored", "invalid", "errors", "missing", "executed_now")}
+    return {"modules": summaries, **counts, "task_macro": macro("task"), "strict_macro": macro("strict"),
+            "loc_macro": macro("loc"), "interrupted": any(s.get("interrupted") for s in summaries.values()),
+            "stopped": next((s["stopped"] for s in summaries.values() if s.get("stopped")), None)}
+
+
 def _run(args) -> int:
+    from ..provenance import provenance
     from ..providers import ProviderError, make_provider
-    from .outcomes import EXIT_ERRORS, EXIT_USAGE, exit_status
+    from .outcomes import EXIT_ERRORS, EXIT_USAGE, exit_status, write_json_atomic
     from .preload import module_prompt
     from .runner import BenchmarkRunner
     from .tasks import RunConfig
 
+    summaries: dict[str, dict] = {}
     try:
-        check_agent_track(args)
+        modules = module_list(args.module)
+        for module in modules:
+            check_agent_track(args, module)
         provider = provider_config(args)
         if provider is not None and not args.no_preflight:
             warning = make_provider(provider).preflight()
             if warning:
                 print(f"warning: {warning}", file=sys.stderr)
-        cases_dir = Path(args.cases) if args.cases else synthetic_cases(args.module, args.cohort_seed,
-                                                                        cache_dir=args.cache_dir,
-                                                                        size=args.cohort_size)
-        config = RunConfig(module=args.module, agent=args.agent, out=Path(args.out), cases_dir=cases_dir,
-                           track=args.track, limit=args.limit, repeats=args.repeats, workers=args.workers,
-                           slicer=args.slicer, max_rounds=args.max_rounds, seed=args.seed, provider=provider,
-                           call_timeout_s=args.call_timeout, fail_on_error=args.fail_on_error,
-                           replay_from=str(Path(args.replay_from).resolve()) if args.replay_from else None)
+        invocation = provenance(getattr(args, "argv", None))
         resume = shlex.join(["medopenclaw", *args.argv]) if getattr(args, "argv", None) else "the same command"
-        summary = BenchmarkRunner(config, agent_factory(args, provider), module_prompt, resume_hint=resume,
-                                  make_executor=executor_factory(args)).run()
+        packages = {module: module_cases(args, module, len(modules) > 1) for module in modules}
+        for module, cases_dir in packages.items():
+            if len(modules) > 1:
+                print(f"{module}:", file=sys.stderr)
+            out = Path(args.out) / module if len(modules) > 1 else Path(args.out)
+            config = RunConfig(module=module, agent=args.agent, out=out, cases_dir=cases_dir,
+                               track=args.track, limit=args.limit, case_ids=args.case_ids, repeats=args.repeats,
+                               workers=args.workers, slicer=args.slicer, max_rounds=args.max_rounds, seed=args.seed,
+                               provider=provider, call_timeout_s=args.call_timeout, fail_on_error=args.fail_on_error,
+                               replay_from=str(Path(args.replay_from).resolve()) if args.replay_from else None)
+            summary = summaries[module] = BenchmarkRunner(
+                config, agent_factory(args, provider), module_prompt, resume_hint=resume,
+                make_executor=executor_factory(args), provenance=invocation).run()
+            if summary.get("interrupted") or summary.get("stopped"):
+                break  # Ctrl-C or the error policy ends the whole run, not one module
     except ProviderError as error:
         print(f"error: model pre-flight failed: {error}", file=sys.stderr)
         return EXIT_USAGE
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    if len(modules) > 1:
+        summary = combined_summary(summaries)
+        summary["missing"] += sum(1 for module in modules if module not in summaries)  # modules never started
+        write_json_atomic(Path(args.out) / "summary.json", summary)
     print(json.dumps(summary, sort_keys=True))  # the last stdout line: the aggregate, keys as `bench score`
     status = exit_status(summary)
     if status == EXIT_ERRORS and summary.get("stopped"):
         print(f"error: run stopped: {summary['stopped']}", file=sys.stderr)
     return status
+
+
+def _limit(text: str) -> int | tuple[int, int]:
+    from .tasks import parse_limit
+
+    try:
+        return parse_limit(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
+def _case_ids(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("a comma-separated list of case ids")
+    return names
 
 
 def _json_object(text: str) -> dict:
@@ -213,7 +291,9 @@ def add_bench_subcommand(bench_subparsers) -> None:
                                          description="Run agents on MedFlow-Bench episodes. Exit status: 0 every "
                                          "episode finished, 1 episodes in error or not run (run the same command "
                                          "again to re-run them), 2 usage or pre-flight error, 130 interrupted.")
-    parser.add_argument("--module", required=True, choices=MODULES)
+    parser.add_argument("--module", required=True, nargs="+", type=_modules, metavar="MODULE",
+                        help=f"benchmark module(s): {', '.join(MODULES)}, several (space- or comma-separated) or "
+                             "'all'; with several, each runs into --out/MODULE and --out/summary.json combines them")
     parser.add_argument("--agent", required=True, choices=[*OFFLINE_AGENT_NAMES, *MODEL_AGENTS, "replay"],
                         help="oracle, heuristic, random (offline); model; montage (Track C); replay")
     parser.add_argument("--replay-from", help="--agent replay: an earlier run directory whose model outputs to replay")
@@ -249,8 +329,11 @@ def add_bench_subcommand(bench_subparsers) -> None:
                         help="embedded cohort size: demo (minutes on 2 cores) or full (1 mm brains, 0.75 um/px slides)")
     parser.add_argument("--cache-dir", help="where the synthetic cohort is cached (default: MEDOPENCLAW_CACHE "
                                             "or ~/.cache/medopenclaw)")
-    parser.add_argument("--limit", type=int, help="first N cases only")
-    parser.add_argument("--repeats", type=int, default=1)
+    parser.add_argument("--limit", type=_limit, metavar="N|A-B",
+                        help="the first N cases, or cases A to B (1-based, inclusive) of each package")
+    parser.add_argument("--case-ids", type=_case_ids, metavar="ID,ID,...",
+                        help="only these cases (comma-separated); --limit then applies to them")
+    parser.add_argument("--repeats", type=int, default=1, help="episodes per case (each a fresh agent)")
     parser.add_argument("--workers", type=_workers, default=1,
                         help="concurrent episodes (one viewer worker each), or 'auto': as many as the CPUs and "
                              "memory here (or the Ray cluster's resources) carry -- several per core for model "
@@ -263,8 +346,9 @@ def add_bench_subcommand(bench_subparsers) -> None:
                         help="--executor ray: GPUs each actor declares (default: 1 for Track B when the cluster "
                              "has GPUs, else 0)")
     parser.add_argument("--slicer", help="path of a 3D Slicer executable to use as the worker")
-    parser.add_argument("--max-rounds", type=int, default=20)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--max-rounds", type=int, default=20, help="tool-call rounds per episode before the "
+                                                                     "agent must answer (default 20)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the agents' and the model's sampling")
     parser.add_argument("--call-timeout", type=float, default=300.0, help="seconds before a worker call is a hang")
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--out", required=True, help="run directory (created; the same command resumes into it)")
     parser.set_defaults(func=_run)

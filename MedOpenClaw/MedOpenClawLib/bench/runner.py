@@ -4,7 +4,8 @@ last line of stdout.
 
 Layout of ``--out``::
 
-    run.json                          the run's identity (module, agent, model, track, cases, ...)
+    run.json                          the run's identity (module, agent, model, track, cases, ...) and the
+                                      provenance of every invocation (version, commit, time, command line)
     episodes/<case>__r<k>/result.json one finished episode (scored or INVALID), written atomically
     episodes/<case>__r<k>/error.json  the latest attempt ended in a provider error: re-run next time
     episodes/<case>__r<k>/trace-<attempt>.jsonl  the audit trace of each attempt (+ _images/)
@@ -26,8 +27,10 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from ..provenance import finish
+from ..provenance import provenance as invocation_provenance
 from .agents.base import Agent
-from .cases import Case, GroundTruth, load_cases, load_ground_truth
+from .cases import Case, GroundTruth, load_cases, load_ground_truth, read_manifest
 from .concurrency import resolve_workers
 from .episode import EpisodePrompt
 from .executors import EpisodeJob, Executor, LocalExecutor, RoundListener
@@ -38,7 +41,7 @@ from .progress import Progress
 from .scoring import aggregate, score_case
 from .scoring.batch import answered
 from .scoring.process import aggregate_process, process_metrics
-from .tasks import EpisodeTask, RunConfig
+from .tasks import EpisodeTask, RunConfig, select_cases
 
 __all__ = ["BenchmarkRunner", "EpisodeTask", "RunConfig", "exit_status"]
 
@@ -59,7 +62,8 @@ class BenchmarkRunner:
 
     def __init__(self, config: RunConfig, make_agent: Callable[[EpisodeTask], Agent],
                  build_prompt: Callable[[Case, Attachments, int], EpisodePrompt], progress_stream=None,
-                 make_executor: ExecutorFactory = local_executor, resume_hint: str = "the same command"):
+                 make_executor: ExecutorFactory = local_executor, resume_hint: str = "the same command",
+                 provenance: dict | None = None):
         self.config = config
         self.job = EpisodeJob(config, make_agent, build_prompt)
         self.make_executor = make_executor
@@ -67,6 +71,8 @@ class BenchmarkRunner:
         self.store = EpisodeStore(self.out)
         self.progress_stream = progress_stream
         self.resume_hint = resume_hint
+        self.provenance = provenance or invocation_provenance()
+        self.invocations: list[dict] = []  # run.json's provenance of every invocation, this one last
         self.executor: Executor | None = None
         self.executed: list[str] = []  # episode ids run by this invocation
         self.interrupts = 0
@@ -78,26 +84,33 @@ class BenchmarkRunner:
 
     # ------------------------------------------------------------------ plan
     def tasks(self) -> list[EpisodeTask]:
-        cases = load_cases(self.config.cases_dir)
-        cases = [case for case in cases if case.module == self.config.module]
-        if self.config.limit is not None:
-            cases = cases[: self.config.limit]
+        package = read_manifest(self.config.cases_dir).get("module")
+        if package and package != self.config.module:
+            raise ValueError(f"{self.config.cases_dir} is a {package} case package (its manifest says so), not "
+                             f"{self.config.module}: run it with --module {package}")
+        cases = [case for case in load_cases(self.config.cases_dir) if case.module == self.config.module]
+        cases = select_cases(cases, self.config.limit, self.config.case_ids)
         return [EpisodeTask(case, repeat) for case in cases for repeat in range(1, self.config.repeats + 1)]
 
     def result_path(self, task: EpisodeTask) -> Path:
         return self.store.result_path(task.episode_id)
 
     def _check_identity(self) -> None:
+        """A resumed run must be the same run; every invocation's provenance is appended to run.json."""
         manifest = self.out / "run.json"
         identity = self.config.identity()
-        if manifest.exists():
-            previous = json.loads(manifest.read_text())
-            if previous != identity:
-                changed = sorted(key for key in identity if previous.get(key) != identity[key])
+        previous = json.loads(manifest.read_text()) if manifest.exists() else None
+        if previous is not None:
+            recorded = {key: value for key, value in previous.items() if key != "invocations"}
+            if recorded != identity:
+                changed = sorted(key for key in {*identity, *recorded} if recorded.get(key) != identity.get(key))
                 raise ValueError(f"{self.out} holds a different run (differs in {', '.join(changed)}); "
                                  "use another --out")
-        else:
-            write_json_atomic(manifest, identity)
+        self.invocations = [*(previous or {}).get("invocations", []), self.provenance]
+        self._write_manifest(identity)
+
+    def _write_manifest(self, identity: dict) -> None:
+        write_json_atomic(self.out / "run.json", {**identity, "invocations": self.invocations})
 
     def plan(self, tasks: list[EpisodeTask]) -> tuple[Tally, list[EpisodeTask]]:
         """What earlier invocations left (the tally) and what to run now: every episode not finished."""
@@ -114,9 +127,9 @@ class BenchmarkRunner:
 
     # ------------------------------------------------------------------ run
     def run(self) -> dict:
+        tasks = self.tasks()  # a bad case package is refused before anything is written
         self.out.mkdir(parents=True, exist_ok=True)
         self._check_identity()
-        tasks = self.tasks()
         tally, pending = self.plan(tasks)
         progress = Progress(tally, self.progress_stream, self.config.max_rounds)
         progress.start()
@@ -150,6 +163,8 @@ class BenchmarkRunner:
             if previous_handler is not None:
                 signal.signal(signal.SIGINT, previous_handler)
             progress.finish()
+            self.invocations[-1] = finish(self.invocations[-1])
+            self._write_manifest(self.config.identity())
         if not aborted:
             self.executor.close()
         summary = self.summarize(tasks, tally, policy.stop_reason)

@@ -18,6 +18,40 @@ if TYPE_CHECKING:  # the CLI reads TRACKS at --help time: no HTTP client import 
 TRACKS = ("A", "B", "C")  # C: runtime-agnostic (App. C.2): one turn on slice montages
 
 
+def parse_limit(text: str) -> int | tuple[int, int]:
+    """``--limit``: ``N`` (the first N cases) or ``A-B`` (cases A to B of the package, 1-based, inclusive)."""
+    first, dash, last = text.partition("-")
+    if not first.isdigit() or (dash and not last.isdigit()):
+        raise ValueError(f"--limit takes N or A-B (cases A to B, counted from 1), not {text!r}")
+    if not dash:
+        if int(first) < 1:
+            raise ValueError("--limit N needs N >= 1")
+        return int(first)
+    start, stop = int(first), int(last)
+    if not 1 <= start <= stop:
+        raise ValueError(f"--limit {text}: the range must run from 1 or more up to at least its start")
+    return start, stop
+
+
+def select_cases(cases: list[Case], limit: int | tuple[int, int] | None = None,
+                 case_ids: tuple[str, ...] | None = None) -> list[Case]:
+    """The cases a run covers, in package order: those named by ``case_ids`` (every one must exist), then the
+    ``limit`` count or 1-based range of what is left."""
+    if case_ids:
+        known = {case.case_id for case in cases}
+        unknown = [case_id for case_id in case_ids if case_id not in known]
+        if unknown:
+            raise ValueError(f"--case-ids: the package has no case {', '.join(map(repr, unknown))} (it has "
+                             f"{len(cases)} cases, e.g. {', '.join(case.case_id for case in cases[:3]) or 'none'})")
+        wanted = set(case_ids)
+        cases = [case for case in cases if case.case_id in wanted]
+    if isinstance(limit, int):
+        return cases[:limit]
+    if limit is not None:
+        return cases[limit[0] - 1:limit[1]]
+    return cases
+
+
 def check_track(track: str, module: str) -> None:
     if track not in TRACKS:
         raise ValueError(f"track must be one of {', '.join(TRACKS)}")
@@ -32,7 +66,8 @@ class RunConfig:
     out: Path
     cases_dir: Path
     track: str = "A"
-    limit: int | None = None
+    limit: int | tuple[int, int] | None = None  # the first N cases, or a 1-based inclusive range (parse_limit)
+    case_ids: tuple[str, ...] | None = None  # only these cases
     repeats: int = 1
     workers: int | str = 1  # or "auto" (concurrency.resolve_workers)
     slicer: str | None = None

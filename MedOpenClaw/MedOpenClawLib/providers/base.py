@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import requests
 
-from .config import DEFAULT_BASE_URLS, ENV_PREFIX, ProviderConfig
+from .config import DEFAULT_BASE_URLS, ProviderConfig, key_hint
 from .http import AUTH_STATUSES, RETRY_STATUSES, ProviderError, RetryPolicy, post_json
 from .messages import Message, ModelReply
 
@@ -36,7 +36,8 @@ class Provider(ABC):
         than in every episode: raises a fatal :class:`ProviderError` for those (and for a rejected request);
         returns a warning when the server is merely busy (429/5xx), which the episodes' retries absorb."""
         if not self.config.api_key and self.config.base_url in DEFAULT_BASE_URLS.values():
-            raise ProviderError(f"no API key for {self.config.base_url}: set {ENV_PREFIX}API_KEY", fatal=True)
+            raise ProviderError(f"no API key for {self.config.base_url}: set "
+                                f"{key_hint(self.config.kind, self.config.base_url)}", fatal=True)
         config = replace(self.config, max_tokens=1 if self.config.token_limit_field == "max_tokens" else 16)
         body, images = type(self)(config, self.session)._request_body([Message("user", "Reply with OK.")], [], True)
         try:
@@ -44,8 +45,8 @@ class Provider(ABC):
         except ProviderError as error:
             if error.status in RETRY_STATUSES:
                 return f"model pre-flight: the server is busy ({error}); starting anyway"
-            hint = f" (no API key was sent: set {ENV_PREFIX}API_KEY)" if error.status in AUTH_STATUSES and \
-                not self.config.api_key else ""
+            unkeyed = error.status in AUTH_STATUSES and not self.config.api_key
+            hint = f" (no API key was sent: set {key_hint(self.config.kind, self.config.base_url)})" if unkeyed else ""
             raise ProviderError(f"{error}{hint}", error.status, error.retryable, fatal=True) from None
         return None
 

@@ -16,6 +16,16 @@ PROVIDER_KINDS = ("openai", "anthropic")
 TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")  # reasoning models take only the second
 DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 ENV_PREFIX = "MEDOPENCLAW_"
+# a vendor's own key variable, read only when requests go to that vendor's API (never sent to another server)
+VENDOR_KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
+
+
+def key_hint(kind: str, base_url: str) -> str:
+    """Which variables would supply the key for these requests (for error messages)."""
+    vendor = VENDOR_KEY_VARIABLES.get(kind)
+    if vendor and base_url == DEFAULT_BASE_URLS.get(kind):
+        return f"{ENV_PREFIX}API_KEY or {vendor}"
+    return f"{ENV_PREFIX}API_KEY"
 
 
 @dataclass
@@ -82,7 +92,9 @@ class ProviderConfig:
         **options,
     ) -> ProviderConfig:
         """Flags win over ``MEDOPENCLAW_{MODEL,PROVIDER,BASE_URL,API_KEY}``; the provider defaults to
-        ``anthropic`` for ``claude*`` models and to the OpenAI-compatible protocol otherwise."""
+        ``anthropic`` for ``claude*`` models and to the OpenAI-compatible protocol otherwise. Without
+        ``MEDOPENCLAW_API_KEY``, ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` supply the key when the requests go
+        to that vendor's own API (a vendor key is never sent to another server)."""
         env = os.environ if environ is None else environ
         model = model or env.get(ENV_PREFIX + "MODEL", "")
         kind = (
@@ -91,5 +103,8 @@ class ProviderConfig:
             or ("anthropic" if model.lower().startswith("claude") else "openai")
         )
         base_url = base_url or env.get(ENV_PREFIX + "BASE_URL") or DEFAULT_BASE_URLS.get(kind, "")
-        api_key = api_key if api_key is not None else env.get(ENV_PREFIX + "API_KEY", "")
+        if api_key is None:
+            api_key = env.get(ENV_PREFIX + "API_KEY", "")
+            if not api_key and kind in VENDOR_KEY_VARIABLES and base_url == DEFAULT_BASE_URLS.get(kind):
+                api_key = env.get(VENDOR_KEY_VARIABLES[kind], "")
         return cls(kind=kind, model=model, base_url=base_url, api_key=api_key, **options)

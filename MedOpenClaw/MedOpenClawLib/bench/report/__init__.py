@@ -10,6 +10,7 @@ import json
 import os
 from pathlib import Path
 
+from ...provenance import provenance as report_provenance
 from ..cases import CaseFormatError
 from .formats import csv_text, latex, markdown, results_json, results_schema
 from .pages import slug, write_pages
@@ -23,8 +24,9 @@ def default_out(paths: list[Path]) -> Path:
 
 
 def write_report(inputs: list[str | os.PathLike] | str | os.PathLike, out: str | os.PathLike | None = None,
-                 evidence: bool = True) -> dict:
-    """Write every table, figure and page; returns what was written (paths relative to the output folder)."""
+                 evidence: bool = True, command: list[str] | None = None) -> dict:
+    """Write every table, figure and page; returns what was written (paths relative to the output folder).
+    ``command``: the command line that asked for the report (kept, secrets removed, in its provenance)."""
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
     paths = [Path(path).resolve() for path in inputs]
@@ -44,15 +46,17 @@ def write_report(inputs: list[str | os.PathLike] | str | os.PathLike, out: str |
                     "provider": run.provider, "track": run.track, "max_rounds": run.max_rounds,
                     "privileged": run.privileged, "episodes": len(run.episodes), "scored": run.count("scored"),
                     "invalid": run.count("invalid"), "errors": run.count("error"),
-                    "page": pages[run.name].relative_to(out_dir).as_posix()} for run in runs]
+                    "page": pages[run.name].relative_to(out_dir).as_posix(), "invocations": run.invocations}
+                   for run in runs]
+    provenance = report_provenance(command)
     (out_dir / "results.md").write_text(markdown(tables), encoding="utf-8")
     (out_dir / "results.csv").write_text(csv_text(tables), encoding="utf-8")
-    (out_dir / "results.json").write_text(json.dumps(results_json(tables, run_records), indent=1,
+    (out_dir / "results.json").write_text(json.dumps(results_json(tables, run_records, provenance), indent=1,
                                                      ensure_ascii=False) + "\n", encoding="utf-8")
     (out_dir / "results.schema.json").write_text(json.dumps(results_schema(), indent=1) + "\n", encoding="utf-8")
     (out_dir / "results.tex").write_text(latex(tables), encoding="utf-8")
     plots = write_plots(runs, out_dir / "plots")
-    episodes = write_pages(runs, tables, plots, pages, out_dir, evidence)
+    episodes = write_pages(runs, tables, plots, pages, out_dir, evidence, provenance)
     return {"out": str(out_dir), "runs": len(runs), "episodes": episodes, "tables": [table.id for table in tables],
             "plots": [f"plots/{name}" for name in plots],
             "files": ["index.html", "results.md", "results.csv", "results.json", "results.schema.json", "results.tex"]}

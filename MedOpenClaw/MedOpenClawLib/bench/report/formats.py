@@ -16,7 +16,7 @@ from .stats import Estimate
 from .tables import Cell, Column, Row, Table
 
 SCHEMA_NAME = "medopenclaw.bench.report"
-SCHEMA_VERSION = "1.0.0"
+SCHEMA_VERSION = "1.1.0"
 MISSING_TEXT = "—"
 ONE_DECIMAL = frozenset({"calls", "images"})
 
@@ -215,9 +215,10 @@ def table_json(table: Table) -> dict:
     }
 
 
-def results_json(tables: list[Table], runs: list[dict]) -> dict:
-    return {"schema": SCHEMA_NAME, "schema_version": SCHEMA_VERSION, "runs": runs,
+def results_json(tables: list[Table], runs: list[dict], provenance: dict | None = None) -> dict:
+    body = {"schema": SCHEMA_NAME, "schema_version": SCHEMA_VERSION, "runs": runs,
             "tables": [table_json(table) for table in tables]}
+    return {**body, "provenance": provenance} if provenance else body
 
 
 # ------------------------------------------------------------------------------------------------ LaTeX

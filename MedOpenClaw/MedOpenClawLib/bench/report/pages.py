@@ -13,6 +13,7 @@ import re
 from importlib import resources
 from pathlib import Path
 
+from ...provenance import summary as provenance_summary
 from ..cases import place_file
 from .evidence import NO_EVIDENCE, RadiologyEvidence, episode_evidence
 from .formats import cell_parts, header_cells, layout, n_text, own_n, plain_text
@@ -116,13 +117,33 @@ def html_table(table: Table, run_links: dict[str, str]) -> dict:
 
 # ------------------------------------------------------------------------------------------------ episodes
 def _value(metric: str, value: float | None) -> str:
-    if value is None:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
         return "—"
     if metric in ("input_tokens", "output_tokens", "calls", "images"):
         return str(int(round(value)))
     if metric == "cost_usd":
         return plain_text(round(value, 6))
+    if metric == "duration":
+        return f"{value:.0f} s" if value < 120 else f"{value / 60:.1f} min"
     return f"{value:.2f}"
+
+
+def invocation_rows(run: Run) -> list[dict]:
+    """One row per `bench run` invocation of the run, from run.json's provenance."""
+    rows = []
+    for record in run.invocations:
+        source = record.get("source") if isinstance(record.get("source"), dict) else {}
+        command = record.get("command")
+        rows.append({"started": str(record.get("started", "—"))[:19].replace("T", " "),
+                     "duration": _value("duration", record.get("duration_s")),
+                     "version": str(record.get("version", "—")),
+                     "commit": (str(source.get("commit", ""))[:12] + (" + local changes" if source.get("dirty")
+                                                                      else "")) or "not a checkout",
+                     "python": f"{record.get('python', '?')} · {record.get('platform', '?')}",
+                     "stack": ", ".join(f"{name} {version}" for name, version in
+                                        (record.get("versions") or {}).items() if version) or "—",
+                     "command": " ".join(map(str, command)) if isinstance(command, list) else "—"})
+    return rows
 
 
 def run_page(env, run: Run, out_dir: Path, page: Path, episode_pages: dict[str, Path], crumbs) -> None:
@@ -137,7 +158,7 @@ def run_page(env, run: Run, out_dir: Path, page: Path, episode_pages: dict[str, 
                 for episode in run.episodes]
     page.write_text(env.get_template("run.html.j2").render(
         title=f"Run {run.name}", root=_root(page, out_dir), crumbs=crumbs, run=run, identity=identity,
-        episodes=episodes), encoding="utf-8")
+        episodes=episodes, invocations=invocation_rows(run)), encoding="utf-8")
 
 
 def _root(page: Path, out_dir: Path) -> str:
@@ -204,7 +225,7 @@ def episode_page(env, run: Run, episode: Episode, records: list[dict], page: Pat
 
 
 def write_pages(runs: list[Run], tables: list[Table], plots: list[str], pages: dict[str, Path], out_dir: Path,
-                evidence: bool) -> int:
+                evidence: bool, provenance: dict | None = None) -> int:
     """index.html, one page per run and per episode (with its evidence views unless ``evidence`` is off);
     returns the number of episode pages."""
     env = environment(local_paths(runs, out_dir))
@@ -217,7 +238,9 @@ def write_pages(runs: list[Run], tables: list[Table], plots: list[str], pages: d
     (out_dir / "index.html").write_text(env.get_template("index.html.j2").render(
         title="Results", root="", crumbs=[("report", None)], runs=runs, episodes=sum(len(run.episodes) for run in runs),
         downloads=downloads, privileged=any(run.privileged for run in runs),
-        tables=[html_table(table, links) for table in tables], plots=figures), encoding="utf-8")
+        tables=[html_table(table, links) for table in tables], plots=figures,
+        written_by=provenance_summary(provenance), unrecorded=[run.name for run in runs if not run.invocations]),
+        encoding="utf-8")
     renderer = RadiologyEvidence()
     count = 0
     try:

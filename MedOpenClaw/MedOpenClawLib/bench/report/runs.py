@@ -96,6 +96,12 @@ class Run:
         return _text(_mapping(self.identity.get("provider")).get("model"))
 
     @property
+    def invocations(self) -> list[dict]:
+        """run.json's provenance of each `bench run` invocation (none for runs written before it was kept)."""
+        recorded = self.identity.get("invocations")
+        return [item for item in recorded if isinstance(item, dict)] if isinstance(recorded, list) else []
+
+    @property
     def backbone(self) -> tuple:
         """What 'the same backbone' means across tracks: the model behind a provider, else the offline agent."""
         return ("model", self.model, self.provider) if self.model else ("agent", self.agent, None)

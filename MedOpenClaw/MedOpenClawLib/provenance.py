@@ -1,0 +1,152 @@
+"""Where a result came from: the package version, the git commit (and whether the checkout had local changes),
+Python and platform, the viewer stack's versions, when and how the command ran -- written into every run.json and
+report, and printed by ``medopenclaw --version``, so a number in a table can be traced to the code that made it.
+
+The command line is kept with its secrets removed: values of options named like a key, token or password, URL
+credentials, and any text equal to an API key found in the environment.
+"""
+
+from __future__ import annotations
+
+import platform
+import re
+import subprocess
+from datetime import datetime, timezone
+from pathlib import Path
+
+from . import __version__
+
+DISTRIBUTIONS = ("slicer-core", "vtk")  # the viewer stack a result depends on
+SECRET_VARIABLES = ("MEDOPENCLAW_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+SECRET_OPTION = re.compile(r"^--?[\w-]*(key|token|secret|password)[\w-]*$", re.I)
+SECRET_FIELD = re.compile(r'("[^"]*(?:key|token|secret|password)[^"]*"\s*:\s*)"[^"]*"', re.I)
+URL_CREDENTIALS = re.compile(r"(\w+://)[^/@\s]+@")
+REDACTED = "***"
+
+
+def package_version() -> str:
+    """The installed distribution's version (the package's own ``__version__`` inside Slicer, where nothing
+    is pip-installed)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("medopenclaw")
+    except metadata.PackageNotFoundError:
+        return __version__
+
+
+def distribution_versions(names: tuple[str, ...] = DISTRIBUTIONS) -> dict[str, str | None]:
+    from importlib import metadata
+
+    versions: dict[str, str | None] = {}
+    for name in names:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def _git(folder: Path, *arguments: str) -> str | None:
+    try:
+        completed = subprocess.run(["git", "-C", str(folder), *arguments], capture_output=True, text=True,
+                                   timeout=10, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return completed.stdout.strip() if completed.returncode == 0 else None
+
+
+def source_revision(folder: Path | None = None) -> dict | None:
+    """{commit, dirty} of the git checkout the code runs from, or None when it is not a checkout (a wheel).
+    ``dirty``: tracked files differ from the commit (untracked files are not counted)."""
+    folder = folder or Path(__file__).resolve().parent
+    commit = _git(folder, "rev-parse", "HEAD")
+    if not commit:
+        return None
+    status = _git(folder, "status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": None if status is None else bool(status)}
+
+
+def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """``text`` without URL credentials, JSON fields named like a secret, or any of ``secrets``."""
+    for secret in secrets:
+        if len(secret) >= 8:
+            text = text.replace(secret, REDACTED)
+    text = URL_CREDENTIALS.sub(lambda match: match.group(1) + REDACTED + "@", text)
+    return SECRET_FIELD.sub(lambda match: match.group(1) + f'"{REDACTED}"', text)
+
+
+def environment_secrets() -> tuple[str, ...]:
+    import os
+
+    return tuple(value for value in (os.environ.get(name, "") for name in SECRET_VARIABLES) if value)
+
+
+def redact_argv(argv: list[str], secrets: tuple[str, ...] | None = None) -> list[str]:
+    """The command line with the value of every secret-named option (``--api-key X``, ``--token=X``) and every
+    secret inside a value (URL credentials, JSON fields, an API key from the environment) replaced."""
+    secrets = environment_secrets() if secrets is None else secrets
+    cleaned: list[str] = []
+    hide_next = False
+    for argument in argv:
+        if hide_next:
+            cleaned.append(REDACTED)
+            hide_next = False
+            continue
+        name, equals, _ = argument.partition("=")
+        if SECRET_OPTION.match(name):
+            cleaned.append(f"{name}={REDACTED}" if equals else argument)
+            hide_next = not equals
+            continue
+        cleaned.append(redact(argument, secrets))
+    return cleaned
+
+
+def now_utc() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def provenance(argv: list[str] | None = None, program: str = "medopenclaw") -> dict:
+    """What made a result, as of now (``started`` is this moment; :func:`finish` adds the end and duration)."""
+    return {"package": "medopenclaw", "version": package_version(), "source": source_revision(),
+            "python": platform.python_version(), "implementation": platform.python_implementation(),
+            "platform": platform.platform(), "versions": distribution_versions(),
+            "started": now_utc(),
+            "command": None if argv is None else [program, *redact_argv(list(argv))]}
+
+
+def finish(record: dict) -> dict:
+    """``record`` with the finishing time and the duration in seconds."""
+    finished = datetime.now(timezone.utc)
+    try:
+        duration = round((finished - datetime.fromisoformat(record["started"])).total_seconds(), 1)
+    except (KeyError, TypeError, ValueError):
+        duration = None
+    return {**record, "finished": finished.isoformat(timespec="milliseconds"), "duration_s": duration}
+
+
+def version_text() -> str:
+    """One line for ``medopenclaw --version``."""
+    source = source_revision()
+    where = ""
+    if source:
+        where = f" (git {source['commit'][:12]}{', local changes' if source['dirty'] else ''})"
+    stack = ", ".join(f"{name} {version or 'not installed'}" for name, version in distribution_versions().items())
+    return (f"medopenclaw {package_version()}{where}; Python {platform.python_version()} on "
+            f"{platform.system()} {platform.machine()}; {stack}")
+
+
+def summary(record: dict | None) -> str:
+    """One line naming a recorded provenance (for report pages): version, commit, when, how long."""
+    if not isinstance(record, dict):
+        return "not recorded"
+    source = record.get("source") if isinstance(record.get("source"), dict) else None
+    parts = [f"medopenclaw {record.get('version', '?')}"]
+    if source and source.get("commit"):
+        parts.append(f"git {str(source['commit'])[:12]}" + (" + local changes" if source.get("dirty") else ""))
+    parts.append(f"Python {record.get('python', '?')}")
+    if isinstance(record.get("started"), str):
+        parts.append(f"started {record['started'][:16].replace('T', ' ')} UTC")
+    if isinstance(record.get("duration_s"), (int, float)):
+        parts.append(f"{record['duration_s']:.0f} s")
+    return " · ".join(parts)
