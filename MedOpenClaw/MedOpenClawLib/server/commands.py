@@ -38,6 +38,9 @@ def add_commands(subparsers) -> None:
     verify.add_argument("--anchor", type=Path, default=None,
                         help="a JSON file with the anchor: a sidecar, or an episode result.json (its trace_anchor)")
     verify.set_defaults(func=run_verify)
+    from ..trace_audit.commands import add_audit_command  # light: registering imports no rule
+
+    add_audit_command(trace_commands)
 
 
 def run_serve(args: argparse.Namespace) -> int:

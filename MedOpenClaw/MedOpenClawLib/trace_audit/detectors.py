@@ -1,0 +1,231 @@
+"""Failure-mode detectors F1, F3 and F4 (paper Section 6, Appendix G.1, G.3, G.4), rule by rule.
+
+Only the agent's successful calls count; volumes are named through the state recorded with each call, and a
+volume's *timepoint* is its module's rule (``specs``) applied to its name, else to the volume it was resampled from.
+
+F1 -- registration objective drift (G.1):
+  ``F1.within_timepoint``: ``register_volumes`` between two volumes of the same study, in a module whose question
+  compares studies (LUMIERE: OLD vs CURRENT). ``F1.single_study``: any registration in a module whose question
+  compares no studies (its series are one acquisition, already in one space).
+
+F3 -- transform-layer misbinding (G.3):
+  ``F3.transform_misbound`` (high): ``apply_transform`` / ``resample_volume`` left the volume in a misbound space
+  (the recorded artifact graph reports ``transform_misbound``, ``unverified_transform`` or
+  ``transform_on_resampled`` for it, or the call's own warnings do), or bound a transform to a volume of another
+  study than the transform's moving volume.
+  ``F3.transform_substituted`` (medium): a transform estimated for volume M was applied to another volume V although
+  the agent had registered V itself (the G.3 case: the CT1 transform requested, the FLAIR one used).
+  ``F3.fusion_unregistered`` (high; only where registration was offered): ``fusion`` of two volumes of different
+  studies, neither placed under or resampled through a registration whose fixed volume is of the other's study --
+  the unregistered follow-up fused with the baseline.
+  ``F3.fusion_misbound`` (high): ``fusion`` with a layer the recorded artifact graph marks misbound.
+  ``F3.evidence_volume`` (medium): ``record_key_slices`` / ``record_point`` naming a volume that no view displayed
+  (as background or foreground) when it was recorded: the cited evidence is not what was on screen.
+
+F4 -- self-confirming segmentation (G.4):
+  ``F4.discarded_unchecked``: a segmentation S was made, a later one S' (the episode's last) covers a region whose
+  bounding box does not intersect S's, and no call after S' names S (its name or node id): S was dropped for S'
+  without comparing the two. Re-segmenting the same region (overlapping boxes) is refinement, not F4.
+"""
+
+from __future__ import annotations
+
+from .findings import Finding
+from .provenance import region_statistics
+from .specs import AuditSpec
+from .timeline import Call, Timeline, as_dict, as_list, point
+
+MISBINDING = ("transform_misbound", "unverified_transform", "transform_on_resampled")
+SEGMENTERS = ("segment_region", "vista3d_segment", "import_dicom_seg")
+EVIDENCE_RECORDERS = ("record_key_slices", "record_point")
+
+
+class Volumes:
+    """Names, studies and graph entries of the volumes as recorded with one call."""
+
+    def __init__(self, timeline: Timeline, spec: AuditSpec, call: Call):
+        self.spec = spec
+        self.names = timeline.volume_names(call)
+        graph = timeline.artifacts(call)
+        self.graph = {str(as_dict(item).get("id")): as_dict(item) for item in as_list(graph.get("volumes"))}
+        self.transforms = {str(as_dict(item).get("id")): as_dict(item) for item in as_list(graph.get("transforms"))}
+
+    def name(self, ref) -> str | None:
+        if not isinstance(ref, str):
+            return None
+        return self.names.get(ref, ref)
+
+    def id_of(self, name: str | None) -> str | None:
+        if name in self.graph:
+            return name
+        return next((node for node, item in self.graph.items() if item.get("name") == name), None)
+
+    def timepoint(self, ref, _depth: int = 0) -> str | None:
+        name = self.name(ref)
+        if name is None:
+            return None
+        found = self.spec.timepoint(name)
+        if found is not None or _depth > 8:
+            return found
+        source = self.graph.get(self.id_of(name) or "", {}).get("derived_from")
+        return self.timepoint(source, _depth + 1) if source else None
+
+    def problem(self, ref) -> dict | None:
+        problem = as_dict(self.graph.get(self.id_of(self.name(ref)) or "", {}).get("problem"))
+        return problem if problem.get("code") in MISBINDING else None
+
+    def registered_to(self, ref, study: str | None) -> bool:
+        """Whether ``ref`` is under, or resampled through, a registration whose fixed volume is of ``study``."""
+        item = self.graph.get(self.id_of(self.name(ref)) or "", {})
+        for key in ("parent_transform", "via_transform"):
+            transform = self.transforms.get(str(item.get(key)))
+            if transform and transform.get("fixed") and self.timepoint(transform["fixed"]) == study:
+                return True
+        return False
+
+
+def detect(timeline: Timeline, spec: AuditSpec) -> list[Finding]:
+    return [*f1(timeline, spec), *f3(timeline, spec), *f4(timeline)]
+
+
+# ------------------------------------------------------------------------------------------------------ F1
+def f1(timeline: Timeline, spec: AuditSpec) -> list[Finding]:
+    findings = []
+    for call in timeline.successful("register_volumes"):
+        volumes = Volumes(timeline, spec, call)
+        inputs = as_dict(call.data.get("inputs"))
+        fixed = volumes.name(inputs.get("fixed_volume_id") or call.arguments.get("fixed_volume"))
+        moving = volumes.name(inputs.get("moving_volume_id") or call.arguments.get("moving_volume"))
+        if not spec.compares_timepoints:
+            findings.append(Finding("F1", "F1.single_study", "medium", (call.seq,),
+                                    f"register_volumes aligned {moving} to {fixed}, but the question compares no "
+                                    "studies: the series are one acquisition, already in one space"))
+            continue
+        study = volumes.timepoint(fixed)
+        if study is not None and study == volumes.timepoint(moving):
+            findings.append(Finding("F1", "F1.within_timepoint", "medium", (call.seq,),
+                                    f"register_volumes aligned {moving} to {fixed}, both of the {study} study; the "
+                                    "question compares studies, not sequences within one"))
+    return findings
+
+
+# ------------------------------------------------------------------------------------------------------ F3
+def f3(timeline: Timeline, spec: AuditSpec) -> list[Finding]:
+    return [*_bindings(timeline, spec), *_fusions(timeline, spec), *_evidence_volumes(timeline)]
+
+
+def _bindings(timeline: Timeline, spec: AuditSpec) -> list[Finding]:
+    findings = []
+    for call in timeline.successful("apply_transform", "resample_volume"):
+        volumes = Volumes(timeline, spec, call)
+        inputs, outputs = as_dict(call.data.get("inputs")), as_dict(call.data.get("outputs"))
+        target = volumes.name(inputs.get("volume_id") or call.arguments.get("volume_name"))
+        transform_id = inputs.get("transform_id")
+        transform = volumes.transforms.get(str(transform_id), {})
+        transform_name = transform.get("name") or call.arguments.get("transform_name")
+        moving = volumes.name(transform.get("moving"))
+        warned = [item for item in as_list(call.data.get("warnings")) if as_dict(item).get("code") in MISBINDING]
+        problem = volumes.problem(outputs.get("volume_id") or target) or (as_dict(warned[0]) if warned else None)
+        other_study = (moving is not None and volumes.timepoint(target) is not None
+                       and volumes.timepoint(moving) is not None
+                       and volumes.timepoint(target) != volumes.timepoint(moving))
+        if problem or other_study:
+            reason = problem.get("message") if problem else (
+                f"{transform_name} was estimated for {moving} ({volumes.timepoint(moving)}), but {target} is of the "
+                f"{volumes.timepoint(target)} study")
+            findings.append(Finding("F3", "F3.transform_misbound", "high", (call.seq,),
+                                    f"{call.action} bound {transform_name} to {target}: {reason}"))
+            continue
+        own = [item.get("name") for node, item in volumes.transforms.items()
+               if node != str(transform_id) and volumes.name(item.get("moving")) == target]
+        if moving is not None and target != moving and own:
+            findings.append(Finding("F3", "F3.transform_substituted", "medium", (call.seq,),
+                                    f"{call.action} used {transform_name} (estimated for {moving}) on {target}, "
+                                    f"although {target} has its own registration ({own[0]})"))
+    return findings
+
+
+def _fusions(timeline: Timeline, spec: AuditSpec) -> list[Finding]:
+    findings = []
+    registration_offered = "register_volumes" in timeline.offered
+    for call in timeline.successful("fusion"):
+        background, foreground = call.data.get("background"), call.data.get("foreground")
+        if not isinstance(background, str) or not isinstance(foreground, str):
+            continue
+        volumes = Volumes(timeline, spec, call)
+        problems = [problem for problem in (volumes.problem(background), volumes.problem(foreground)) if problem]
+        if problems:
+            findings.append(Finding("F3", "F3.fusion_misbound", "high", (call.seq,),
+                                    f"fusion of {foreground} over {background}: {problems[0].get('message')}"))
+            continue
+        studies = volumes.timepoint(background), volumes.timepoint(foreground)
+        if not registration_offered or None in studies or studies[0] == studies[1]:
+            continue
+        if not (volumes.registered_to(foreground, studies[0]) or volumes.registered_to(background, studies[1])):
+            findings.append(Finding("F3", "F3.fusion_unregistered", "high", (call.seq,),
+                                    f"fusion of {foreground} ({studies[1]}) over {background} ({studies[0]}): no "
+                                    "registration aligns the two studies, so the overlay compares unaligned anatomy"))
+    return findings
+
+
+def _evidence_volumes(timeline: Timeline) -> list[Finding]:
+    findings = []
+    for call in timeline.successful(*EVIDENCE_RECORDERS):
+        if not call.arguments.get("volume_name"):
+            continue
+        named = call.data.get("volume_name") or call.arguments["volume_name"]
+        layers = timeline.displayed_layers(call)
+        if layers and named not in layers:
+            findings.append(Finding("F3", "F3.evidence_volume", "medium", (call.seq,),
+                                    f"{call.action} cites {named}, but the views showed {', '.join(sorted(layers))}"))
+    return findings
+
+
+# ------------------------------------------------------------------------------------------------------ F4
+def _box(call: Call) -> tuple[list[float], list[float]] | None:
+    """The union bounding box (RAS) of the regions a segmentation call produced."""
+    corners = [as_list(statistics.get("bbox_ras")) for statistics in region_statistics(call)]
+    low = [point(box[0], 3) for box in corners if len(box) == 2]
+    high = [point(box[1], 3) for box in corners if len(box) == 2]
+    low, high = [item for item in low if item], [item for item in high if item]
+    if not low or not high:
+        return None
+    return [min(axis) for axis in zip(*low)], [max(axis) for axis in zip(*high)]
+
+
+def _disjoint(first, second) -> bool:
+    return any(first[1][axis] < second[0][axis] or second[1][axis] < first[0][axis] for axis in range(3))
+
+
+def _segmentation_refs(call: Call) -> set[str]:
+    outputs = as_dict(call.data.get("outputs"))
+    return {str(value) for value in (outputs.get("segmentation_id"), outputs.get("segmentation_name")) if value}
+
+
+def _names(value) -> set[str]:
+    if isinstance(value, str):
+        return {value}
+    if isinstance(value, dict):
+        return set().union(*(_names(item) for item in value.values())) if value else set()
+    if isinstance(value, list):
+        return set().union(*(_names(item) for item in value)) if value else set()
+    return set()
+
+
+def f4(timeline: Timeline) -> list[Finding]:
+    segmentations = [call for call in timeline.successful(*SEGMENTERS) if _box(call) is not None]
+    if len(segmentations) < 2:
+        return []
+    last = segmentations[-1]
+    later = [call for call in timeline.agent_calls if call.seq > last.seq]
+    named_later = set().union(*(_names(call.arguments) for call in later)) if later else set()
+    findings = []
+    for earlier in segmentations[:-1]:
+        refs = _segmentation_refs(earlier)
+        if _disjoint(_box(earlier), _box(last)) and not refs & named_later:
+            name = as_dict(earlier.data.get("outputs")).get("segmentation_name") or "an earlier segmentation"
+            final = as_dict(last.data.get("outputs")).get("segmentation_name") or "the last segmentation"
+            findings.append(Finding("F4", "F4.discarded_unchecked", "medium", (earlier.seq, last.seq),
+                                    f"{name} was set aside for {final}, a disjoint region, and never compared with "
+                                    "it afterwards"))
+    return findings

@@ -1,0 +1,269 @@
+"""Workflow milestones of each module's advanced operations (paper Appendix G.5, Figure 7), and their stability
+across repeated runs of one case.
+
+A workflow is an ordered list of milestones; each is reached by the first successful agent call after the previous
+milestone's call that satisfies its rule:
+
+- ``registration`` (LUMIERE): ``BF`` a ``register_volumes`` between two studies; ``BR`` an ``apply_transform`` or
+  ``resample_volume`` through that transform; ``fusion`` a ``fusion`` with the volume BR moved (the volume placed
+  under the transform, or the resampled output) as one layer and a volume of the other study as the other.
+- ``segmentation`` (UCSF-PDGM): ``seed`` a localisation on a shown image (``image_coords_to_ras`` or ``jump``);
+  ``segment`` a ``segment_region`` / ``vista3d_segment`` producing a region; ``quantify`` a ``quantify`` of that
+  segmentation.
+- ``vista3d`` (NSCLC): ``segment`` a ``vista3d_segment`` / ``segment_region`` producing a region; ``quantify`` a
+  ``quantify`` of it; ``localize`` a localisation afterwards (the evidence point of the answer).
+
+The workflow has *begun* when the agent called any of its operations (:data:`OPERATIONS`); a begun workflow whose
+sequence is not complete is finding ``G5`` (low). An episode that never touches the operations is not judged.
+
+Stability (``--repeats N``): per case, the share of runs completing the sequence; the final views' agreement
+(share of run pairs whose last recorded views show the same volumes at offsets within ``tolerance_mm``, and the mean
+absolute pixel difference of their last images per view when the trace kept them); and the final masks' spread
+(runs without a mask; pairwise bounding-box IoU and the coefficient of variation of the volume of each run's last
+segmentation -- the trace keeps region statistics, not the voxels).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+
+from .detectors import Volumes
+from .findings import Finding
+from .provenance import region_statistics
+from .specs import AuditSpec
+from .timeline import SLICE_VIEWS, Call, Timeline, as_dict, as_list, number, point
+
+SEGMENTERS = ("segment_region", "vista3d_segment")
+LOCALIZERS = ("image_coords_to_ras", "jump")
+OPERATIONS = {
+    "registration": ("register_volumes", "apply_transform", "resample_volume"),
+    "segmentation": ("segment_region", "vista3d_segment", "quantify"),
+    "vista3d": ("vista3d_segment", "segment_region", "quantify"),
+}
+
+# a rule: (timeline, spec, candidate call, calls of the milestones reached so far) -> reached?
+Rule = Callable[[Timeline, AuditSpec, Call, list[Call]], bool]
+
+
+def _cross_study_registration(timeline: Timeline, spec: AuditSpec, call: Call, reached: list[Call]) -> bool:
+    if call.action != "register_volumes":
+        return False
+    volumes = Volumes(timeline, spec, call)
+    inputs = as_dict(call.data.get("inputs"))
+    studies = (volumes.timepoint(inputs.get("fixed_volume_id") or call.arguments.get("fixed_volume")),
+               volumes.timepoint(inputs.get("moving_volume_id") or call.arguments.get("moving_volume")))
+    return None not in studies and studies[0] != studies[1]
+
+
+def _through_transform(timeline: Timeline, spec: AuditSpec, call: Call, reached: list[Call]) -> bool:
+    transform = reached[-1].data.get("transform_id")
+    return (call.action in ("apply_transform", "resample_volume")
+            and as_dict(call.data.get("inputs")).get("transform_id") == transform and transform is not None)
+
+
+def moved_volume(timeline: Timeline, spec: AuditSpec, call: Call) -> str | None:
+    """The volume an apply/resample call left in the fixed space (the resampled output, or the moved volume)."""
+    outputs = as_dict(call.data.get("outputs"))
+    return Volumes(timeline, spec, call).name(outputs.get("volume_id")) or outputs.get("volume_name")
+
+
+def _registered_fusion(timeline: Timeline, spec: AuditSpec, call: Call, reached: list[Call]) -> bool:
+    if call.action != "fusion":
+        return False
+    layers = {call.data.get("background"), call.data.get("foreground")}
+    moved = moved_volume(timeline, spec, reached[-1])
+    if moved not in layers:
+        return False
+    volumes = Volumes(timeline, spec, call)
+    other = next((layer for layer in layers if layer != moved), None)
+    return other is not None and volumes.timepoint(other) not in (None, volumes.timepoint(moved))
+
+
+def _made_region(timeline: Timeline, spec: AuditSpec, call: Call, reached: list[Call]) -> bool:
+    return call.action in SEGMENTERS and bool(region_statistics(call))
+
+
+def _localized(timeline: Timeline, spec: AuditSpec, call: Call, reached: list[Call]) -> bool:
+    return call.action in LOCALIZERS
+
+
+def _quantified_segmentation(timeline: Timeline, spec: AuditSpec, call: Call, reached: list[Call]) -> bool:
+    """A quantify of any segmentation made since the segment milestone (a later, refined one counts too)."""
+    segmented = next((item for item in reversed(reached) if item.action in SEGMENTERS), None)
+    if call.action != "quantify" or segmented is None:
+        return False
+    names = set()
+    for made in timeline.successful(*SEGMENTERS):
+        if segmented.seq <= made.seq < call.seq:
+            outputs = as_dict(made.data.get("outputs"))
+            names |= {outputs.get("segmentation_id"), outputs.get("segmentation_name")} - {None}
+    return call.arguments.get("segmentation_name") in names
+
+
+@dataclass(frozen=True)
+class Milestone:
+    name: str
+    rule: Rule
+
+
+WORKFLOWS: dict[str, tuple[Milestone, ...]] = {
+    "registration": (Milestone("BF", _cross_study_registration), Milestone("BR", _through_transform),
+                     Milestone("fusion", _registered_fusion)),
+    "segmentation": (Milestone("seed", _localized), Milestone("segment", _made_region),
+                     Milestone("quantify", _quantified_segmentation)),
+    "vista3d": (Milestone("segment", _made_region), Milestone("quantify", _quantified_segmentation),
+                Milestone("localize", _localized)),
+}
+
+
+def milestones(timeline: Timeline, spec: AuditSpec) -> dict | None:
+    """``{workflow, begun, reached: {name: seq | None}, complete}``; None when the module has no workflow or the
+    operations were not offered."""
+    if spec.workflow is None or not set(OPERATIONS[spec.workflow]) & timeline.offered:
+        return None
+    steps = WORKFLOWS[spec.workflow]
+    reached: dict[str, int | None] = {step.name: None for step in steps}
+    calls: list[Call] = []
+    candidates = [call for call in timeline.agent_calls if call.ok]
+    position = 0
+    for step in steps:
+        found = next((call for call in candidates[position:] if step.rule(timeline, spec, call, calls)), None)
+        if found is None:
+            break
+        reached[step.name] = found.seq
+        calls.append(found)
+        position = candidates.index(found) + 1
+    operated = [call.seq for call in timeline.agent_calls if call.action in OPERATIONS[spec.workflow]]
+    return {"workflow": spec.workflow, "begun": bool(operated), "operations": operated, "reached": reached,
+            "complete": all(seq is not None for seq in reached.values())}
+
+
+def milestone_findings(progress: dict | None) -> list[Finding]:
+    if not progress or not progress["begun"] or progress["complete"]:
+        return []
+    missing = [name for name, seq in progress["reached"].items() if seq is None]
+    return [Finding("G5", f"G5.{progress['workflow']}_incomplete", "low", tuple(progress["operations"]),
+                    f"the {progress['workflow']} workflow was begun but not completed: "
+                    f"missing {' -> '.join(missing)}")]
+
+
+# ------------------------------------------------------------------------------------------------ final state
+def final_view(timeline: Timeline) -> dict | None:
+    """The last recorded views (volumes and offsets) and the last image the agent received of each view."""
+    calls = [call for call in timeline.calls if as_dict(timeline.state_after(call).get("views"))]
+    if not calls:
+        return None
+    views = as_dict(timeline.state_after(calls[-1]).get("views"))
+    summary = {}
+    for name in SLICE_VIEWS:
+        view = as_dict(views.get(name))
+        if view:
+            summary[name] = {"background": view.get("background"), "foreground": view.get("foreground"),
+                             "offset_mm": number(view.get("offset_mm"))}
+    images = {}
+    for shown in timeline.shown:
+        if shown.path:
+            images[shown.view] = shown.path
+    return {"views": summary, "images": images}
+
+
+def final_mask(timeline: Timeline) -> dict | None:
+    """Region statistics of the last segmentation the agent made (None: no mask)."""
+    made = [call for call in timeline.successful(*SEGMENTERS) if region_statistics(call)]
+    if not made:
+        return None
+    statistics = region_statistics(made[-1])
+    boxes = [as_list(item.get("bbox_ras")) for item in statistics]
+    lows = [point(box[0], 3) for box in boxes if len(box) == 2]
+    highs = [point(box[1], 3) for box in boxes if len(box) == 2]
+    volume = sum(number(item.get("volume_ml")) or 0.0 for item in statistics)
+    box = None
+    if all(lows) and all(highs) and lows:
+        box = [[min(values) for values in zip(*lows)], [max(values) for values in zip(*highs)]]
+    return {"seq": made[-1].seq, "volume_ml": round(volume, 4), "bbox_ras": box}
+
+
+# -------------------------------------------------------------------------------------------------- stability
+def _same_views(first: dict, second: dict, tolerance_mm: float) -> bool:
+    a, b = as_dict(first.get("views")), as_dict(second.get("views"))
+    if set(a) != set(b):
+        return False
+    for name in a:
+        x, y = as_dict(a[name]), as_dict(b[name])
+        if (x.get("background"), x.get("foreground")) != (y.get("background"), y.get("foreground")):
+            return False
+        if x.get("offset_mm") is None or y.get("offset_mm") is None:
+            if x.get("offset_mm") != y.get("offset_mm"):
+                return False
+        elif abs(x["offset_mm"] - y["offset_mm"]) > tolerance_mm:
+            return False
+    return True
+
+
+def _iou(first, second) -> float:
+    inter, union_a, union_b = 1.0, 1.0, 1.0
+    for axis in range(3):
+        low, high = max(first[0][axis], second[0][axis]), min(first[1][axis], second[1][axis])
+        inter *= max(0.0, high - low)
+        union_a *= max(0.0, first[1][axis] - first[0][axis])
+        union_b *= max(0.0, second[1][axis] - second[0][axis])
+    union = union_a + union_b - inter
+    return inter / union if union > 0 else 0.0
+
+
+def _pixel_difference(first: Path, second: Path) -> float | None:
+    """Mean absolute difference (0..1) of two PNGs, the second resized to the first; None when unreadable."""
+    try:
+        import numpy as np
+        from PIL import Image
+
+        a = Image.open(first).convert("L")
+        b = Image.open(second).convert("L").resize(a.size)
+    except (OSError, ValueError):
+        return None
+    return float(np.abs(np.asarray(a, dtype=float) - np.asarray(b, dtype=float)).mean() / 255.0)
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 4) if values else None
+
+
+def stability(runs: list[dict], tolerance_mm: float = 1.0) -> dict:
+    """Stability of one case over its repeated runs; each run is an episode's ``audit`` block plus ``repeat`` and
+    (for pixel differences) ``trace_dir``, the folder its image paths are relative to."""
+    progress = [run.get("milestones") for run in runs]
+    judged = [item for item in progress if item]
+    views = [run.get("final_view") for run in runs if run.get("final_view")]
+    pairs = list(combinations(views, 2))
+    agreement = (round(sum(_same_views(a, b, tolerance_mm) for a, b in pairs) / len(pairs), 4) if pairs else None)
+    differences = []
+    for (first_run, second_run) in combinations([run for run in runs if run.get("final_view")], 2):
+        for view, path in as_dict(first_run["final_view"].get("images")).items():
+            other = as_dict(second_run["final_view"].get("images")).get(view)
+            if other and first_run.get("trace_dir") and second_run.get("trace_dir"):
+                difference = _pixel_difference(Path(first_run["trace_dir"]) / path,
+                                               Path(second_run["trace_dir"]) / other)
+                if difference is not None:
+                    differences.append(difference)
+    masks = [run.get("final_mask") for run in runs]
+    boxes = [mask["bbox_ras"] for mask in masks if mask and mask.get("bbox_ras")]
+    volumes = [mask["volume_ml"] for mask in masks if mask]
+    spread = None
+    if len(volumes) > 1 and sum(volumes) > 0:
+        mean = sum(volumes) / len(volumes)
+        spread = round(math.sqrt(sum((value - mean) ** 2 for value in volumes) / len(volumes)) / mean, 4)
+    return {
+        "runs": len(runs),
+        "judged": len(judged),
+        "complete_share": round(sum(item["complete"] for item in judged) / len(judged), 4) if judged else None,
+        "milestones": [{"repeat": run.get("repeat"), **(run.get("milestones") or {})} for run in runs],
+        "final_view_agreement": agreement,
+        "final_image_difference": _mean(differences),
+        "runs_without_mask": sum(mask is None for mask in masks),
+        "mask_bbox_iou": _mean([_iou(a, b) for a, b in combinations(boxes, 2)]),
+        "mask_volume_cv": spread,
+    }
