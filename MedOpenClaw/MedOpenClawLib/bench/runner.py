@@ -196,8 +196,21 @@ class BenchmarkRunner:
     def _scored(self, task: EpisodeTask, record: dict) -> dict:
         if outcome_of(record) == ERROR:
             return {**record, "score": None}
-        return {**record, "score": self.score(task.case.case_id, record.get("response"),
-                                              record.get("invalid")).to_json()}
+        score = self.score(task.case.case_id, record.get("response"), record.get("invalid"))
+        return {**record, "score": score.to_json(), "audit": self.audit(record, score.details["parsed"])}
+
+    def audit(self, record: dict, parsed: dict) -> dict | None:
+        """The trace audit of a finished episode (evidence provenance and findings); None without a trace."""
+        from ..audit import read_trace
+        from ..trace_audit import audit_records
+
+        if not record.get("trace"):
+            return None
+        try:
+            records = read_trace(self.out / record["trace"])
+        except (OSError, UnicodeDecodeError, ValueError) as error:
+            return {"error": f"trace unreadable: {error}", "findings": []}
+        return audit_records(records, self.config.module, parsed).to_json()
 
     # ------------------------------------------------------------------ score
     def ground_truth(self, case_id: str) -> GroundTruth:
