@@ -7,6 +7,7 @@ viewer-state snapshot.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 import time
@@ -46,6 +47,15 @@ def unrecordable_reason(error: Exception) -> tuple[str, str]:
         return "non_finite_result", "the call produced a non-finite number (NaN or Infinity); nothing was changed"
     return "unrecordable", bounded_message(f"the call's outcome could not be audited ({type(error).__name__}: "
                                            f"{error}); nothing was changed")
+
+
+def hygiene_refusal(arguments: object) -> ActionError | None:
+    """Why ``arguments`` fail the hygiene check (:func:`~.hygiene.check_arguments`), or None."""
+    try:
+        check_arguments(arguments)
+    except ActionError as error:
+        return error
+    return None
 
 
 def call_identity(name: object, actor: object, round_id: object, extra: dict | None) -> dict:
@@ -117,14 +127,39 @@ class ActionSpec:
 
 @dataclass(frozen=True)
 class Action(ActionSpec):
-    """A named, schema-described operation and the handler that runs it."""
+    """A named, schema-described operation and the handler that runs it.
+
+    ``rules`` are the root ``anyOf``/``oneOf`` argument combinations: checked by the registry like the schema,
+    but kept out of the published ``parameters`` (OpenAI and Anthropic refuse combinators at the root of a tool
+    schema, strict JSON-schema clients flag their untyped branches) and stated in the description instead.
+    """
 
     handler: Callable[..., Result] = field(kw_only=True)
+    rules: dict = field(default_factory=dict, kw_only=True)
 
     @cached_property
     def validator(self) -> jsonschema.protocols.Validator:
         """Built once: constructing a validator per call costs more than validating."""
-        return FullMatchValidator(self.parameters)
+        return FullMatchValidator({**self.parameters, **self.rules})
+
+
+ROOT_RULES = {"anyOf": "Give {}.", "oneOf": "Give exactly one of: {}."}
+
+
+def describe_rules(rules: dict) -> str:
+    """The argument combinations of ``rules`` in words, e.g. "Give volume_id or volume_name."."""
+    sentences = []
+    for keyword, alternatives in rules.items():
+        options = []
+        for alternative in alternatives:
+            constants = {name: value.get("const") for name, value in alternative.get("properties", {}).items()
+                         if "const" in value}
+            names = [name + (f"={json.dumps(constants[name])}" if name in constants else "")
+                     for name in alternative.get("required", [])]
+            options.append(" and ".join(names))
+        joined = "; ".join(options) if keyword == "oneOf" else ", ".join(options[:-1]) + " or " + options[-1]
+        sentences.append(ROOT_RULES[keyword].format(joined if len(options) > 1 else options[0]))
+    return " ".join(sentences)
 
 
 def object_schema(properties: dict, required: Iterable[str] = (), **extra: Any) -> dict:
@@ -156,9 +191,13 @@ class Toolset:
         tracks: tuple[str, ...] = ("A", "B"),
         **schema_extra: Any,
     ) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
+        rules = {keyword: schema_extra.pop(keyword) for keyword in ROOT_RULES if keyword in schema_extra}
+        if rules:
+            description = f"{description} {describe_rules(rules)}"
+
         def register(handler: Callable[..., Result]) -> Callable[..., Result]:
             parameters = object_schema(properties or {}, required, **schema_extra)
-            self.actions.append(Action(name, role, description, parameters, tracks, handler=handler))
+            self.actions.append(Action(name, role, description, parameters, tracks, handler=handler, rules=rules))
             return handler
 
         return register
@@ -181,6 +220,13 @@ class ToolCatalog:
 
     def get(self, name: str) -> ActionSpec | None:
         return self._actions.get(name) if isinstance(name, str) else None
+
+    def lookup(self, name: object) -> ActionSpec:
+        """The action named ``name``, or ``unknown_action``: looked up before any argument check."""
+        action = self.get(name)
+        if action is None:
+            raise ActionError("unknown_action", f"no action named {preview(name)}; call one of the listed tools")
+        return action
 
     def openai_tools(self) -> list[dict]:
         return [action.openai_tool() for action in self.actions()]
@@ -247,12 +293,13 @@ class ActionRegistry(ToolCatalog):
             try:
                 if not isinstance(actor, str) or actor not in ACTORS:
                     raise ActionError("invalid_actor", f"actor must be one of {ACTORS}")
-                try:
-                    check_arguments(arguments)
-                except ActionError:
+                refusal = hygiene_refusal(arguments)
+                if refusal is not None:
                     recorded_arguments = refused_input(arguments)
-                    raise
-                action = self._check(name, arguments)
+                action = self.lookup(name)  # an unknown name is answered as such, whatever its arguments hold
+                if refusal is not None:
+                    raise refusal
+                self._check(action, arguments)
                 if actor == "agent":
                     self.policy.charge_round(round_id)
                 checkpoint = self.context.checkpoint()
@@ -306,10 +353,8 @@ class ActionRegistry(ToolCatalog):
                 continue
         return failure
 
-    def _check(self, name: str, arguments: dict) -> Action:
-        if not isinstance(name, str) or name not in self._actions:
-            raise ActionError("unknown_action", f"no action named {preview(name)}; call one of the listed tools")
-        action = self._actions[name]
+    def _check(self, action: Action, arguments: dict) -> None:
+        name = action.name
         if self.policy.track not in action.tracks:
             raise ActionError(
                 "not_on_track",
@@ -325,4 +370,3 @@ class ActionRegistry(ToolCatalog):
             if len(message) > 240:  # jsonschema quotes the whole offending value
                 message = f"{preview(first.instance)} fails {first.validator!r}: {preview(first.validator_value)}"
             raise ActionError("invalid_argument", bounded_message(f"{name}: {where}: {message}"))
-        return action

@@ -1,17 +1,20 @@
 """`medopenclaw mcp` on the official MCP SDK, driven by the SDK's own client: the current protocol version is
 negotiated over stdio and Streamable HTTP, tools carry input and output schemas, open_case/observe return image
 content and structured results, failed actions are isError results, long calls send progress notifications,
-HTTP needs the bearer token, and malformed framing is refused without ending the server."""
+HTTP needs the bearer token (and says so), each HTTP client has its own session, the pathology viewer is served
+for slides, a case package's ground truth is never reachable, and malformed framing is refused without ending
+the server."""
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import anyio
@@ -92,32 +95,54 @@ def test_stdio_with_the_sdk_client(data_root, tmp_path):
     assert actions == ["open_case", "observe", "open_case", "jump"]
 
 
-def test_streamable_http_needs_the_token_and_serves_the_sdk_client(data_root, tmp_path):
-    trace = tmp_path / "trace.jsonl"
+def http_server(data_root: Path, trace: Path, *extra: str) -> tuple[subprocess.Popen, str]:
     env = {**os.environ, **ENV, "MEDOPENCLAW_TOKEN": "s3cret-token"}
-    server = subprocess.Popen(command(data_root, trace, "--transport", "http", "--port", "0"), env=env,
+    server = subprocess.Popen(command(data_root, trace, "--transport", "http", "--port", "0", *extra), env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    banner = server.stdout.readline()
+    assert banner.startswith("MedOpenClaw MCP (Streamable HTTP) on http://127.0.0.1:"), banner
+    return server, banner.split(" on ")[1].strip()
+
+
+@contextlib.asynccontextmanager
+async def http_client(url: str):
+    async with (httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret-token"}, timeout=60) as http,
+                streamable_http_client(url, http_client=http) as (read, write),
+                ClientSession(read, write) as session):
+        yield session
+
+
+def test_streamable_http_needs_the_token_and_gives_each_client_its_own_session(data_root, tmp_path):
+    """Two clients at once: each has its own scene and trace (the second sees nothing the first opened)."""
+    trace = tmp_path / "trace.jsonl"
+    server, url = http_server(data_root, trace)
     try:
-        banner = server.stdout.readline()
-        assert banner.startswith("MedOpenClaw MCP (Streamable HTTP) on http://127.0.0.1:"), banner
-        url = banner.split(" on ")[1].strip()
         hello = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
         for headers in ({}, {"Authorization": "Bearer wrong"}):
             refused = httpx2.post(url, json=hello, headers=headers)
             assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
+            challenge = refused.headers["www-authenticate"]
+            assert challenge.startswith("Bearer ") and "does not use OAuth" in challenge
 
         async def main() -> None:
-            async with (httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret-token"}, timeout=60) as http,
-                        streamable_http_client(url, http_client=http) as (read, write),
-                        ClientSession(read, write) as session):
-                await exercise(session, data_root)
+            async with http_client(url) as first:
+                await exercise(first, data_root)
+                async with http_client(url) as second:
+                    await second.initialize()
+                    seen = await second.call_tool("get_viewer_state", {})
+                    assert seen.structured_content["data"]["active_volume"] is None
+                mine = await first.call_tool("get_viewer_state", {})
+                assert mine.structured_content["data"]["active_volume"] == "case"
 
         anyio.run(main)
     finally:
         server.terminate()
         server.wait(timeout=30)
-    actions = [record["action"] for record in read_trace(trace) if record.get("action")]
-    assert actions == ["open_case", "observe", "open_case", "jump"]
+    first, second = (read_trace(tmp_path / f"trace.client{number}.jsonl") for number in (1, 2))
+    assert [record["action"] for record in first if record.get("action")] == [
+        "open_case", "observe", "open_case", "jump", "get_viewer_state"]
+    assert [record["action"] for record in second if record.get("action")] == ["get_viewer_state"]
+    assert first[0]["payload"]["session"] == 1 and second[0]["payload"]["client"]["name"] == "mcp"
 
 
 def test_malformed_framing_is_refused_and_the_server_lives_on(data_root, tmp_path):
@@ -130,6 +155,7 @@ def test_malformed_framing_is_refused_and_the_server_lives_on(data_root, tmp_pat
                     "clientInfo": {"name": "raw", "version": "1"}}},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         [{"jsonrpc": "2.0", "id": 2, "method": "ping"}],
+        {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": ["observe", {}]},
         {"jsonrpc": "2.0", "id": None, "method": "tools/call", "params": {"name": "observe", "arguments": {}}},
         {"jsonrpc": "2.0", "id": 5, "result": {}},
         "{not json",
@@ -148,8 +174,8 @@ def test_malformed_framing_is_refused_and_the_server_lives_on(data_root, tmp_pat
         answers.append(json.loads(process.stdout.readline()))
     process.stdin.close()
     assert process.wait(timeout=30) == 0
-    assert [answer.get("id") for answer in answers] == [1, None, None, None, None, 9]
-    assert [answer["error"]["code"] for answer in answers[1:5]] == [-32600, -32700, -32700, -32700]
+    assert [answer.get("id") for answer in answers] == [1, None, 3, None, None, None, 9]
+    assert [answer["error"]["code"] for answer in answers[1:6]] == [-32600, -32602, -32700, -32700, -32700]
     assert not [record for record in read_trace(trace) if record.get("action")]
 
 
@@ -163,7 +189,9 @@ def test_long_calls_report_progress_and_failures_are_error_results():
 
     registry = ActionRegistry(ToyContext(), [toy_tools, slow], AuditTrace(None))
     scene = ThreadPoolExecutor(max_workers=1)
-    server = mcp_server.build_server(registry, lambda function: scene.submit(function))
+    built: Future = Future()
+    built.set_result(registry)
+    server = mcp_server.build_server(mcp_server.SharedSession(built, scene.submit, registry.actions()))
     updates: list[tuple[float, str | None]] = []
 
     async def progress(value: float, total: float | None, message: str | None) -> None:

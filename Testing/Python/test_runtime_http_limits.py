@@ -1,5 +1,7 @@
-"""HTTP hardening of the headless REST server, over a real socket: every answer is JSON, bodies are checked
-before they are read, limits on headers, a per-connection timeout and a backlog that absorbs bursts."""
+"""HTTP hardening of the headless REST server and of the MCP Streamable HTTP server, over real sockets: every
+answer is JSON, the token is checked before a body is read (even while a call runs), bodies are checked before
+they are read, limits on headers, deadlines for headers and bodies that a trickling client cannot stretch,
+half-sent connections that cannot lock the token holder out, and a backlog that absorbs bursts."""
 
 from __future__ import annotations
 
@@ -23,7 +25,9 @@ AUTH = f"Authorization: Bearer {TOKEN}\r\n"
 
 @pytest.fixture()
 def server(tmp_path, monkeypatch):
-    monkeypatch.setattr(rest._Handler, "timeout", 1.0)
+    monkeypatch.setattr(rest, "HEADER_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(rest, "REQUEST_DEADLINE_S", 2.0)
+    monkeypatch.setattr(rest, "MAX_CONNECTIONS", 8)
     root = tmp_path / "data"
     root.mkdir()
     write_nifti(root / "CT.nii.gz", phantom(0), oblique_lps_affine())
@@ -140,8 +144,62 @@ def test_idle_clients_are_disconnected(server):
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as idle:
         idle.sendall(b"GET /v1/state HTTP/1.1\r\n")  # never finishes its headers
         started = time.perf_counter()
-        assert idle.recv(65536) == b""  # closed by the server's per-connection timeout (1 s here)
+        assert idle.recv(65536) == b""  # closed at the header deadline (1 s here)
         assert 0.5 < time.perf_counter() - started < 8
+
+
+def trickle(port: int, raw: bytes, pause_s: float) -> tuple[int, float]:
+    """Send ``raw`` one byte per ``pause_s`` until the server stops listening; (bytes sent, seconds taken)."""
+    started = time.perf_counter()
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+        for sent, byte in enumerate(raw):
+            try:
+                client.sendall(bytes([byte]))
+            except OSError:
+                return sent, time.perf_counter() - started
+            time.sleep(pause_s)
+            client.setblocking(False)
+            try:
+                if client.recv(65536) == b"":
+                    return sent + 1, time.perf_counter() - started
+            except BlockingIOError:
+                pass
+            except OSError:
+                return sent + 1, time.perf_counter() - started
+            finally:
+                client.setblocking(True)
+    return len(raw), time.perf_counter() - started
+
+
+def test_a_trickling_client_loses_its_request_at_the_deadline(server):
+    """One header byte every 0.2 s never lets a socket timeout fire, but the request's deadline does."""
+    raw = request("GET", "/v1/state") + b"X" * 200
+    sent, seconds = trickle(server.port, raw, 0.2)
+    assert sent < len(raw) and seconds < 6
+
+
+def test_the_token_is_checked_before_the_body_and_while_a_call_runs(server):
+    busy = server.executor.submit(time.sleep, 3.0)  # the scene's thread is running a long call
+    started = time.perf_counter()
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as client:
+        client.sendall(b"POST /v1/actions/ping HTTP/1.1\r\nHost: x\r\nContent-Length: 1048576\r\n\r\n")
+        answer = b""
+        while chunk := client.recv(65536):  # the 1 MiB body is never sent; the server closes after answering
+            answer += chunk
+    assert b" 401 " in answer and b'"unauthorized"' in answer and b"WWW-Authenticate: Bearer" in answer
+    assert time.perf_counter() - started < 2.0 and not busy.done()
+
+
+def test_half_sent_connections_cannot_lock_the_token_holder_out(server):
+    stalled = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(3 * 8)]
+    try:
+        for client in stalled:
+            client.sendall(b"GET /v1/state HTTP/1.1\r\n")  # and never more
+        status, body, _ = exchange(server.port, request("GET", "/v1/state"))
+        assert status == 200 and "active_volume" in body
+    finally:
+        for client in stalled:
+            client.close()
 
 
 def test_state_is_always_strict_json(server):

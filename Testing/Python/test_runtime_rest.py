@@ -69,6 +69,13 @@ def test_unknown_action_bad_json_and_unknown_routes(server):
     url, _, _ = server
     unknown = requests.post(f"{url}/v1/actions/exec", headers=auth(), json={"code": "1"}, timeout=5)
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "unknown_action"
+    deep = "[" * 40 + "]" * 40  # beyond the hygiene's nesting limit: still an unknown action first
+    unknown = requests.post(f"{url}/v1/actions/exec", headers=auth(), data=deep, timeout=5)
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "unknown_action"
+    described = requests.get(f"{url}/v1/tools", headers=auth(), timeout=5).json()
+    assert {tool["application"] for tool in described} == {"radiology"}
+    neutral = requests.get(f"{url}/v1/tools?format=neutral", headers=auth(), timeout=5).json()
+    assert set(neutral[0]) == {"name", "description", "parameters"}
     bad_json = requests.post(f"{url}/v1/actions/ping", headers=auth(), data=b"{not json", timeout=5)
     assert bad_json.status_code == 400 and bad_json.json()["error"]["code"] == "invalid_json"
     for path in ("/slicer/exec", "/v1/exec", "/v1/python", "/"):

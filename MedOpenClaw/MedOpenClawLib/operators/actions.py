@@ -142,7 +142,8 @@ def binding_warnings(graph, volume: VolumeArtifact, what: str) -> list[dict]:
     "and/or point prompts (RAS mm, or 0..999 points on a view) for one class. Creates a segmentation bound to the "
     "volume and returns per-segment volume (ml), centroid RAS, bounding box and diameters.",
     {"volume_name": VOLUME,
-     "label_prompt": {"type": "array", "items": {"type": ["string", "integer"]}, "minItems": 1, "maxItems": 16},
+     "label_prompt": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}, "minItems": 1,
+                      "maxItems": 16},
      "point_prompts_ras": POINTS_RAS, "point_prompts_1000": POINTS_1000, "view": VIEW, "image_id": IMAGE_ID,
      "point_labels": {"type": "array", "items": {"type": "integer", "enum": [0, 1]}, "minItems": 1,
                       "maxItems": 16, "description": "1 = inside the structure, 0 = outside; default all 1"},

@@ -8,7 +8,10 @@ import os
 import threading
 from pathlib import Path
 
-from .sessions import add_session_arguments, close_session, session_registry
+from .. import catalog
+from ..catalog import APPLICATIONS, FORMATS, TRACKS
+from ..registry import ActionSpec
+from .sessions import add_session_arguments, close_session, prepare_session_arguments, session_registry
 
 # the viewer (slicer, vtk) is imported by the commands that run it, so `--help` and `trace verify` stay light
 
@@ -18,9 +21,10 @@ def add_commands(subparsers) -> None:
     serve.add_argument("--port", type=int, default=8765)
     serve.set_defaults(func=run_serve)
 
-    tools = subparsers.add_parser("tools", help="print the registry's tools")
-    tools.add_argument("--track", choices=["A", "B"], default="A")
-    tools.add_argument("--format", choices=["markdown", "openai", "anthropic", "mcp"], default="markdown")
+    tools = subparsers.add_parser("tools", help="list every action (radiology and pathology) from the catalog")
+    tools.add_argument("--app", choices=("all", *APPLICATIONS), default="all", help="one application's actions")
+    tools.add_argument("--track", choices=TRACKS, default=None, help="only the actions offered on this track")
+    tools.add_argument("--format", choices=["markdown", *FORMATS], default="markdown")
     tools.set_defaults(func=run_tools)
 
     replay = subparsers.add_parser("replay", help="re-execute a trace on a fresh scene and compare snapshots")
@@ -47,11 +51,14 @@ def run_serve(args: argparse.Namespace) -> int:
     from .rest import RestService, SceneThreadExecutor, make_http_server, new_token
 
     token = os.environ.get("MEDOPENCLAW_TOKEN") or new_token()
-    registry = session_registry(args, header={"front_end": "rest"}, save_images=args.trace is not None)
+    prepare_session_arguments(args)
+    registry = session_registry(args, header={"front_end": "rest", "app": args.app}, save_images=args.trace is not None,
+                                background=True)
     executor = SceneThreadExecutor()
-    httpd = make_http_server(RestService(registry, token), executor, args.port)
+    httpd = make_http_server(RestService(registry, token, args.app), executor, args.port)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    print(f"MedOpenClaw REST on http://127.0.0.1:{httpd.server_address[1]} (track {args.track})", flush=True)
+    print(f"MedOpenClaw REST on http://127.0.0.1:{httpd.server_address[1]} ({args.app}, track {args.track})",
+          flush=True)
     if "MEDOPENCLAW_TOKEN" not in os.environ:
         print(f"bearer token: {token}", flush=True)
     try:
@@ -64,31 +71,13 @@ def run_serve(args: argparse.Namespace) -> int:
     return 0
 
 
-def tools_markdown(track: str, exclusive: bool = False) -> str:
-    """A Markdown table of the tools on ``track``; ``exclusive`` keeps only those not offered on other tracks."""
-    from ..session import build_slicer_registry
-
-    registry = build_slicer_registry([], track=track)
-    lines = ["| tool | role | tracks | arguments | purpose |", "| --- | --- | --- | --- | --- |"]
-    for action in registry.actions():
-        if exclusive and action.tracks != (track,):
-            continue
-        properties = action.parameters.get("properties", {})
-        required = set(action.parameters.get("required", []))
-        arguments = "; ".join(f"`{name}`" + ("*" if name in required else "") for name in properties) or "–"
-        lines.append(f"| `{action.name}` | {action.role} | {', '.join(action.tracks)} | {arguments} | "
-                     f"{action.description} |")
-    return "\n".join(lines)
-
-
 def run_tools(args: argparse.Namespace) -> int:
-    from ..session import build_slicer_registry
-
+    entries = catalog.entries(None if args.app == "all" else args.app, args.track)
     if args.format == "markdown":
-        print(tools_markdown(args.track))
+        print(catalog.markdown_table(entries))
         return 0
-    registry = build_slicer_registry([], track=args.track)
-    print(json.dumps(getattr(registry, f"{args.format}_tools")(), indent=2))
+    print(json.dumps([catalog.serialize(args.format, ActionSpec.from_description(entry), entry["application"])
+                      for entry in entries], indent=2))
     return 0
 
 

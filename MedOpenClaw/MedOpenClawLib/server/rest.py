@@ -13,17 +13,21 @@ header naming another actor is refused). There is no route that executes code.
 from __future__ import annotations
 
 import hmac
+import io
 import ipaddress
 import json
 import queue
 import secrets
+import socket
 import threading
+import time
 from concurrent.futures import Future
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
+from .. import catalog
 from ..hygiene import bounded_message
 from ..registry import ACTORS, ActionRegistry
 from ..result import Result
@@ -31,9 +35,12 @@ from ..result import Result
 MAX_BODY_BYTES = 1 << 20
 MAX_HEADERS = 64  # header lines per request
 MAX_HEADER_BYTES = 32 * 1024  # request line and headers together
-CONNECTION_TIMEOUT_S = 30.0  # an idle or trickling client loses its connection (and its thread) after this
+CONNECTION_TIMEOUT_S = 30.0  # the socket timeout of a single receive (the deadlines below are shorter)
+HEADER_TIMEOUT_S = 10.0  # request line and headers complete within this of the connection or the last response
+REQUEST_DEADLINE_S = 30.0  # the whole request, body included, within this of its first byte's wait
+KEEP_ALIVE_S = 5  # uvicorn (MCP HTTP): an idle keep-alive connection is closed after this
+MAX_CONNECTIONS = 64  # open connections; beyond, the oldest one without a request in progress is closed
 LISTEN_BACKLOG = 128
-TOOL_FORMATS = {"describe": "describe", "openai": "openai_tool", "anthropic": "anthropic_tool", "mcp": "mcp_tool"}
 
 
 @dataclass
@@ -53,6 +60,11 @@ class Response:
 
 def error_response(status: int, code: str, message: str) -> Response:
     return Response(status, Result.failure(code, message).to_json())
+
+
+def unauthorized() -> Response:
+    return error_response(401, "unauthorized", "missing or wrong bearer token: send Authorization: Bearer <token> "
+                                               "(MEDOPENCLAW_TOKEN, printed at start-up when unset)")
 
 
 class HttpError(ValueError):
@@ -91,11 +103,12 @@ def body_length(content_length: str | None, transfer_encoding: str | None = None
 class RestService:
     """Routes, authentication and argument decoding; the caller decides on which thread ``handle`` runs."""
 
-    def __init__(self, registry: ActionRegistry, token: str):
+    def __init__(self, registry: ActionRegistry, token: str, application: str = "radiology"):
         if not token:
             raise ValueError("a non-empty bearer token is required")
         self.registry = registry
         self.token = token
+        self.application = application
 
     def authorized(self, authorization: str | None) -> bool:
         expected = f"Bearer {self.token}"
@@ -104,14 +117,15 @@ class RestService:
     def handle(self, method: str, uri: str, body: bytes, authorization: str | None,
                actor: str | None = None) -> Response:
         if not self.authorized(authorization):
-            return error_response(401, "unauthorized", "missing or wrong bearer token")
+            return unauthorized()
         parsed = urlparse(uri)
         path = parsed.path.rstrip("/")
         if path == "/v1/tools" and method == "GET":
             fmt = parse_qs(parsed.query).get("format", ["describe"])[0]
-            if fmt not in TOOL_FORMATS:
-                return error_response(400, "invalid_argument", f"format must be one of {', '.join(TOOL_FORMATS)}")
-            return Response(200, [getattr(action, TOOL_FORMATS[fmt])() for action in self.registry.actions()])
+            if fmt not in catalog.FORMATS:
+                return error_response(400, "invalid_argument", f"format must be one of {', '.join(catalog.FORMATS)}")
+            return Response(200, [catalog.serialize(fmt, action, self.application)
+                                  for action in self.registry.actions()])
         if path == "/v1/state" and method == "GET":
             return Response(200, self.registry.state())
         if path == "/v1/trace" and method == "GET":
@@ -175,18 +189,56 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+class DeadlineReader(io.RawIOBase):
+    """A connection's reads, each given only the time left until the handler's current deadline: a client that
+    trickles one byte at a time still loses its request when the deadline passes (a plain socket timeout would
+    restart with every byte)."""
+
+    def __init__(self, handler: _Handler):
+        super().__init__()
+        self.handler = handler
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        remaining = self.handler.deadline - time.monotonic()
+        if remaining <= 0:
+            raise TimeoutError("the request did not arrive in time")
+        self.handler.connection.settimeout(min(remaining, CONNECTION_TIMEOUT_S))
+        return self.handler.connection.recv_into(buffer)
+
+
 class _Handler(BaseHTTPRequestHandler):
     """Every answer, including http.server's own refusals (bad request line, too many or too long headers,
-    unknown methods), has the JSON error shape; bodies are size-checked before they are read."""
+    unknown methods), has the JSON error shape; the token is checked on the connection's thread, and bodies are
+    size-checked, before a body byte is read; headers and bodies arrive within their deadlines."""
 
     server_version = "MedOpenClaw"
     timeout = CONNECTION_TIMEOUT_S  # per-connection socket timeout (StreamRequestHandler applies it)
     service: RestService
     executor: SceneThreadExecutor
+    deadline = 0.0
+
+    def setup(self) -> None:
+        super().setup()
+        self.rfile = io.BufferedReader(DeadlineReader(self), 1 << 16)
+
+    def handle_one_request(self) -> None:
+        self.started = time.monotonic()
+        self.deadline = self.started + HEADER_TIMEOUT_S
+        self.server.waiting(self.connection, True)
+        super().handle_one_request()
 
     def _dispatch(self, method: str) -> None:
+        self.server.waiting(self.connection, False)
+        self.deadline = self.started + REQUEST_DEADLINE_S
         try:
             response = self._answer(method)
+        except TimeoutError:
+            response = error_response(408, "timeout", f"the request body did not arrive within "
+                                                      f"{REQUEST_DEADLINE_S:g} s")
+            self.close_connection = True
         except HttpError as error:
             response = error.response()
             self.close_connection = True  # an unread body may follow
@@ -198,6 +250,9 @@ class _Handler(BaseHTTPRequestHandler):
         if not is_loopback(self.client_address[0]):
             return error_response(403, "forbidden", "only loopback clients are served")
         check_headers(len(self.headers), sum(len(name) + len(value) + 4 for name, value in self.headers.items()))
+        if not self.service.authorized(self.headers.get("Authorization")):
+            self.close_connection = True  # its body, if any, is never read
+            return unauthorized()
         length = body_length(self.headers.get("Content-Length"), self.headers.get("Transfer-Encoding"))
         body = self.rfile.read(length) if length else b""
         if len(body) < length:
@@ -211,6 +266,8 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_response(response.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
+        if response.status == 401:
+            self.send_header("WWW-Authenticate", 'Bearer realm="medopenclaw", error="invalid_token"')
         if self.close_connection:
             self.send_header("Connection", "close")
         self.end_headers()
@@ -254,7 +311,54 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class _Server(ThreadingHTTPServer):
+    """At most MAX_CONNECTIONS connections: a new one beyond closes the oldest that is waiting for (or sending)
+    its request line and headers, so idle and half-sent connections cannot lock the token holder out; when every
+    connection is running a request, the new one is answered 503."""
+
     request_queue_size = LISTEN_BACKLOG  # socketserver's default of 5 resets bursts of concurrent clients
+    daemon_threads = True
+
+    def __init__(self, *args, **kwargs):
+        self._open: dict[socket.socket, float | None] = {}  # connection -> waiting since (None: request running)
+        self._open_lock = threading.Lock()
+        super().__init__(*args, **kwargs)
+
+    def waiting(self, connection: socket.socket, waiting: bool) -> None:
+        with self._open_lock:
+            if connection in self._open:
+                self._open[connection] = time.monotonic() if waiting else None
+
+    def process_request(self, request, client_address) -> None:
+        with self._open_lock:
+            self._open[request] = time.monotonic()
+            evict = None
+            if len(self._open) > MAX_CONNECTIONS:
+                idle = [(since, connection) for connection, since in self._open.items()
+                        if since is not None and connection is not request]
+                evict = min(idle, key=lambda item: item[0])[1] if idle else request
+        if evict is request:
+            self._refuse(request)
+            return
+        if evict is not None:
+            try:
+                evict.shutdown(socket.SHUT_RDWR)  # its thread's read ends; it answers nothing more
+            except OSError:
+                pass
+        super().process_request(request, client_address)
+
+    def _refuse(self, request: socket.socket) -> None:
+        body = error_response(503, "busy", f"{MAX_CONNECTIONS} requests are running; retry").encode()
+        try:
+            request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                            b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+        except OSError:
+            pass
+        self.shutdown_request(request)
+
+    def shutdown_request(self, request) -> None:
+        with self._open_lock:
+            self._open.pop(request, None)
+        super().shutdown_request(request)
 
 
 def make_http_server(service: RestService, executor: SceneThreadExecutor, port: int = 0) -> ThreadingHTTPServer:

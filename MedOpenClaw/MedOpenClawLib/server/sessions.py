@@ -1,27 +1,43 @@
-"""The session a front-end (``serve``, ``mcp``) exposes: its command-line options and the registry they build.
+"""The sessions a front-end (``serve``, ``mcp``) exposes: its command-line options, the data roots it may serve,
+the application it serves and the registry each session gets.
 
-Both front-ends are handed whatever :func:`session_registry` returns -- by default a
-:class:`~.supervisor.SupervisedRegistry` whose viewer runs in a child process, so a native crash answers
-``viewer_crashed`` instead of ending the server; ``--in-process`` keeps the scene in the server's own process
-(for debugging with a native debugger).
+A session is one registry -- by default a :class:`~.supervisor.SupervisedRegistry` whose viewer runs in a child
+process, so a native crash answers ``viewer_crashed`` instead of ending the server; ``--in-process`` keeps the
+scene in the server's own process (for debugging with a native debugger). The application (radiology or
+pathology) is ``--app``, or chosen by what the data roots hold. Ground truth is never served: a data root that is
+a case package (``bench prepare --out``) is narrowed to its ``data/`` folder, and a root holding a package's
+``hidden/`` folder anywhere else is refused before anything starts.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import tempfile
 from pathlib import Path
 
 from ..audit import AuditTrace
+from ..catalog import APPLICATIONS
+
+PACKAGE_DATA, PACKAGE_HIDDEN, PACKAGE_MANIFEST = "data", "hidden", "manifest.json"
+SCAN_DEPTH, SCAN_ENTRIES = 4, 20_000  # how far a data root is searched for packages and slides
+VOLUME_SUFFIXES = (".nii", ".nii.gz", ".nrrd", ".nhdr", ".mha", ".mhd", ".dcm")
+# records a long-running front-end keeps in memory; the trace file keeps them all
+TRACE_WINDOW = 1000
 
 
 def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     from ..cli import existing_directory
 
     parser.add_argument("--data-root", action="append", required=True, type=existing_directory,
-                        help="directory open_case may read (repeat)")
+                        help="directory open_case may read (repeat); a case package is served only through its "
+                             "data/ folder")
+    parser.add_argument("--app", choices=("auto", *APPLICATIONS), default="auto",
+                        help="the viewer to serve (default: pathology when the data roots hold whole-slide images "
+                             "and no volumes, else radiology)")
     parser.add_argument("--track", choices=("A", "B"), default="A")
-    parser.add_argument("--max-rounds", type=int, default=None, help="tool-call budget of the session")
+    parser.add_argument("--max-rounds", type=int, default=None, help="tool-call budget of each session")
     parser.add_argument("--trace", type=Path, default=None, help="audit trace JSONL (default: none on disk)")
     parser.add_argument("--in-process", action="store_true",
                         help="run the viewer in this process (no crash containment; for debugging)")
@@ -32,29 +48,121 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds before a call that has not returned counts as a hung viewer")
 
 
-# records a long-running front-end keeps in memory; the trace file keeps them all
-TRACE_WINDOW = 1000
+# ------------------------------------------------------------------------------------------ the data roots
+def is_package(folder: Path) -> bool:
+    """A case package as ``bench prepare`` writes it: ``manifest.json`` and/or ``hidden/`` beside ``data/``."""
+    return (folder / PACKAGE_MANIFEST).is_file() or (folder / PACKAGE_HIDDEN).is_dir()
 
 
-def session_registry(args: argparse.Namespace, header: dict, save_images: bool, window: int | None = TRACE_WINDOW):
-    """The radiology registry the front-end (``serve``, ``mcp``) serves, supervised unless ``--in-process`` was
-    given; ``window`` bounds the trace records kept in memory."""
+def _walk(root: Path):
+    """(depth, directory entry) under ``root``, breadth first, links not followed, at most SCAN_ENTRIES."""
+    level, seen = [root], 0
+    for depth in range(1, SCAN_DEPTH + 1):
+        below = []
+        for folder in level:
+            try:
+                with os.scandir(folder) as listing:
+                    for entry in listing:
+                        seen += 1
+                        if seen > SCAN_ENTRIES:
+                            return
+                        yield depth, entry
+                        if entry.is_dir(follow_symlinks=False):
+                            below.append(Path(entry.path))
+            except OSError:
+                continue
+        level = below
+
+
+def served_roots(roots: list[str]) -> tuple[list[str], list[str]]:
+    """The roots to serve and one line per root that was narrowed; raises ValueError naming a root that would
+    expose a package's ground truth (a ``hidden/`` folder or a manifest inside it, or a root inside ``hidden/``)."""
+    served, notes = [], []
+    for given in roots:
+        root = Path(given).resolve()
+        for ancestor in root.parents:
+            data = ancestor / PACKAGE_DATA
+            if is_package(ancestor) and not (root == data or data in root.parents):
+                raise ValueError(f"--data-root {given} lies in the case package {ancestor} outside its data/ "
+                                 f"folder: serve {ancestor / PACKAGE_DATA} instead")
+        if is_package(root):
+            if not (root / PACKAGE_DATA).is_dir():
+                raise ValueError(f"--data-root {given} is a case package without a data/ folder: its hidden/ "
+                                 f"ground truth is never served")
+            notes.append(f"--data-root {given} is a case package: serving only {root / PACKAGE_DATA} "
+                         f"(its {PACKAGE_HIDDEN}/ ground truth and {PACKAGE_MANIFEST} are not served)")
+            root = root / PACKAGE_DATA
+        for _, entry in _walk(root):
+            if entry.name in (PACKAGE_HIDDEN, PACKAGE_MANIFEST) and is_package(Path(entry.path).parent):
+                raise ValueError(f"--data-root {given} holds a case package's ground truth ({entry.path}): serve "
+                                 f"that package's data/ folder instead")
+        served.append(str(root))
+    return served, notes
+
+
+def choose_application(requested: str, roots: list[str]) -> tuple[str, str | None]:
+    """The application to serve and, when it was chosen from the roots' contents, the line that says why."""
+    if requested != "auto":
+        return requested, None
+    from ..pathology.cases import SLIDE_SUFFIXES
+
+    slides = volumes = 0
+    for root in roots:
+        for _, entry in _walk(Path(root)):
+            name = entry.name.lower()
+            slides += name.endswith(SLIDE_SUFFIXES)
+            volumes += name.endswith(VOLUME_SUFFIXES)
+    if slides and not volumes:
+        return "pathology", f"serving the pathology viewer: the data roots hold {slides} whole-slide image(s) " \
+                            f"and no volumes (--app radiology to override)"
+    return "radiology", None
+
+
+def prepare_session_arguments(args: argparse.Namespace) -> None:
+    """Narrow or refuse the data roots and settle ``--app``, printing one line (stderr) for each decision."""
+    args.data_root, notes = served_roots(args.data_root)
+    args.app, why = choose_application(args.app, args.data_root)
+    for line in [*notes, *([why] if why else [])]:
+        print(line, file=sys.stderr, flush=True)
+
+
+# ------------------------------------------------------------------------------------------ the registries
+def session_registry(args: argparse.Namespace, header: dict, save_images: bool, window: int | None = TRACE_WINDOW,
+                     trace_path: Path | None = None, background: bool = False):
+    """One session's registry of ``args.app`` (after :func:`prepare_session_arguments`), supervised unless
+    ``--in-process``; ``trace_path`` (default ``--trace``) is its audit trace, ``window`` bounds the records kept in
+    memory, ``background`` lets a supervised viewer boot behind the first calls (which wait for it)."""
+    trace_path = args.trace if trace_path is None else trace_path
     if args.in_process:
-        from ..session import build_slicer_registry
-
-        trace = AuditTrace(args.trace, header=header, save_images=save_images, window=window)
-        return build_slicer_registry(args.data_root, track=args.track, trace=trace, max_rounds=args.max_rounds)
+        trace = AuditTrace(trace_path, header=header, save_images=save_images, window=window)
+        return build_in_process(args.app, args.data_root, args.track, trace, args.max_rounds)
     from .supervisor import SupervisedRegistry
 
-    if args.trace is None:  # the supervisor restores sessions from their trace file: keep a private one
+    if trace_path is None:  # the supervisor restores sessions from their trace file: keep a private one
         workdir = Path(tempfile.mkdtemp(prefix="medopenclaw-viewer-"))
         trace = AuditTrace(workdir / "trace.jsonl", header=header, window=window)
     else:
-        workdir = args.trace.with_name(args.trace.stem + "_viewer")
-        trace = AuditTrace(args.trace, header=header, save_images=save_images, window=window)
-    return SupervisedRegistry("radiology", args.data_root, track=args.track, max_rounds=args.max_rounds,
-                              trace=trace, workdir=workdir, remove_workdir=args.trace is None,
-                              call_timeout_s=args.call_timeout, spare=args.spare_viewer)
+        workdir = trace_path.with_name(trace_path.stem + "_viewer")
+        trace = AuditTrace(trace_path, header=header, save_images=save_images, window=window)
+    return SupervisedRegistry(args.app, args.data_root, track=args.track, max_rounds=args.max_rounds,
+                              trace=trace, workdir=workdir, remove_workdir=trace_path is None,
+                              call_timeout_s=args.call_timeout, spare=args.spare_viewer, background=background)
+
+
+def build_in_process(application: str, data_roots: list[str], track: str, trace: AuditTrace,
+                     max_rounds: int | None):
+    if application == "pathology":
+        from ..pathology.actions import build_pathology_registry
+
+        return build_pathology_registry(data_roots, track=track, trace=trace, max_rounds=max_rounds)
+    from ..session import build_slicer_registry
+
+    return build_slicer_registry(data_roots, track=track, trace=trace, max_rounds=max_rounds)
+
+
+def client_trace_path(trace: Path | None, number: int) -> Path | None:
+    """Where the ``number``-th client session of a multi-client front-end writes its trace: beside ``--trace``."""
+    return None if trace is None else trace.with_name(f"{trace.stem}.client{number}{trace.suffix or '.jsonl'}")
 
 
 def close_session(registry) -> None:

@@ -29,9 +29,10 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
+from .. import catalog
 from ..audit import AuditTrace, read_trace
-from ..hygiene import bounded_message, check_arguments, refused_input
-from ..registry import ActionSpec, ToolCatalog, call_identity, unrecordable_reason
+from ..hygiene import bounded_message, refused_input
+from ..registry import ActionSpec, ToolCatalog, call_identity, hygiene_refusal, unrecordable_reason
 from ..result import ActionError, Result
 from ..worker import client as worker
 from ..worker.client import WorkerProcess
@@ -110,11 +111,14 @@ class SupervisedRegistry(ToolCatalog):
         crash_window_s: float = 600.0,
         command: Callable[[str], list[str]] | None = None,
         spare: bool = True,
+        background: bool = False,
     ):
         """``viewer`` names a builder of :data:`~MedOpenClawLib.worker.service.BUILDERS`; ``workdir`` receives the
         child's ``worker.log`` (default: a temporary folder; :meth:`close` removes it then, or when
         ``remove_workdir``). The session is restored from ``trace``, so it must hold every record: give it a file
         or no in-memory window. ``spare`` keeps a second child ready for restarts (about 110 MB of private memory).
+        ``background`` returns at once, the tools listed from the catalog, while the child boots; calls wait for it
+        (and are answered ``viewer_unavailable`` if it cannot start).
         """
         self.trace = trace if trace is not None else AuditTrace(None)
         self.start_request = {"viewer": viewer, "data_roots": [str(root) for root in data_roots or []],
@@ -131,17 +135,49 @@ class SupervisedRegistry(ToolCatalog):
         self._lock = threading.RLock()
         self.spare = spare
         self._spare: SpareViewer | None = None
-        self._worker, started = self._launch()
-        self._replenish_spare()
-        self._actions = {item["name"]: ActionSpec.from_description(item) for item in started["actions"]}
-        self.config = started["config"]
-        self.track = self.config.get("track", track)
-        self._state = started["state"]
-        self.trace.record_event("session_config", self.config)
+        self._worker: WorkerProcess | None = None
+        self._actions = {spec.name: spec for spec in catalog.specs(viewer, track)}
+        self.track, self.config, self._state = track, {}, {}
+        self._booted = threading.Event()
+        if background:
+            threading.Thread(target=self._boot, args=(True,), name="viewer-boot", daemon=True).start()
+        else:
+            self._boot(False)
+
+    def _boot(self, contain: bool) -> None:
+        """Start the child and take its listing, configuration and first state; ``contain`` turns a failure into
+        a closed session instead of an exception (a background boot has nobody to raise to)."""
+        try:
+            child, started = self._launch()
+        except (WorkerFault, WorkerError, OSError) as error:
+            if not contain:
+                raise
+            self.closed_reason = bounded_message(f"the viewer could not start: {error}")
+            self._booted.set()
+            return
+        with self._lock:
+            if self.closed_reason is not None:  # closed while booting
+                child.close()
+                self._booted.set()
+                return
+            self._worker = child
+            self._replenish_spare()
+            self._actions = {item["name"]: ActionSpec.from_description(item) for item in started["actions"]}
+            self.config = started["config"]
+            self.track = self.config.get("track", self.track)
+            self._state = started["state"]
+            self.trace.record_event("session_config", self.config)
+        self._booted.set()
+
+    def wait_started(self) -> bool:
+        """Wait for the child's boot; whether the session is open."""
+        self._booted.wait(self.startup_timeout_s + 5.0)
+        return self._booted.is_set() and self.closed_reason is None
 
     # ------------------------------------------------------------------ the registry interface
     def state(self) -> dict:
         """The snapshot after the last call: the scene changes only through calls, so no round trip is needed."""
+        self.wait_started()
         with self._lock:
             return json.loads(json.dumps(self._state))
 
@@ -156,17 +192,22 @@ class SupervisedRegistry(ToolCatalog):
         """Run one action in the child; never raises (but KeyboardInterrupt/SystemExit). A crash answers
         ``viewer_crashed`` and restores the session."""
         arguments = {} if arguments is None else arguments
+        if not self.wait_started() and self.closed_reason is None:
+            self.closed_reason = f"the viewer did not start within {self.startup_timeout_s:g} s"
         with self._lock:
             if self.closed_reason is not None:
                 return self._refuse(name, arguments, actor, round_id)
             started = time.perf_counter()
             identity = call_identity(name, actor, round_id, audit_extra)
-            try:
-                check_arguments(arguments)  # the registry's own hygiene, first here: what fails it may not be sendable
+            refusal = hygiene_refusal(arguments)  # what fails the hygiene may not even be sendable to the child
+            recorded = arguments if refusal is None else refused_input(arguments)
+            try:  # the registry's own order: an unknown name first, then the hygiene
+                self.lookup(name)
             except ActionError as error:
-                failure = Result.failure(error.code, bounded_message(error.message))
-                return self._audit(failure, started, arguments=refused_input(arguments), state=self._state,
-                                   **identity)
+                refusal = error
+            if refusal is not None:
+                failure = Result.failure(refusal.code, bounded_message(refusal.message))
+                return self._audit(failure, started, arguments=recorded, state=self._state, **identity)
             try:
                 answer = self._worker.request("call", name=name, arguments=arguments, actor=actor,
                                               round_id=round_id, audit_extra=audit_extra, with_record=True)

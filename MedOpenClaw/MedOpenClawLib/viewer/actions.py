@@ -336,7 +336,8 @@ def set_layout(ctx, layout, size: int = 512) -> Result:
     "Show one loaded volume over another (e.g. PET over CT) with foreground opacity; omit the foreground to "
     "switch fusion off. Volumes must already be aligned (or registered on Track B).",
     {"background_volume_ref": {"type": "string", "description": "name or id of the background volume"},
-     "foreground_volume_ref": {"type": ["string", "null"], "description": "name or id; null switches fusion off"},
+     "foreground_volume_ref": {"anyOf": [{"type": "string"}, {"type": "null"}],
+                               "description": "name or id; null switches fusion off"},
      "foreground_opacity": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5},
      "mode": {"type": "string", "enum": list(FUSION_MODES), "default": "blend"},
      "view": VIEW, "size": SIZE},

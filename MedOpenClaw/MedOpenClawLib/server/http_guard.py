@@ -1,0 +1,81 @@
+"""Connection limits for the MCP Streamable HTTP server (uvicorn), the same as the REST server's own
+(:mod:`.rest`): at most :data:`~.rest.MAX_CONNECTIONS` open connections, request headers complete within
+:data:`~.rest.HEADER_TIMEOUT_S` of the connection (or of the previous response), idle keep-alive connections
+dropped. When the limit is reached a new connection closes the oldest one that has not sent a complete request
+yet, so any number of half-sent (or idle) connections cannot keep the token holder out; only when every open
+connection carries a request in progress is the new one refused.
+
+uvicorn has a keep-alive timeout but none for a request's headers, and its ``limit_concurrency`` answers 503 once
+the connections are many, whatever they are doing -- exactly the lock-out; hence this protocol subclass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from .rest import HEADER_TIMEOUT_S, KEEP_ALIVE_S, MAX_CONNECTIONS
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a header deadline and eviction of connections that hold no request."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        self.waiting_since = time.monotonic()  # no complete request yet
+        super().connection_made(transport)
+        self._header_timer: asyncio.TimerHandle | None = None
+        self._arm_header_deadline()
+        if len(self.connections) > MAX_CONNECTIONS:
+            idle = [connection for connection in self.connections
+                    if connection is not self and getattr(connection, "waiting_since", None) is not None]
+            if idle:
+                min(idle, key=lambda connection: connection.waiting_since).drop()
+            else:
+                self.drop()
+
+    def _arm_header_deadline(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+        self._header_timer = self.loop.call_later(HEADER_TIMEOUT_S, self.drop)
+
+    def drop(self) -> None:
+        """Close a connection that holds no request in progress (or exceeded the header deadline)."""
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+        if not self.transport.is_closing():
+            try:
+                self.conn.send(h11.ConnectionClosed())
+            except h11.LocalProtocolError:
+                pass
+            self.transport.close()
+
+    def handle_events(self) -> None:
+        started = self.cycle
+        super().handle_events()
+        if self.cycle is not started and self.cycle is not None:  # a complete request arrived
+            self.waiting_since = None
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        if not self.transport.is_closing():  # kept alive: waits for the next request's headers
+            self.waiting_since = time.monotonic()
+            self._arm_header_deadline()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+        super().connection_lost(exc)
+
+
+def uvicorn_limits() -> dict:
+    """``uvicorn.Config`` keywords: the guarded protocol, the keep-alive timeout, no 503 below the guard's limit."""
+    return {"http": GuardedH11Protocol, "timeout_keep_alive": KEEP_ALIVE_S, "limit_concurrency": MAX_CONNECTIONS + 8,
+            "backlog": 128}

@@ -1,0 +1,135 @@
+"""Ground truth is never served: a case package given as a data root is narrowed to its data/ folder (one line
+says so) and a root holding a package's hidden/ folder anywhere else is refused, by every front-end (REST serve,
+MCP stdio, MCP Streamable HTTP); the application is chosen from what the roots hold."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import httpx2
+import nibabel as nib
+import numpy as np
+import pytest
+from mcp.client import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from test_mcp_sdk import ENV, http_client
+
+from MedOpenClawLib.server.sessions import choose_application, served_roots
+
+
+def write_volume(path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nib.save(nib.Nifti1Image(np.arange(8 * 8 * 4, dtype=np.int16).reshape(8, 8, 4), np.eye(4)), path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def package(tmp_path_factory) -> Path:
+    """A package as ``bench prepare --out`` writes it: data/, hidden/ (the lesion mask) and manifest.json."""
+    root = tmp_path_factory.mktemp("packages") / "CASES"
+    write_volume(root / "data" / "case1" / "t1.nii.gz")
+    write_volume(root / "hidden" / "case1" / "lesion_mask.nii.gz")
+    (root / "manifest.json").write_text(json.dumps({"format": 1, "module": "ucsf-pdgm", "cases": []}))
+    return root
+
+
+def test_a_package_root_is_narrowed_to_its_data(package):
+    roots, notes = served_roots([str(package)])
+    assert roots == [str(package.resolve() / "data")]
+    assert len(notes) == 1 and "serving only" in notes[0] and "hidden/" in notes[0]
+    assert served_roots([str(package / "data" / "case1")]) == ([str((package / "data" / "case1").resolve())], [])
+
+
+@pytest.mark.parametrize("where", ["parent", "hidden", "hidden/case1", "no-data"])
+def test_roots_exposing_ground_truth_are_refused(package, tmp_path, where):
+    if where == "no-data":
+        bare = tmp_path / "bare"
+        write_volume(bare / "hidden" / "x.nii.gz")
+        root = bare
+    else:
+        root = package.parent if where == "parent" else package / where
+    with pytest.raises(ValueError, match="ground truth|outside its data/"):
+        served_roots([str(root)])
+
+
+def test_the_application_follows_the_roots(tmp_path, package):
+    slides = tmp_path / "slides"
+    slides.mkdir()
+    (slides / "s1.svs").write_bytes(b"")
+    application, why = choose_application("auto", [str(slides)])
+    assert application == "pathology" and "whole-slide" in why
+    assert choose_application("auto", [str(package / "data")]) == ("radiology", None)
+    assert choose_application("radiology", [str(slides)]) == ("radiology", None)
+
+
+def medopenclaw(*arguments: str) -> list[str]:
+    return [sys.executable, "-m", "MedOpenClawLib.cli", *arguments]
+
+
+@pytest.mark.parametrize("front_end", [["serve", "--port", "0"], ["mcp"], ["mcp", "--transport", "http"]])
+def test_every_front_end_refuses_a_root_holding_ground_truth(package, front_end):
+    done = subprocess.run(medopenclaw(*front_end, "--data-root", str(package.parent)), capture_output=True,
+                          text=True, timeout=120, env={**os.environ, **ENV}, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and "ground truth" in done.stderr and "Traceback" not in done.stderr
+
+
+def open_hidden_and_data(call, package: Path) -> None:
+    hidden = call("open_case", {"dicom_dir": str(package / "hidden" / "case1" / "lesion_mask.nii.gz")})
+    assert hidden["error"]["code"] == "path_not_allowed"
+    relative = call("open_case", {"dicom_dir": "../hidden/case1", "size": 64})
+    assert relative["error"]["code"] == "path_not_allowed"
+    assert call("open_case", {"dicom_dir": "case1", "size": 64})["ok"]
+
+
+def test_rest_serves_only_the_package_data(package):
+    env = {**os.environ, **ENV, "MEDOPENCLAW_TOKEN": "gt-token"}
+    server = subprocess.Popen(medopenclaw("serve", "--port", "0", "--data-root", str(package)), env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        url = server.stdout.readline().split(" on ")[1].split()[0]
+        assert "serving only" in server.stderr.readline()
+        headers = {"Authorization": "Bearer gt-token"}
+
+        def call(name: str, arguments: dict) -> dict:
+            return httpx2.post(f"{url}/v1/actions/{name}", json=arguments, headers=headers, timeout=120).json()
+
+        open_hidden_and_data(call, package)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_mcp_stdio_and_http_serve_only_the_package_data(package, tmp_path):
+    parts = medopenclaw("mcp", "--data-root", str(package))
+    stdio = StdioServerParameters(command=parts[0], args=parts[1:], env=ENV)
+    env = {**os.environ, **ENV, "MEDOPENCLAW_TOKEN": "s3cret-token"}
+    http = subprocess.Popen([*parts, "--transport", "http", "--port", "0"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+
+    async def exercise(session: ClientSession) -> None:
+        await session.initialize()
+        answers = []
+        for name, arguments in (("open_case", {"dicom_dir": str(package / "hidden/case1/lesion_mask.nii.gz")}),
+                                ("open_case", {"dicom_dir": "../hidden/case1", "size": 64}),
+                                ("open_case", {"dicom_dir": "case1", "size": 64})):
+            answers.append((await session.call_tool(name, arguments)).structured_content)
+        replies = iter(answers)
+        open_hidden_and_data(lambda name, arguments: next(replies), package)
+
+    async def main() -> None:
+        async with stdio_client(stdio) as (read, write), ClientSession(read, write) as session:
+            await exercise(session)
+        url = http.stdout.readline().split(" on ")[1].strip()
+        async with http_client(url) as session:
+            await exercise(session)
+
+    try:
+        anyio.run(main)
+    finally:
+        http.terminate()
+        http.wait(timeout=30)
