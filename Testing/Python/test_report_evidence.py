@@ -11,7 +11,13 @@ import pytest
 from report_fixtures import lesion_case, lesion_centre_ras
 
 from MedOpenClawLib.bench.cases import load_cases, load_ground_truth
-from MedOpenClawLib.bench.report.evidence import MASK_COLOUR, POINT_COLOUR, RadiologyEvidence
+from MedOpenClawLib.bench.report.evidence import (
+    MASK_COLOUR,
+    POINT_COLOUR,
+    TRUTH_COLOUR,
+    RadiologyEvidence,
+    edge_letters,
+)
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +41,8 @@ def test_mask_contour_lies_on_the_lesion_in_radiological_orientation(package):
     ras = lesion_centre_ras()
     renderer = RadiologyEvidence(size=256)
     try:
-        views = {view.view: view for view in renderer.render(case, truth, _parsed(ras), records=[])}
+        answered, reference = renderer.render(case, truth, _parsed(ras), records=[])
+        views = {view.view: view for view in answered}
     finally:
         renderer.close()
     axial = views["axial"]
@@ -51,6 +58,11 @@ def test_mask_contour_lies_on_the_lesion_in_radiological_orientation(package):
     assert len(cross) and np.abs(cross.mean(axis=0) - [centre_row, centre_column]).max() < 6
     for view in ("sagittal", "coronal"):
         assert len(_where(views[view].image, MASK_COLOUR)) > 20
+    assert reference == []  # every answered slice shows the lesion: no reference views
+    # patient directions at the edges, from the image's own geometry: radiological axial has R on the left
+    assert edge_letters(axial.geometry.xy_to_ras) == {"left": "R", "right": "L", "top": "A", "bottom": "P"}
+    assert edge_letters(views["sagittal"].geometry.xy_to_ras) == {"left": "A", "right": "P", "top": "S",
+                                                                  "bottom": "I"}
 
 
 def test_viewer_state_and_off_slice_answers_are_shown_as_the_agent_left_them(package):
@@ -61,8 +73,9 @@ def test_viewer_state_and_off_slice_answers_are_shown_as_the_agent_left_them(pac
              "volumes": [{"name": "CASE-1_FLAIR", "window": 800.0, "level": 400.0, "auto": False}]}
     renderer = RadiologyEvidence(size=256)
     try:
-        views = {view.view: view for view in renderer.render(case, truth, _parsed(ras, axial=ras[2] + 10),
-                                                            [{"kind": "action", "state": state}])}
+        answered, reference = renderer.render(case, truth, _parsed(ras, axial=ras[2] + 10),
+                                              [{"kind": "action", "state": state}])
+        views = {view.view: view for view in answered}
     finally:
         renderer.close()
     axial = views["axial"]
@@ -73,6 +86,12 @@ def test_viewer_state_and_off_slice_answers_are_shown_as_the_agent_left_them(pac
     # zoomed to a 40 mm field of view around the lesion: the sagittal key-slice line crosses near the centre
     columns = np.argwhere(np.all(np.asarray(axial.image) == (235, 205, 50), axis=-1))[:, 1]
     assert len(columns) and abs(np.median(columns) - 128) < 12
+    # the answer missed the lesion on the axial view: the reference views show where it is
+    truth_views = {view.view: view for view in reference}
+    assert set(truth_views) == {"axial", "sagittal", "coronal"}
+    for view in truth_views.values():
+        assert view.mask_pixels > 0 and len(_where(view.image, MASK_COLOUR)) > 0
+    assert len(_where(truth_views["axial"].image, TRUTH_COLOUR)) > 0
 
 
 def test_the_geometry_record_of_the_last_image_the_agent_saw_is_restored(package, tmp_path):
@@ -92,7 +111,7 @@ def test_the_geometry_record_of_the_last_image_the_agent_saw_is_restored(package
     seen = records[0]["result"]["images"][0]["geometry"]
     renderer = RadiologyEvidence(size=256)
     try:
-        axial = renderer.render(case, truth, _parsed(lesion_centre_ras()), records)[0]
+        axial = renderer.render(case, truth, _parsed(lesion_centre_ras()), records)[0][0]
     finally:
         renderer.close()
     assert axial.view == "axial"

@@ -180,7 +180,7 @@ def test_pages_are_relative_and_name_every_run(report):
     runs_table = index.split('<table class="results runs">')[1].split("</table>")[0]
     assert len(re.findall(r'<a href="runs/[^"]+\.html">', runs_table)) == 9
     episode = (out / "runs" / "gpt__ucsf-A" / "U0__r1.html").read_text()
-    assert "case package is not available" in episode  # cases_dir of the fixture does not exist
+    assert "case package is not on this machine" in episode  # cases_dir of the fixture does not exist
 
 
 def test_pages_never_show_local_absolute_paths(tmp_path):

@@ -7,18 +7,18 @@ engine (autoescape on).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from importlib import resources
 from pathlib import Path
 
 from ...provenance import summary as provenance_summary
-from ..cases import place_file
+from ..cases import CaseFormatError, load_cases, load_ground_truth
 from .evidence import NO_EVIDENCE, RadiologyEvidence, episode_evidence
 from .formats import cell_parts, header_cells, layout, n_text, own_n, plain_text
 from .runs import Episode, Run, trace_records
 from .tables import Cell, Table
+from .transcript import answer_rows, clipped, pretty, transcript
 
 PLOT_TITLES = {"scores": "Scores per module (95% bootstrap CI)", "task_vs_strict": "Task vs Strict: the evidence gap",
                "process": "Process metrics per episode", "budget": "Score against the round budget"}
@@ -166,62 +166,53 @@ def _root(page: Path, out_dir: Path) -> str:
     return "../" * depth
 
 
-def steps(records: list[dict], trace: Path, assets: Path, page: Path) -> list[dict]:
-    """Every action record with its images copied next to the page (only images inside the trace's own
-    folder: a record naming another file never brings that file into the report)."""
-    rows = []
-    folder = trace.parent.resolve()
-    for record in records:
-        if not isinstance(record, dict) or record.get("kind") != "action":
-            continue
-        images = []
-        result = record.get("result") if isinstance(record.get("result"), dict) else {}
-        for image in result.get("images") or []:
-            if not isinstance(image, dict) or not isinstance(image.get("path"), str):
-                continue
-            source = (folder / image["path"]).resolve()
-            if folder not in source.parents or not source.is_file():
-                continue
-            target = assets / source.name
-            place_file(source, target)
-            images.append({"src": target.relative_to(page.parent).as_posix(), "view": image.get("view"),
-                           "title": f"{image.get('view')} {image.get('width')}x{image.get('height')}"
-                                    f" @ {image.get('slice_offset_mm')} mm"})
-        error = record.get("error") if isinstance(record.get("error"), dict) else {}
-        status = str(record.get("status", ""))
-        if error:
-            status += f": {error.get('code')} {error.get('message', '')}"
-        rows.append({"seq": record.get("seq"), "actor": record.get("actor"), "action": record.get("action"),
-                     "arguments": json.dumps(record.get("arguments"), sort_keys=True), "status": status,
-                     "ok": record.get("status") == "ok", "images": images})
-    return rows
+class CasePackages:
+    """The cases and hidden references of the runs' case packages, read once per package: the episode pages
+    show each final answer beside the correct one (when the package is on this machine)."""
+
+    def __init__(self):
+        self._cases: dict[str, dict] = {}
+
+    def lookup(self, run: Run, case_id: str):
+        """(case, ground truth) of ``case_id``, or a sentence saying why they are not available."""
+        cases_dir = run.identity.get("cases_dir")
+        if not cases_dir or not Path(cases_dir, "manifest.json").is_file():
+            return "the run's case package is not on this machine"
+        try:
+            if cases_dir not in self._cases:
+                self._cases[cases_dir] = {case.case_id: case for case in load_cases(cases_dir)}
+            return self._cases[cases_dir].get(case_id), load_ground_truth(cases_dir, case_id)
+        except (CaseFormatError, OSError, ValueError) as error:
+            return f"{type(error).__name__}: {error}"
 
 
-def prompt_of(records: list[dict]) -> dict | None:
-    for record in records:
-        if record.get("kind") == "episode_prompt":
-            payload = record.get("payload") or {}
-            return {"system": str(payload.get("system", "")), "user": str(payload.get("user", ""))}
-    return None
+def findings_of(episode: Episode) -> list[dict]:
+    """Trace-audit findings recorded in the episode result (``audit.findings``), each shown with its code,
+    severity, message and the step (trace seq) it points at."""
+    audit = episode.result.get("audit") if isinstance(episode.result.get("audit"), dict) else {}
+    return [finding for finding in audit.get("findings") or [] if isinstance(finding, dict)]
 
 
 def episode_page(env, run: Run, episode: Episode, records: list[dict], page: Path, out_dir: Path,
-                 evidence: dict, crumbs) -> None:
+                 evidence: dict, crumbs, reference) -> None:
     assets = page.with_suffix("")
     score = episode.score
     raw_gates = score.get("gates") if isinstance(score.get("gates"), dict) else {}
     gates = [(str(name), *GATE_TEXT.get(value if isinstance(value, bool) else None))
              for name, value in raw_gates.items()]
     run_label = f"{run.model} [{run.agent}]" if run.model else run.agent
+    answers, answers_note = ([], reference) if isinstance(reference, str) else \
+        (answer_rows(reference[0], reference[1], episode.parsed), None)
     page.write_text(env.get_template("episode.html.j2").render(
         title=episode.episode_id, root=_root(page, out_dir), crumbs=crumbs,
-        episode={"id": episode.episode_id}, run_label=run_label + (" †" if run.privileged else "")
-        + f" · Track {run.track}", module=run.module,
+        episode={"id": episode.episode_id, "outcome": episode.outcome}, run_label=run_label
+        + (" †" if run.privileged else "") + f" · Track {run.track}", module=run.module,
         scores={key: _value(key, episode.metrics.get(key)) for key in ("task", "strict", "loc")},
-        invalid=episode.result.get("invalid"), gates=gates, prompt=prompt_of(records),
-        steps=steps(records, episode.trace, assets / "steps", page) if episode.trace else [],
-        response=str(episode.result.get("response") or "(no answer)"),
-        parsed=json.dumps(episode.parsed, indent=1, sort_keys=True), **evidence), encoding="utf-8")
+        invalid=episode.result.get("invalid"), gates=gates,
+        **transcript(records, episode.trace, assets / "steps", page),
+        response=clipped(str(episode.result.get("response") or "(no answer)")), answers=answers,
+        answers_note=answers_note, parsed=pretty(episode.parsed), findings=findings_of(episode), **evidence),
+        encoding="utf-8")
 
 
 def write_pages(runs: list[Run], tables: list[Table], plots: list[str], pages: dict[str, Path], out_dir: Path,
@@ -242,6 +233,7 @@ def write_pages(runs: list[Run], tables: list[Table], plots: list[str], pages: d
         written_by=provenance_summary(provenance), unrecorded=[run.name for run in runs if not run.invocations]),
         encoding="utf-8")
     renderer = RadiologyEvidence()
+    packages = CasePackages()
     count = 0
     try:
         ordered = sorted(((run, episode) for run in runs for episode in run.episodes),
@@ -253,10 +245,12 @@ def write_pages(runs: list[Run], tables: list[Table], plots: list[str], pages: d
             page = episode_pages[(run.name, episode.episode_id)]
             page.parent.mkdir(parents=True, exist_ok=True)
             records = trace_records(episode.trace)
-            drawn = episode_evidence(renderer, run, episode, records, page) if evidence else dict(NO_EVIDENCE)
+            reference = packages.lookup(run, episode.case_id)
+            drawn = episode_evidence(renderer, run, episode, records, page, reference) if evidence \
+                else dict(NO_EVIDENCE)
             crumbs = [("report", _root(page, out_dir) + "index.html"),
                       (run.name, os.path.relpath(pages[run.name], page.parent)), (episode.episode_id, None)]
-            episode_page(env, run, episode, records, page, out_dir, drawn, crumbs)
+            episode_page(env, run, episode, records, page, out_dir, drawn, crumbs, reference)
             count += 1
     finally:
         renderer.close()
