@@ -63,6 +63,10 @@ def test_a_scripted_model_episode_reads_as_a_transcript(tmp_path, monkeypatch, c
     assert "Where the lesion is" in page  # the answered slice missed the lesion: the reference is drawn
     assert (tmp_path / "report" / "runs" / "run" / "UCSF-PDGM-0001__r1" / "reference_axial.png").is_file()
     assert "sk-transcript-test-0001" not in page
+    findings = json.loads(next(out.glob("episodes/*/result.json")).read_text())["audit"]["findings"]
+    assert findings and "Trace-audit findings" in page  # the ungrounded key slice and point
+    for finding in findings:
+        assert finding["code"] in seen and all(f'href="#seq-{seq}"' in page for seq in finding["records"])
 
 
 def test_transcript_pieces_from_records(tmp_path):

@@ -187,8 +187,8 @@ class CasePackages:
 
 
 def findings_of(episode: Episode) -> list[dict]:
-    """Trace-audit findings recorded in the episode result (``audit.findings``), each shown with its code,
-    severity, message and the step (trace seq) it points at."""
+    """Trace-audit findings recorded in the episode result (``audit.findings``: code, rule, severity, message,
+    records), each shown with links to the transcript entries (trace seq) it points at."""
     audit = episode.result.get("audit") if isinstance(episode.result.get("audit"), dict) else {}
     return [finding for finding in audit.get("findings") or [] if isinstance(finding, dict)]
 

@@ -66,6 +66,7 @@ class Turn:
     tools_allowed: bool
     steps: list[Step] = field(default_factory=list)
     final: bool = False
+    seq: object = None  # the model_output record's place in the trace (findings link to it)
 
 
 def reasoning_of(raw) -> str:
@@ -169,7 +170,8 @@ def transcript(records: list[dict], trace: Path | None, assets: Path, page: Path
                               or "")), reasoning=clipped(reasoning_of(payload.get("raw"))),
                               stop_reason=str(payload.get("stop_reason") or ""), usage=tokens, latency=latency,
                               tools_allowed=bool(payload.get("tools_allowed", True)),
-                              final=not payload.get("tool_calls") or not payload.get("tools_allowed", True)))
+                              final=not payload.get("tool_calls") or not payload.get("tools_allowed", True),
+                              seq=record.get("seq")))
         elif kind == "action":
             step = action_step(record, folder, assets, page)
             call_id = _mapping(record.get("extra")).get("call_id")
