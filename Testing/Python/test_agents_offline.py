@@ -52,6 +52,7 @@ def test_heuristic_localizes_through_tools_and_is_deterministic(cases, tmp_path)
     used = actions(tmp_path / "a", a["UCSF-PDGM-0001__r1"])
     assert {"scroll", "image_coords_to_ras", "jump", "record_key_slices", "record_point"} <= set(used)
     assert "EVIDENCE:" in a["UCSF-PDGM-0001__r1"]["response"]
+    assert all(record["audit"]["findings"] == [] for record in a.values())  # it shows every slice it cites
 
 
 def test_replay_reproduces_a_recorded_run(cases, tmp_path):
@@ -121,3 +122,5 @@ def test_oracle_is_perfect_on_the_embedded_cohort(module, tmp_path, capsys):
     assert {"module", "n", "task", "strict", "loc", "invalid"} <= set(last)
     assert last["module"] == module and last["n"] == 2 and last["invalid"] == 0
     assert last["task"] == 1.0 and last["strict"] == 1.0 and last["loc"] in (1.0, None)
+    results = episodes(tmp_path / module)
+    assert len(results) == 2 and all(result["audit"]["findings"] == [] for result in results.values())

@@ -85,7 +85,7 @@ class HeuristicAgent(ScriptedAgent):
                          ("image_coords_to_ras", {"view": "axial", "point_1000": [blob.x_1000, blob.y_1000],
                                                   "volume_name": swept})]
         ras = _data(results[1], "image_coords_to_ras")["ras"]
-        calls = [("jump", {"ras": ras, "view": "axial", "size": 256})]
+        calls = [("jump", {"ras": ras, "size": 256})]  # every view: the key slices it cites are then shown
         if evidence != swept:
             calls.insert(0, ("select_volume", {"volume_name": evidence, "view": "axial", "size": 64}))
         results = yield calls

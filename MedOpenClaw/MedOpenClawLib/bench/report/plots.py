@@ -181,6 +181,8 @@ def write_plots(runs: list[Run], out_dir: Path) -> list[str]:
     """Write every applicable figure; returns the file names (relative to ``out_dir``)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for plot in (scores_plot, task_vs_strict_plot, process_plot, budget_plot):
+    from .findings import milestone_plots
+
+    for plot in (scores_plot, task_vs_strict_plot, process_plot, budget_plot, milestone_plots):
         written += plot(runs, out_dir)
     return written

@@ -42,6 +42,7 @@ class Episode:
     trace: Path | None
     metrics: dict[str, float | None] = field(default_factory=dict)
     operators: frozenset[str] = frozenset()  # Track B operators the agent ran successfully
+    audit: dict | None = None  # the trace audit (provenance, findings, milestones): report.findings
 
     @property
     def score(self) -> dict:
@@ -212,6 +213,10 @@ def episode_metrics(module: str | None, episode: Episode, track: str = "A") -> d
         if track == "B":
             episode.operators = operators_called(records)
         metrics.update({key: _number(process.get(key)) for key in PROCESS_METRICS})
+        from .findings import audit_metrics, episode_audit
+
+        episode.audit = episode_audit(module, episode, records)
+        metrics.update(audit_metrics(episode.audit))
         trace_tokens = {key: _number(process.get(key)) for key in ("input_tokens", "output_tokens")}
     else:
         trace_tokens = {}

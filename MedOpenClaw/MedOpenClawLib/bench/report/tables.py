@@ -396,6 +396,8 @@ def runs_table(runs: list[Run]) -> Table:
 
 def all_tables(runs: list[Run]) -> list[Table]:
     """Every table that has at least one row (a report over Track A runs has no Table 3/6)."""
+    from .findings import findings_table, stability_table
+
     tables = [runs_table(runs), table1(runs), table2(runs), table3(runs), table5(runs), table6(runs),
-              budget_table(runs)]
+              budget_table(runs), findings_table(runs), stability_table(runs)]
     return [table for table in tables if not table.empty]
