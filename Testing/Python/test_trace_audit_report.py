@@ -27,7 +27,7 @@ def repeat_trace(repeat: int) -> list[dict]:
             trace.fusion("OLD_CT1", output)
     else:
         trace.fusion("OLD_CT1", "CURRENT_CT1")
-    return trace.answer(ANSWER).records
+    return trace.answer(("Target lesion 24 x 19 mm.\n" if repeat == 2 else "") + ANSWER).records
 
 
 def write_run(root, with_audit: bool) -> None:
@@ -62,6 +62,12 @@ def test_findings_and_stability_tables_and_the_milestone_figure(tmp_path):
     assert "0.33" in markdown_row  # F3 in one run of three, G5 in one of three
     stability_row = next(line for line in text.splitlines() if "P1" in line)
     assert "0.33" in stability_row  # one of three runs completes the workflow
+    pages = {path.name: path.read_text() for path in (tmp_path / "report").rglob("P1__r*.html")}
+    second, third = (next(text for name, text in pages.items() if name.startswith(f"P1__r{k}")) for k in (2, 3))
+    assert "F3.fusion_unregistered" in third and 'href="#seq-' in third and 'id="seq-' in third
+    assert "Evidence provenance" in second and "ungrounded" in second and "24 x 19 mm" in second
+    first = next(text for name, text in pages.items() if name.startswith("P1__r1"))
+    assert "none: every evidence field is grounded" in first
 
 
 def test_runs_written_before_the_audit_are_audited_from_their_traces(tmp_path):

@@ -63,8 +63,9 @@ def _evidence_findings(timeline: Timeline, provenance: list[FieldProvenance]) ->
         if item.grounded:
             continue
         if item.field.startswith("measurement"):
+            value = item.value
             findings.append(Finding("F2", "F2.unmeasured", "high", answer,
-                                    f"the answer reports {item.value['text']} ({item.value['kind']}), which no "
+                                    f"the answer reports a {value['kind']} of {value['label']}, which no "
                                     "measure_line or quantify call produced"))
         else:
             findings.append(Finding("EV", "EV.ungrounded", "medium", answer,
@@ -110,7 +111,8 @@ def format_report(report: AuditReport) -> str:
     for item in report.provenance:
         state = f"grounded ({item.basis}; records {', '.join(map(str, item.records))})" if item.grounded \
             else "UNGROUNDED"
-        lines.append(f"  {item.field} = {item.value}: {state}" + (f" -- {item.note}" if item.note else ""))
+        value = item.value["label"] if isinstance(item.value, dict) else item.value
+        lines.append(f"  {item.field} = {value}: {state}" + (f" -- {item.note}" if item.note else ""))
     if report.milestones:
         steps = " -> ".join(f"{name}{'' if seq is None else f'@{seq}'}"
                             for name, seq in report.milestones["reached"].items())

@@ -43,6 +43,7 @@ MEASURE_WORDS = re.compile(r"\b(diameters?|measur\w*|sizes?|sized|length|long|wi
 # unit -> (kind, factor to mm / mm² / mL)
 UNITS = {"mm": ("length", 1.0), "cm": ("length", 10.0), "mm2": ("area", 1.0), "cm2": ("area", 100.0),
          "mm3": ("volume", 0.001), "cm3": ("volume", 1.0), "ml": ("volume", 1.0), "cc": ("volume", 1.0)}
+KIND_UNIT = {"length": "mm", "area": "mm²", "volume": "mL"}  # what measurements are compared in
 _NUMBER = r"\d+(?:\.\d+)?"
 _MEASUREMENT = re.compile(
     rf"(?<![\w.])({_NUMBER})((?:\s*(?:x|×|by)\s*{_NUMBER}){{0,2}})\s*(mm|cm|ml|cc)(\^?[23²³])?(?![A-Za-z])",
@@ -239,7 +240,8 @@ def measurements(timeline: Timeline) -> list[FieldProvenance]:
                    if other_kind == kind and abs(measured - value)
                    <= max(RELATIVE_TOLERANCE * abs(measured), ABSOLUTE_TOLERANCE[kind])]
         name = f"measurement[{index}]"
-        shown = {"text": text, "kind": kind, "value": round(value, 4)}
+        shown = {"text": text, "kind": kind, "value": round(value, 4),
+                 "label": f"{round(value, 4):g} {KIND_UNIT[kind]} in {text!r}"}
         if backing:
             fields.append(FieldProvenance(name, shown, True, "measured", sorted({seq for seq, _ in backing}),
                                           f"produced by {backing[0][1]}"))

@@ -186,11 +186,21 @@ class CasePackages:
             return f"{type(error).__name__}: {error}"
 
 
+def audit_of(episode: Episode) -> dict:
+    """The episode's trace audit: its result's ``audit`` block, or the one recomputed from the trace (older runs)."""
+    audit = episode.audit if isinstance(episode.audit, dict) else episode.result.get("audit")
+    return audit if isinstance(audit, dict) else {}
+
+
 def findings_of(episode: Episode) -> list[dict]:
-    """Trace-audit findings recorded in the episode result (``audit.findings``: code, rule, severity, message,
-    records), each shown with links to the transcript entries (trace seq) it points at."""
-    audit = episode.result.get("audit") if isinstance(episode.result.get("audit"), dict) else {}
-    return [finding for finding in audit.get("findings") or [] if isinstance(finding, dict)]
+    """Trace-audit findings (``audit.findings``: code, rule, severity, message, records), each shown with links to
+    the transcript entries (trace seq) it points at."""
+    return [finding for finding in audit_of(episode).get("findings") or [] if isinstance(finding, dict)]
+
+
+def provenance_of(episode: Episode) -> list[dict]:
+    """Each evidence field of the answer, grounded (with the transcript entries that ground it) or not."""
+    return [item for item in audit_of(episode).get("provenance") or [] if isinstance(item, dict)]
 
 
 def episode_page(env, run: Run, episode: Episode, records: list[dict], page: Path, out_dir: Path,
@@ -211,7 +221,8 @@ def episode_page(env, run: Run, episode: Episode, records: list[dict], page: Pat
         invalid=episode.result.get("invalid"), gates=gates,
         **transcript(records, episode.trace, assets / "steps", page),
         response=clipped(str(episode.result.get("response") or "(no answer)")), answers=answers,
-        answers_note=answers_note, parsed=pretty(episode.parsed), findings=findings_of(episode), **evidence),
+        answers_note=answers_note, parsed=pretty(episode.parsed), findings=findings_of(episode),
+        provenance=provenance_of(episode), audited=bool(audit_of(episode)), **evidence),
         encoding="utf-8")
 
 
