@@ -130,7 +130,7 @@ def test_fail_on_error_count_stops_starting_episodes(cases, tmp_path, capsys, mo
 
 
 def test_preflight_fails_fast_before_any_worker(cases, tmp_path, capsys, monkeypatch):
-    for name in ("MEDOPENCLAW_API_KEY", "MEDOPENCLAW_BASE_URL", "MEDOPENCLAW_PROVIDER"):
+    for name in ("MEDOPENCLAW_API_KEY", "MEDOPENCLAW_BASE_URL", "MEDOPENCLAW_PROVIDER", "OPENAI_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     out = tmp_path / "run"
     argv = ["bench", "run", "--module", "ucsf-pdgm", "--agent", "model", "--model", "gpt-4o", "--cases", str(cases),
@@ -138,7 +138,8 @@ def test_preflight_fails_fast_before_any_worker(cases, tmp_path, capsys, monkeyp
     started = time.monotonic()
     code, summary, stderr = run_cli(argv, capsys)
     assert code == 2 and summary is None and stderr.strip().splitlines() == [
-        "error: model pre-flight failed: no API key for https://api.openai.com/v1: set MEDOPENCLAW_API_KEY"]
+        "error: model pre-flight failed: no API key for https://api.openai.com/v1: set MEDOPENCLAW_API_KEY or "
+        "OPENAI_API_KEY"]
     monkeypatch.setenv("MEDOPENCLAW_API_KEY", "k")
     code, summary, stderr = run_cli(bench_run(cases, out, "http://127.0.0.1:9/v1"), capsys)
     assert code == 2 and "connection failed" in stderr and len(stderr.strip().splitlines()) == 1
@@ -165,11 +166,12 @@ def test_error_policy_thresholds_and_exit_status():
     assert exit_status({"errors": 0, "missing": 0, "interrupted": True}) == 130
 
 
-def test_terminal_progress_shows_the_running_episode():
+def test_terminal_progress_shows_the_running_episode(monkeypatch):
     class Terminal(io.StringIO):
         def isatty(self):
             return True
 
+    monkeypatch.setenv("COLUMNS", "200")
     stream = Terminal()
     progress = Progress(Tally(4), stream, max_rounds=20)
     outcome = EpisodeOutcome(status="completed", final_text=None, rounds=2)
@@ -179,6 +181,13 @@ def test_terminal_progress_shows_the_running_episode():
     line = stream.getvalue().rsplit("\r\x1b[2K", 1)[-1]
     assert line.endswith("| C-1__r1 round 2/20 jump, observe tokens 1.5k in/30 out")
     assert "0/4" in line and "invalid 0 errors 0" in line
+    offline = EpisodeOutcome(status="completed", final_text=None, rounds=1)  # no model call: no token counts
+    progress.episode(task, offline, "jump")
+    assert stream.getvalue().rsplit("\r\x1b[2K", 1)[-1].endswith("| C-1__r1 round 1/20 jump")
+    monkeypatch.setenv("COLUMNS", "80")  # the line is cut to the terminal's width: it never wraps and stacks
+    progress.episode(task, outcome, "jump, observe")
+    line = stream.getvalue().rsplit("\r\x1b[2K", 1)[-1]
+    assert len(line) < 80 and line.endswith("…") and line.startswith("[")
 
 
 def _start_run(argv, stderr_path):
@@ -217,6 +226,8 @@ def test_ctrl_c_writes_the_summary_and_says_how_to_resume(cases, tmp_path, press
     summary = json.loads((out / "summary.json").read_text())
     assert summary["interrupted"] and json.loads(stdout.strip().splitlines()[-1]) == summary
     assert summary["scored"] == (1 if presses == 1 else 0) and summary["missing"] == (1 if presses == 1 else 2)
+    # one worker: one episode was running when Ctrl-C came, the other had not started
+    assert "finishing 1 running episode (1 not started are left for a resume)" in stderr
 
 
 def test_a_harness_failure_still_writes_the_summary_of_what_finished(cases, tmp_path):

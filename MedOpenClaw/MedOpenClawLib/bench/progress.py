@@ -8,6 +8,8 @@ left alone: the runner's last stdout line is the aggregate JSON.
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
 import threading
 import time
@@ -51,9 +53,21 @@ class Progress:
         def shown(value: float | None) -> str:
             return "-" if value is None else f"{value:.3f}"
 
-        return (f"[{bar}] {tally.finished}/{tally.total} elapsed {_clock(elapsed)} "
+        text = (f"[{bar}] {tally.finished}/{tally.total} elapsed {_clock(elapsed)} "
                 f"ETA {_clock(eta) if eta is not None else '?'} task {shown(task)} strict {shown(strict)} "
                 f"invalid {tally.count(INVALID)} errors {tally.count(ERROR)}" + (f" | {label}" if label else ""))
+        return self._fit(text)
+
+    def _fit(self, text: str) -> str:
+        """On a terminal, the line is cut to its width (the episode label goes first): a line that wraps
+        cannot be redrawn in place and stacks up instead. Logs keep the whole line."""
+        if not self.tty:
+            return text
+        try:
+            columns = os.get_terminal_size(self.stream.fileno()).columns
+        except (AttributeError, OSError, ValueError):
+            columns = shutil.get_terminal_size().columns
+        return text if len(text) < columns else text[: max(columns - 2, 1)] + "…"
 
     def update(self, episode_id: str) -> None:
         """An episode's record joined the tally."""
@@ -67,8 +81,9 @@ class Progress:
             return
         usage = outcome.usage
         rounds = f"round {outcome.rounds}/{self.max_rounds}" if self.max_rounds else "answer turn"
-        label = (f"{task.episode_id} {rounds} {action[:40]} "
-                 f"tokens {_tokens(usage.input_tokens)} in/{_tokens(usage.output_tokens)} out")
+        label = f"{task.episode_id} {rounds} {action[:40]}"
+        if usage.calls or usage.input_tokens or usage.output_tokens:  # offline agents call no model
+            label += f" tokens {_tokens(usage.input_tokens)} in/{_tokens(usage.output_tokens)} out"
         with self._lock:
             self._write(self.line(label))
 

@@ -185,11 +185,12 @@ class BenchmarkRunner:
             if self.interrupts > 1:
                 progress.note("interrupted again: stopping now")
                 raise StopNow
-            running = self.executor.outstanding() if self.executor else 0
-            progress.note(f"interrupted: finishing the running episodes ({running} outstanding, nothing new "
-                          "starts); Ctrl-C again to stop now")
+            waiting = self.executor.outstanding() if self.executor else 0
             if self.executor is not None:
-                self.executor.stop_dispatching()
+                self.executor.stop_dispatching()  # first: what is left outstanding is what is running
+            running = self.executor.outstanding() if self.executor else 0
+            progress.note(f"interrupted: finishing {running} running episode{'s' if running != 1 else ''} "
+                          f"({waiting - running} not started are left for a resume); Ctrl-C again to stop now")
 
         return signal.signal(signal.SIGINT, interrupt)
 
