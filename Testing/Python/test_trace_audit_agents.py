@@ -20,7 +20,7 @@ from MedOpenClawLib.bench.episode import EpisodeConfig, EpisodePrompt, run_episo
 from MedOpenClawLib.cli import main
 from MedOpenClawLib.providers import ProviderConfig, RetryPolicy, make_provider
 from MedOpenClawLib.session import build_slicer_registry
-from MedOpenClawLib.trace_audit import audit_records
+from MedOpenClawLib.trace_audit import CODES, audit_records
 from MedOpenClawLib.worker.environment import LocalEnvironment
 
 MOTION = np.eye(4)
@@ -159,7 +159,8 @@ def test_the_oracle_episodes_carry_no_finding(tmp_path, capsys):
     out = tmp_path / "run"
     assert main(["bench", "run", "--module", "ucsf-pdgm", "--agent", "oracle", "--cases", str(cases),
                  "--out", str(out), "--workers", "1"]) == 0
-    capsys.readouterr()
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert summary["audit"] == {"episodes": 2, "with_findings": 0, "by_code": dict.fromkeys(CODES, 0)}
     results = [json.loads(path.read_text()) for path in sorted(out.glob("episodes/*/result.json"))]
     assert len(results) == 2
     for result in results:

@@ -10,6 +10,7 @@ from trace_audit_fixtures import TraceBuilder
 from MedOpenClawLib.bench.report import write_report
 from MedOpenClawLib.bench.report.findings import findings_table, milestone_plots
 from MedOpenClawLib.bench.report.runs import load_run
+from MedOpenClawLib.cli import main
 from MedOpenClawLib.trace_audit import audit_records
 
 LUMIERE = ("OLD_CT1", "OLD_FLAIR", "CURRENT_CT1", "CURRENT_FLAIR")
@@ -77,3 +78,16 @@ def test_runs_written_before_the_audit_are_audited_from_their_traces(tmp_path):
     row = findings_table([run]).sections[0].rows[0]
     assert (row.cells["finding:F3"].estimate.value, row.cells["finding:any"].estimate.value) == (1 / 3, 2 / 3)
     assert milestone_plots([run], tmp_path) == ["milestones_old_P1.png", "milestones_old_P1.svg"]
+
+
+def test_trace_audit_of_a_run_directory_gives_each_episode_and_the_stability_of_repeated_cases(tmp_path, capsys):
+    write_run(tmp_path / "run", with_audit=False)
+    assert main(["trace", "audit", str(tmp_path / "run"), "--json", "--fail-on", "high"]) == 1  # F2, F3
+    document = json.loads(capsys.readouterr().out)
+    assert [episode["episode_id"] for episode in document["episodes"]] == ["P1__r1", "P1__r2", "P1__r3"]
+    assert round(document["stability"]["P1"]["complete_share"], 2) == 0.33
+    assert main(["trace", "audit", str(tmp_path / "run")]) == 0
+    text = capsys.readouterr().out
+    assert "P1__r3: F3" in text and "P1: 3 runs, workflow complete in 33%" in text
+    assert main(["trace", "audit", str(tmp_path)]) == 2  # no run here
+    assert "holds no episode with a trace" in capsys.readouterr().err

@@ -227,6 +227,7 @@ class BenchmarkRunner:
         """Aggregate every finished episode of the run (this invocation's and earlier ones) the same way; the
         outcome counts come from the same tally the progress line shows."""
         from ..audit import read_trace
+        from ..trace_audit import summarize_audits
 
         if tally is None:
             tally = self.plan(tasks)[0]
@@ -246,6 +247,8 @@ class BenchmarkRunner:
         summary["module"] = self.config.module
         summary["episodes"] = len(scores)
         summary.update(tally.to_json())
+        summary["audit"] = summarize_audits([(tally.records.get(task.episode_id) or {}).get("audit")
+                                             for task in tasks])
         summary["executed_now"] = len(self.executed)
         summary["stopped"] = stopped
         summary["interrupted"] = self.interrupts > 0

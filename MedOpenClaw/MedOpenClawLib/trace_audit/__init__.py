@@ -29,7 +29,8 @@ from .specs import spec_for
 from .timeline import Timeline
 
 __all__ = ["CODES", "SEVERITIES", "AuditReport", "FieldProvenance", "Finding", "audit_records", "audit_trace_file",
-           "format_report", "stability"]
+           "format_report", "stability",
+           "summarize_audits"]
 FORMAT = 1
 
 
@@ -86,6 +87,16 @@ def audit_records(records: list, module: str | None = None, parsed: dict | None 
     findings = _evidence_findings(timeline, provenance) + detect(timeline, spec) + milestone_findings(progress)
     findings.sort(key=lambda finding: (min(finding.records, default=-1), finding.code))
     return AuditReport(module, provenance, findings, progress, final_view(timeline), final_mask(timeline))
+
+
+def summarize_audits(audits: list) -> dict:
+    """Run-level tally of episode audits (``result.json`` ``audit`` blocks): episodes audited, episodes with any
+    finding, and per code the episodes with at least one finding of it."""
+    audited = [audit for audit in audits if isinstance(audit, dict) and isinstance(audit.get("findings"), list)]
+    per_code = {code: sum(any(isinstance(item, dict) and item.get("code") == code for item in audit["findings"])
+                          for audit in audited) for code in CODES}
+    return {"episodes": len(audited), "with_findings": sum(bool(audit["findings"]) for audit in audited),
+            "by_code": per_code}
 
 
 def parse_answer(module: str | None, text: str | None) -> dict:

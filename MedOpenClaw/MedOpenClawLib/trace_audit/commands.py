@@ -1,17 +1,19 @@
-"""``medopenclaw trace audit TRACE``: the trace audit of one episode, as text or JSON."""
+"""``medopenclaw trace audit TRACE|RUN_DIR``: the trace audit of one episode, or of every episode of a ``bench run``
+directory with the stability of each case run more than once (``bench run --repeats N``), as text or JSON."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections import defaultdict
 from pathlib import Path
 
 
 def add_audit_command(trace_commands) -> None:
     """Register ``audit`` under the ``trace`` command's sub-parsers."""
     audit = trace_commands.add_parser(
-        "audit", help="evidence provenance and failure-mode findings (F1-F4, G5) of one episode trace")
-    audit.add_argument("trace", type=Path)
+        "audit", help="evidence provenance and failure-mode findings (F1-F4, G5) of a trace or a bench run")
+    audit.add_argument("trace", type=Path, help="an episode trace (.jsonl), or a bench run directory")
     audit.add_argument("--module", default=None, help="benchmark module (default: the trace header's)")
     audit.add_argument("--json", action="store_true", help="print the report as JSON")
     audit.add_argument("--fail-on", choices=("high", "medium", "low"), default=None,
@@ -19,17 +21,74 @@ def add_audit_command(trace_commands) -> None:
     audit.set_defaults(func=run_audit)
 
 
-def run_audit(args: argparse.Namespace) -> int:
+def _records(path: Path) -> list:
     from ..audit import read_trace
-    from . import SEVERITIES, audit_records, format_report
 
     try:
-        records = read_trace(args.trace)
+        return read_trace(path)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise ValueError(f"{args.trace} is not a readable trace: {error}") from error
-    report = audit_records(records, args.module)
-    print(json.dumps(report.to_json(), indent=1, sort_keys=True) if args.json else format_report(report))
+        raise ValueError(f"{path} is not a readable trace: {error}") from error
+
+
+def _run_reports(run: Path, module: str | None) -> list[tuple[dict, dict]]:
+    """(episode result, audit JSON) of every episode of a run directory that has a trace."""
+    from . import audit_records
+
+    reports = []
+    for path in sorted(run.glob("episodes/*/result.json")):
+        try:
+            result = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise ValueError(f"{path}: unreadable episode result ({error})") from error
+        if not isinstance(result, dict) or not isinstance(result.get("trace"), str):
+            continue
+        parsed = ((result.get("score") or {}).get("details") or {}).get("parsed")
+        report = audit_records(_records(run / result["trace"]), module, parsed)
+        reports.append((result, {**report.to_json(), "trace_dir": str((run / result["trace"]).parent)}))
+    if not reports:
+        raise ValueError(f"{run} holds no episode with a trace (episodes/*/result.json)")
+    return reports
+
+
+def _run_document(reports: list[tuple[dict, dict]]) -> dict:
+    from . import stability
+
+    cases: dict[str, list[dict]] = defaultdict(list)
+    for result, audit in reports:
+        cases[str(result.get("case_id"))].append({"repeat": result.get("repeat"), **audit})
+    return {
+        "episodes": [{"episode_id": result.get("episode_id"), "findings": audit["findings"],
+                      "grounded": audit["grounded"], "ungrounded": audit["ungrounded"],
+                      "milestones": audit["milestones"]} for result, audit in reports],
+        "stability": {case: stability(runs) for case, runs in sorted(cases.items()) if len(runs) > 1},
+    }
+
+
+def _run_text(document: dict) -> str:
+    lines = []
+    for episode in document["episodes"]:
+        codes = ", ".join(sorted({finding["code"] for finding in episode["findings"]})) or "no finding"
+        lines.append(f"{episode['episode_id']}: {codes} ({episode['grounded']} evidence fields grounded, "
+                     f"{episode['ungrounded']} ungrounded)")
+    for case, result in document["stability"].items():
+        share = "n/a" if result["complete_share"] is None else f"{result['complete_share']:.0%}"
+        lines.append(f"{case}: {result['runs']} runs, workflow complete in {share}, final-view agreement "
+                     f"{result['final_view_agreement']}, runs without a mask {result['runs_without_mask']}")
+    return "\n".join(lines)
+
+
+def run_audit(args: argparse.Namespace) -> int:
+    from . import SEVERITIES, audit_records, format_report
+
+    if args.trace.is_dir():
+        document = _run_document(_run_reports(args.trace, args.module))
+        print(json.dumps(document, indent=1, sort_keys=True) if args.json else _run_text(document))
+        findings = [finding for episode in document["episodes"] for finding in episode["findings"]]
+    else:
+        report = audit_records(_records(args.trace), args.module)
+        print(json.dumps(report.to_json(), indent=1, sort_keys=True) if args.json else format_report(report))
+        findings = [finding.to_json() for finding in report.findings]
     if args.fail_on is None:
         return 0
     worst = SEVERITIES[: SEVERITIES.index(args.fail_on) + 1]
-    return 1 if any(finding.severity in worst for finding in report.findings) else 0
+    return 1 if any(finding["severity"] in worst for finding in findings) else 0
