@@ -3,6 +3,8 @@ trace: malformed arguments, unknown tools, 429s, timeouts, budget exhaustion, re
 
 from __future__ import annotations
 
+import json
+
 from agents_fakes import FakeModelServer, Scripted, anthropic_reply, openai_reply, toy_registry
 
 from MedOpenClawLib.audit import AuditTrace, read_trace, verify_trace
@@ -83,17 +85,23 @@ def test_malformed_unknown_429_then_answer(tmp_path):
 
 
 def test_budget_exhaustion_forces_an_answer_without_tools(tmp_path):
+    """A call on the answer turn is refused once with a request to answer (a protocol deviation); the next reply's
+    text is the answer."""
     call = [("observe", "{}")]
     script = [
         Scripted(openai_reply(calls=call)),
         Scripted(openai_reply(calls=call)),
-        Scripted(openai_reply("out of budget\nANSWER: A", calls=call)),
+        Scripted(openai_reply("one more look", calls=call)),
+        Scripted(openai_reply("out of budget\nANSWER: A")),
     ]
     outcome, records, requests, _, _ = episode(tmp_path, "openai", script, max_rounds=2)
     assert outcome.budget_exhausted and outcome.rounds == 2 and outcome.final_text.endswith("ANSWER: A")
-    assert outcome.rejected_calls == 1  # the call made after the budget was not executed
-    last = requests[-1]["body"]
-    assert last["tool_choice"] == "none" and "Tool budget exhausted" in last["messages"][-1]["content"]
+    assert outcome.rejected_calls == 1 and outcome.stop_reason == "budget"  # the late call was not executed
+    assert outcome.deviations == {"tool_call_on_answer_turn": 1}
+    third, last = requests[2]["body"], requests[-1]["body"]
+    assert third["tool_choice"] == "none" and "Tool budget exhausted" in json.dumps(third["messages"][-1])
+    assert [m["role"] for m in last["messages"][-3:]] == ["assistant", "tool", "user"]
+    assert "answer_required" in last["messages"][-2]["content"] and last["tool_choice"] == "none"
     assert len([r for r in records if r["kind"] == "action"]) == 2
 
 

@@ -218,15 +218,19 @@ def test_retry_after_is_honoured_but_the_deadline_bounds_the_call():
         (403, {"error": {"message": "forbidden"}}, True, "API key was refused"),
         (404, {"error": {"message": "The model `nope` does not exist"}}, True, "unknown model"),
         (400, {"error": {"message": "nope is not a valid model ID"}}, True, "unknown model"),
-        (400, {"error": {"message": "context length exceeded"}}, False, "context length exceeded"),
+        (400, {"error": {"message": "context length exceeded"}}, False, "too long.*context length exceeded"),
+        (413, {"error": {"type": "request_too_large"}}, False, "too long"),
         (400, {"detail": "bad image"}, False, "bad image"),
     ],
 )
 def test_client_errors_are_classified_with_the_providers_message(status, body, fatal, text):
-    with FakeModelServer([Scripted(body, status)]) as server:
+    """A refusal for length is retried once on a compact context, then raised as ``length`` (a model outcome)."""
+    with FakeModelServer([Scripted(body, status)] * 2) as server:
         with pytest.raises(ProviderError, match=text) as caught:
             provider("openai", server.url).complete(conversation(), TOOLS)
-    assert caught.value.fatal is fatal and not caught.value.retryable and len(server.requests) == 1
+    length = "too long" in text
+    assert caught.value.fatal is fatal and not caught.value.retryable and caught.value.length is length
+    assert len(server.requests) == (2 if length else 1)
 
 
 def test_reasoning_model_options_extra_body_and_default_temperature():
@@ -266,7 +270,8 @@ def test_preflight_fails_fast_on_a_bad_key_and_an_unreachable_url_but_not_on_a_b
     with FakeModelServer([Scripted({"error": {"message": "bad key"}}, 401)]) as server:
         with pytest.raises(ProviderError, match="API key was refused") as caught:
             provider("anthropic", server.url).preflight()
-    assert caught.value.fatal and server.requests[0]["body"]["max_tokens"] == 1
+    preflight = server.requests[0]["body"]
+    assert caught.value.fatal and preflight["max_tokens"] == 256 and preflight["tools"][0]["name"] == "report_colour"
     with FakeModelServer([Scripted({"error": {"message": "missing key"}}, 401)]) as server:
         keyless = make_provider(ProviderConfig(kind="openai", model="m", base_url=server.url, retry=FAST_RETRY))
         with pytest.raises(ProviderError, match="no API key was sent: set MEDOPENCLAW_API_KEY"):

@@ -31,6 +31,7 @@ from MedOpenClawLib.providers.messages import Usage
 
 ANSWER = Scripted(openai_reply("ANSWER: glioblastoma"))
 OUTAGE = Scripted({"error": {"message": "upstream overloaded"}}, 500)
+PREFLIGHT = Scripted(openai_reply(calls=[("report_colour", '{"colour": "red"}')]))  # one image, one tool: called
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -95,7 +96,7 @@ def test_outage_leaves_errors_that_the_same_command_reruns(cases, tmp_path, caps
     assert (episode / "error.json").exists() and not (episode / "result.json").exists()
     assert json.loads((out / "summary.json").read_text())["errors"] == 2
 
-    with FakeModelServer([], fallback=ANSWER, port=port):  # the outage is over: the same command again
+    with FakeModelServer([PREFLIGHT], fallback=ANSWER, port=port):  # the outage is over: the same command again
         code, summary, stderr = run_cli(argv, capsys)
     assert code == 0, stderr
     assert (summary["scored"], summary["errors"], summary["invalid"], summary["n"]) == (2, 0, 0, 2)

@@ -27,7 +27,7 @@ def test_model_agent_run_through_the_cli(tmp_path, capsys, monkeypatch):
     cases = write_ucsf_package(tmp_path / "cases", cases=1)
     truth = load_ground_truth(cases, "UCSF-PDGM-0001")
     script = [
-        Scripted(openai_reply("OK")),  # the pre-flight request
+        Scripted(openai_reply(calls=[("report_colour", '{"colour": "red"}')])),  # the pre-flight request
         Scripted(openai_reply(calls=[("select_volume", '{"volume_name": "UCSF-PDGM-0001_T1c", "size": 64}')])),
         Scripted(openai_reply(calls=[("image_coords_to_ras", '{"view": "axial", "point_1000": [500, 500]}'),
                                      ("run_python", '{"code": "import os"}')])),
@@ -45,7 +45,9 @@ def test_model_agent_run_through_the_cli(tmp_path, capsys, monkeypatch):
 
     assert len(model.requests) == 4
     preflight = model.requests[0]["body"]
-    assert preflight["max_tokens"] == 1 and "tools" not in preflight and "temperature" not in preflight
+    assert preflight["max_tokens"] == 256 and "temperature" not in preflight
+    assert [tool["function"]["name"] for tool in preflight["tools"]] == ["report_colour"]
+    assert preflight["messages"][0]["content"][1]["type"] == "image_url"  # one image, one tool
     first = model.requests[1]["body"]
     assert first["model"] == "scripted" and {tool["function"]["name"] for tool in first["tools"]} >= {"jump", "observe"}
     assert any(part.get("type") == "image_url" for message in first["messages"]

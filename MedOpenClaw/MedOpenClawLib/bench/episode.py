@@ -8,6 +8,7 @@ feedback the model received. The registry itself records each executed action wi
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Callable
@@ -15,13 +16,27 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..providers.http import ProviderError
-from ..providers.messages import ImageInput, Message, ToolCall, Usage
+from ..providers.images import fit_png
+from ..providers.messages import ImageInput, Message, ModelReply, ToolCall, Usage
 from .agents.base import Agent
 
 BUDGET_NOTICE = (
     "Tool budget exhausted: all {rounds} tool-calling rounds are used and no more tools can be called. "
     "Give your best final answer now from the evidence already in context, in exactly the required format."
 )
+LENGTH_NOTICE = (
+    "The conversation no longer fits the model server's limits, so no more tools can be called. Give your best "
+    "final answer now from the evidence already in context, in exactly the required format."
+)
+EMPTY_NUDGE = "Your last reply was empty. Call a tool, or give your final answer in exactly the required format."
+ANSWER_NOW = ("No tools can be called any more: that call was not executed. Give your final answer now, in exactly "
+              "the required format, without calling a tool.")
+CONTINUE = "Your reply was cut off at the output-token limit. Continue exactly where it stopped."
+TRUNCATED_CALL = ("{name}: the call's arguments were cut off at the output-token limit (max_tokens), so nothing was "
+                  "executed; send the call again, shorter")
+MAX_CONTINUATIONS = 2
+# the protocol deviations counted per episode (process metrics): what the model did outside the API's contract
+DEVIATIONS = ("tool_call_as_text", "empty_reply", "answer_in_reasoning", "tool_call_on_answer_turn")
 
 
 class Environment(Protocol):
@@ -73,6 +88,10 @@ class EpisodeOutcome:
     error: dict | None = None  # ProviderError.to_json() when status == "error"
     tool_seconds: float = 0.0  # time inside the environment (viewer work + transport)
     wall_seconds: float = 0.0
+    # why the episode ended: "answer", "budget" (rounds spent), "model_length" (the server's limits were hit even
+    # after compaction: answered without tools on a compact context and scored, as inspect_ai's model_length)
+    stop_reason: str = "answer"
+    deviations: dict = field(default_factory=dict)  # DEVIATIONS kind -> count
 
     @property
     def harness_seconds(self) -> float:
@@ -91,15 +110,28 @@ class EpisodeOutcome:
             "images_received": self.images_received,
             "usage": self.usage.to_json(),
             "error": self.error,
+            "stop_reason": self.stop_reason,
+            "protocol_deviations": dict(self.deviations),
             "tool_seconds": round(self.tool_seconds, 4),
             "harness_seconds": round(self.harness_seconds, 4),
             "wall_seconds": round(self.wall_seconds, 4),
         }
 
 
+def model_image(png_base64: str, label: str, view: str = "", image_id: str | None = None,
+                offset_mm: float | None = None) -> ImageInput:
+    """An image as it enters a model conversation: downscaled once if too large for the strictest server
+    (:func:`~MedOpenClawLib.providers.images.fit_png`), tagged with what its stub will name."""
+    data = base64.b64decode(png_base64)
+    fitted = fit_png(data)
+    encoded = png_base64 if fitted is data else base64.b64encode(fitted).decode("ascii")
+    return ImageInput(encoded, label, view, image_id, offset_mm)
+
+
 def result_images(result: dict, source: str) -> list[ImageInput]:
     return [
-        ImageInput(image["png_base64"], f"{source}:{image.get('view', '')}")
+        model_image(image["png_base64"], f"{source}:{image.get('view', '')}", image.get("view") or "",
+                    image.get("image_id"), image.get("slice_offset_mm"))
         for image in result.get("images", [])
         if image.get("png_base64")
     ]
@@ -166,13 +198,29 @@ class EpisodeLoop:
 
     def _loop(self) -> None:
         outcome = self.outcome
+        nudged = refused = False  # one nudge per episode for an empty reply; one refusal of answer-turn calls
+        pieces: list[str] = []  # an answer cut at the output-token limit, continued
         while True:
-            allow_tools = outcome.rounds < self.config.max_rounds
-            if not allow_tools and self.config.max_rounds > 0:  # max_rounds == 0: one answer turn (Track C)
-                outcome.budget_exhausted = True
+            allow_tools = outcome.rounds < self.config.max_rounds and outcome.stop_reason != "model_length"
+            if not allow_tools and self.config.max_rounds > 0 and outcome.stop_reason == "answer":
+                outcome.budget_exhausted = True  # max_rounds == 0: one answer turn (Track C)
+                outcome.stop_reason = "budget"
                 self.conversation.append(Message("user", BUDGET_NOTICE.format(rounds=self.config.max_rounds)))
-            reply = self.agent.step(self.conversation, allow_tools=allow_tools)
+            try:
+                reply = self.agent.step(self.conversation, allow_tools=allow_tools)
+            except ProviderError as error:
+                if not error.length:
+                    raise
+                self.env.record_event("model_length", {"error": error.to_json(), "answer_turn": not allow_tools})
+                if outcome.stop_reason == "model_length":  # the compact answer turn was refused too: no answer
+                    outcome.final_text = "".join(pieces) or None
+                    self._report("model_length")
+                    return
+                outcome.stop_reason = "model_length"
+                self.conversation.append(Message("user", LENGTH_NOTICE))
+                continue
             outcome.usage.add(reply.usage)
+            deviations = self._deviations(reply, allow_tools, nudged)
             round_id = outcome.rounds + 1 if allow_tools and reply.tool_calls else None
             self.env.record_event(
                 "model_output",
@@ -184,29 +232,79 @@ class EpisodeLoop:
                     "stop_reason": reply.stop_reason,
                     "usage": reply.usage.to_json(),
                     "tools_allowed": allow_tools,
+                    "request": reply.request,
+                    "deviations": deviations,
                 },
             )
-            self.conversation.append(Message("assistant", reply.text, tool_calls=list(reply.tool_calls)))
-            if not reply.tool_calls or not allow_tools:
-                # tool calls after the budget are not executed: the text is the answer
+            self.conversation.append(Message("assistant", reply.text, tool_calls=list(reply.tool_calls),
+                                             vendor=reply.vendor))
+            if reply.tool_calls and not allow_tools:
+                if not refused:  # refused with a request to answer, once; then the text is the answer
+                    refused = True
+                    for call in reply.tool_calls:
+                        self._refuse(call, "answer_required", ANSWER_NOW)
+                    self.conversation.append(Message("user", ANSWER_NOW))
+                    continue
                 outcome.rejected_calls += len(reply.tool_calls)
-                outcome.final_text = reply.text
-                self._report("answer")
-                return
-            outcome.rounds += 1
-            for index, call in enumerate(reply.tool_calls):
-                self._execute(call, outcome.rounds, index)
-            self._report(", ".join(call.name for call in reply.tool_calls))
-            if self.config.round_observation is not None:
-                text, images = self.config.round_observation(self.env, outcome.rounds)
-                outcome.images_received += len(images)
-                self.conversation.append(Message("user", text, images=images))
+            elif reply.tool_calls:
+                outcome.rounds += 1
+                for index, call in enumerate(reply.tool_calls):
+                    self._execute(call, outcome.rounds, index, reply.truncated)
+                self._report(", ".join(call.name for call in reply.tool_calls))
+                if self.config.round_observation is not None:
+                    text, images = self.config.round_observation(self.env, outcome.rounds)
+                    outcome.images_received += len(images)
+                    self.conversation.append(Message("user", text, images=images))
+                continue
+            elif not reply.text and not nudged and not pieces:
+                nudged = True
+                self.conversation.append(Message("user", EMPTY_NUDGE))
+                continue
+            elif reply.text and reply.truncated and len(pieces) < MAX_CONTINUATIONS:
+                pieces.append(reply.text)  # "length" with text: let it continue
+                self.conversation.append(Message("user", CONTINUE))
+                continue
+            text = reply.text
+            if not text and not pieces and reply.reasoning:  # the documented rule: see _deviations
+                text = reply.reasoning
+            outcome.final_text = "".join(pieces) + text
+            self._report("answer")
+            return
+
+    def _deviations(self, reply: ModelReply, allow_tools: bool, nudged: bool) -> list[str]:
+        """What this reply did outside the API's contract (counted in the outcome and the process metrics).
+
+        The rule for an answer left only in ``reasoning_content`` / thinking: when a reply has no text and no tool
+        call after the one nudge for an empty reply, its reasoning text is taken as the answer (the parsers read
+        the answer lines in it), and the deviation is recorded."""
+        found = []
+        if any(call.from_text for call in reply.tool_calls):
+            found.append("tool_call_as_text")
+        if reply.tool_calls and not allow_tools:
+            found.append("tool_call_on_answer_turn")
+        if not reply.text and not reply.tool_calls:
+            found.append("answer_in_reasoning" if nudged and reply.reasoning else "empty_reply")
+        for kind in found:
+            self.outcome.deviations[kind] = self.outcome.deviations.get(kind, 0) + 1
+        return found
 
     def _report(self, action: str) -> None:
         if self.config.on_round is not None:
             self.config.on_round(self.outcome, action)
 
-    def _execute(self, call: ToolCall, round_id: int, index: int) -> None:
+    def _refuse(self, call: ToolCall, code: str, message: str) -> None:
+        """Answer a call that is not executed (the API needs a result for every call id)."""
+        self.outcome.rejected_calls += 1
+        text = feedback_text(rejection(code, message))
+        self.conversation.append(Message("tool", text, tool_call_id=call.id, tool_name=call.name, is_error=True,
+                                         result=rejection(code, message)))
+        self.env.record_event("tool_receipt", {"round": None, "call_id": call.id, "name": call.name,
+                                               "raw_arguments": call.raw_arguments, "arguments": call.arguments,
+                                               "repair": call.repair, "executed": False, "dispatched": False,
+                                               "status": "error", "error": {"code": code, "message": message},
+                                               "feedback": text, "images": []})
+
+    def _execute(self, call: ToolCall, round_id: int, index: int, truncated: bool = False) -> None:
         outcome = self.outcome
         outcome.tool_calls += 1
         dispatched = False
@@ -214,6 +312,8 @@ class EpisodeLoop:
             result = rejection(
                 "one_call_per_round", "only one tool call per round is executed; this one was not"
             )
+        elif call.parse_error is not None and truncated:
+            result = rejection("truncated", TRUNCATED_CALL.format(name=call.name))
         elif call.parse_error is not None:
             result = rejection("invalid_json", f"{call.name}: {call.parse_error}; nothing was executed")
         elif call.name not in self.offered:  # hidden means refused: the environment may hold more actions

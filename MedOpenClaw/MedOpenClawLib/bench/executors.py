@@ -125,7 +125,8 @@ class EpisodeJob:
             prompt = montage_prompt(case, env, attachments)
         else:
             prompt = self.build_prompt(case, attachments, config.max_rounds)
-        rounds = PathologyRounds(case, config.max_rounds) if pathology else None
+        repeat_task = config.provider is None or config.provider.image_history is None  # the policy: task once
+        rounds = PathologyRounds(case, config.max_rounds, repeat_task) if pathology else None
         listener = (lambda outcome, action: on_round(task, outcome, action)) if on_round else None
         episode_config = EpisodeConfig(max_rounds=max_rounds, one_call_per_round=pathology, round_observation=rounds,
                                        on_round=listener)

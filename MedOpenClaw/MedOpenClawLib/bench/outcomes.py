@@ -5,8 +5,12 @@ Three outcomes, kept apart (as inspect_ai keeps sample errors apart from scores)
 - *scored*: the episode finished and its answer was scored;
 - *INVALID*: an environment fault (a worker that crashed or hung twice, a case that cannot be loaded); the
   paper excludes these from every denominator, and they are final;
-- *error*: the model provider failed (outage, rate limit past the retry deadline, a rejected request); the
-  episode is re-run when the same command runs again, and the run exits non-zero while any remain.
+- *error*: the model provider failed transiently (outage, rate limit past the retry deadline, lost connection)
+  or fatally (a rejected key); the episode is re-run when the same command runs again, and the run exits non-zero
+  while any remain;
+- *rejected*: the server refused this episode's request deterministically (a 4xx other than 429 and other than a
+  length limit, which ends as the model outcome ``model_length``): final after its attempt, with the reason
+  recorded; the invocation that met it exits non-zero, a resume does not re-run it (``--rerun-rejected`` does).
 
 On disk, ``episodes/<id>/result.json`` holds a finished (scored or INVALID) episode and ``error.json`` an
 errored one; the first finished attempt replaces the error. The progress line and ``summary.json`` both read
@@ -22,7 +26,8 @@ from pathlib import Path
 
 from ..providers.messages import Usage
 
-SCORED, INVALID, ERROR = "scored", "invalid", "error"
+SCORED, INVALID, ERROR, REJECTED = "scored", "invalid", "error", "rejected"
+PROVIDER_FAILURES = (ERROR, REJECTED)
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
@@ -35,8 +40,10 @@ def write_json_atomic(path: Path, value: dict) -> None:
 
 
 def outcome_of(record: dict) -> str:
-    if record.get("error"):
-        return ERROR
+    error = record.get("error")
+    if error:
+        deterministic = isinstance(error, dict) and error.get("retryable") is False and not error.get("fatal")
+        return REJECTED if deterministic else ERROR
     return INVALID if record.get("invalid") else SCORED
 
 
@@ -75,7 +82,7 @@ class EpisodeStore:
         if earlier.exists():
             usage.add(episode_usage(json.loads(earlier.read_text(encoding="utf-8"))))
         record = {**record, "usage_all_attempts": usage.to_json()}
-        if outcome_of(record) == ERROR:
+        if outcome_of(record) in PROVIDER_FAILURES:
             write_json_atomic(earlier, record)
         else:
             write_json_atomic(self.result_path(episode_id), record)
@@ -118,11 +125,11 @@ class Tally:
             total.add(episode_usage(record))
         return total
 
-    def errors(self) -> list[dict]:
+    def errors(self, outcome: str = ERROR) -> list[dict]:
         return [
             {"episode_id": episode_id, **(record.get("error") or {})}
             for episode_id, record in sorted(self.records.items())
-            if outcome_of(record) == ERROR
+            if outcome_of(record) == outcome
         ]
 
     def to_json(self) -> dict:
@@ -132,8 +139,10 @@ class Tally:
             "scored": self.count(SCORED),
             "invalid": self.count(INVALID),
             "errors": self.count(ERROR),
+            "rejected": self.count(REJECTED),
             "missing": self.missing,
             "error_episodes": self.errors(),
+            "rejected_episodes": self.errors(REJECTED),
             "usage": usage.to_json(),
             "cost_usd": None if usage.cost_usd is None else round(usage.cost_usd, 6),
         }
@@ -163,7 +172,7 @@ class ErrorPolicy:
 
     def observe(self, record: dict, tally: Tally) -> str | None:
         """Account one finished attempt; return the reason to stop starting episodes, once."""
-        if outcome_of(record) != ERROR or self.stop_reason:
+        if outcome_of(record) not in PROVIDER_FAILURES or self.stop_reason:
             return None
         self.fresh_errors += 1
         error = record.get("error") or {}
@@ -179,7 +188,9 @@ class ErrorPolicy:
 
 
 def exit_status(summary: dict) -> int:
-    """0 only when every episode finished (scored or INVALID): errors or episodes not run are non-zero."""
+    """0 only when every episode finished (scored or INVALID) or was rejected by an earlier invocation: errors,
+    episodes not run, and rejections met by this invocation are non-zero."""
     if summary.get("interrupted"):
         return EXIT_INTERRUPTED
-    return EXIT_ERRORS if summary.get("errors") or summary.get("missing") else EXIT_OK
+    failed = summary.get("errors") or summary.get("missing") or summary.get("rejected_now")
+    return EXIT_ERRORS if failed else EXIT_OK

@@ -113,13 +113,20 @@ def module_prompt(case: Case, attachments: Attachments, max_rounds: int) -> Epis
     return EpisodePrompt(system, task, attachments.images)
 
 
-class PathologyRounds:
-    """The per-round observation of a pathology episode: the round message again, with the current state."""
+# The conversation policy sends the task once: later round messages point back at it (App. H.4: per round only
+# the state summaries and the current screenshot are new).
+TASK_SENT_ONCE = "(unchanged: as stated in the first message)"
 
-    def __init__(self, case: Case, max_rounds: int):
+
+class PathologyRounds:
+    """The per-round observation of a pathology episode: the round message with the current state, and the task
+    text again only when ``repeat_task`` (App. H.2 verbatim; the ``--image-history all`` policy)."""
+
+    def __init__(self, case: Case, max_rounds: int, repeat_task: bool = True):
         self.case = case
         self.max_rounds = max_rounds
-        self.task = build_prompt(case.module, case, max_rounds, scene_inventory=PATHOLOGY_STATE_POINTER)[1]
+        self.task = build_prompt(case.module, case, max_rounds, scene_inventory=PATHOLOGY_STATE_POINTER)[1] \
+            if repeat_task else TASK_SENT_ONCE
 
     def __call__(self, env, rounds_used: int) -> tuple[str, list[ImageInput]]:
         direct, gui, images = pathology_observation(env)

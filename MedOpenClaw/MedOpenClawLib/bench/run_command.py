@@ -98,8 +98,8 @@ def provider_config(args):
         model=args.model, provider=args.provider, base_url=args.base_url, temperature=args.temperature,
         seed=args.seed, timeout_s=args.model_timeout, max_tokens=args.max_tokens or args.max_completion_tokens
         or 2048, token_limit_field="max_completion_tokens" if args.max_completion_tokens else "max_tokens",
-        extra_body=args.extra_body or {},
-        retry=RetryPolicy(max_retries=args.max_retries, deadline_s=args.retry_deadline))
+        extra_body=args.extra_body or {}, image_history=args.image_history, context_window=args.context_window,
+        profile=args.server_profile, retry=RetryPolicy(max_retries=args.max_retries, deadline_s=args.retry_deadline))
     if args.prices:
         config.price = load_price(args.prices, config.model)
         if config.price is None:
@@ -190,7 +190,8 @@ def combined_summary(summaries: dict[str, dict]) -> dict:
         return round(sum(values) / len(values), 4) if values else None
 
     counts = {key: sum(int(summary.get(key) or 0) for summary in summaries.values())
-              for key in ("episodes", "scored", "invalid", "errors", "missing", "executed_now")}
+              for key in ("episodes", "scored", "invalid", "errors", "rejected", "rejected_now", "missing",
+                          "executed_now")}
     return {"modules": summaries, **counts, "task_macro": macro("task"), "strict_macro": macro("strict"),
             "loc_macro": macro("loc"), "interrupted": any(s.get("interrupted") for s in summaries.values()),
             "stopped": next((s["stopped"] for s in summaries.values() if s.get("stopped")), None)}
@@ -225,6 +226,7 @@ def _run(args) -> int:
                                track=args.track, limit=args.limit, case_ids=args.case_ids, repeats=args.repeats,
                                workers=args.workers, slicer=args.slicer, max_rounds=args.max_rounds, seed=args.seed,
                                provider=provider, call_timeout_s=args.call_timeout, fail_on_error=args.fail_on_error,
+                               rerun_rejected=args.rerun_rejected,
                                replay_from=str(Path(args.replay_from).resolve()) if args.replay_from else None)
             summary = summaries[module] = BenchmarkRunner(
                 config, agent_factory(args, provider), module_prompt, resume_hint=resume,
@@ -283,6 +285,15 @@ def _fail_on_error(text: str) -> float:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _image_history(text: str) -> int | None:
+    from ..providers.conversation import parse_image_history
+
+    try:
+        return parse_image_history(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+
+
 def add_bench_subcommand(bench_subparsers) -> None:
     from .cases import MODULES
     from .tasks import TRACKS
@@ -317,10 +328,22 @@ def add_bench_subcommand(bench_subparsers) -> None:
     model.add_argument("--retry-deadline", type=float, default=300.0,
                        help="seconds one model call may spend on retries before its episode ends in error")
     model.add_argument("--no-preflight", action="store_true",
-                       help="skip the request that checks key, URL and model before workers start")
+                       help="skip the request (one image, one tool) that checks key, URL, model, image input and tool "
+                            "calling before workers start")
+    model.add_argument("--image-history", type=_image_history, default=6, metavar="K|all",
+                       help="images each request carries: the last K (older ones become text stubs; default 6), or "
+                            "all; recorded in run.json")
+    model.add_argument("--context-window", type=int, metavar="TOKENS",
+                       help="the server's context window (default: documented per server, reported by vLLM and "
+                            "llama.cpp, else 16384); every request is trimmed to fit it")
+    model.add_argument("--server-profile", choices=("openai", "anthropic", "gemini", "mistral", "vllm", "ollama",
+                                                    "llamacpp", "openai-compatible"),
+                       help="whose documented limits requests are held to (default: detected from URL and model)")
     parser.add_argument("--fail-on-error", type=_fail_on_error, metavar="N|FRACTION",
                         help="stop starting episodes once N episodes (or more than FRACTION of the run) ended "
                              "in a provider error; errored episodes are re-run when the same command runs again")
+    parser.add_argument("--rerun-rejected", action="store_true",
+                        help="also re-run episodes the model server rejected deterministically (a 4xx) earlier")
     parser.add_argument("--track", choices=TRACKS, default="A",
                         help="A viewer-native, B advanced operators, C 2D slice montage in one turn")
     parser.add_argument("--cases", help="case packages from `bench prepare`; default: the synthetic cohort")

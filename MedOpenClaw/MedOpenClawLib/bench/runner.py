@@ -34,7 +34,17 @@ from .cases import Case, GroundTruth, load_cases, load_ground_truth, read_manife
 from .concurrency import resolve_workers
 from .episode import EpisodePrompt
 from .executors import EpisodeJob, Executor, LocalExecutor, RoundListener
-from .outcomes import ERROR, EpisodeStore, ErrorPolicy, Tally, exit_status, outcome_of, write_json_atomic
+from .outcomes import (
+    ERROR,
+    PROVIDER_FAILURES,
+    REJECTED,
+    EpisodeStore,
+    ErrorPolicy,
+    Tally,
+    exit_status,
+    outcome_of,
+    write_json_atomic,
+)
 from .parsers import parse_response
 from .preload import Attachments
 from .progress import Progress
@@ -120,7 +130,9 @@ class BenchmarkRunner:
             existing = self.store.load(task.episode_id)
             if existing is not None:
                 tally.record(task.episode_id, existing)
-            if existing is None or outcome_of(existing) == ERROR:
+            rerun = outcome_of(existing) == ERROR or (self.config.rerun_rejected and outcome_of(existing) == REJECTED) \
+                if existing is not None else True
+            if rerun:
                 prior = existing["attempts"] if existing else 0
                 pending.append(dataclasses.replace(task, prior_attempts=prior))
         return tally, pending
@@ -172,6 +184,9 @@ class BenchmarkRunner:
         if summary["interrupted"] or summary["errors"] or summary["missing"]:
             progress.note(f"{summary['errors']} episodes in error, {summary['missing']} not run: "
                           f"to resume, run {self.resume_hint} again")
+        if summary["rejected_now"]:
+            progress.note(f"{summary['rejected_now']} episodes rejected by the model server (see error.json: a "
+                          "resume does not re-run them; --rerun-rejected does)")
         return summary
 
     def _trap_interrupts(self, progress: Progress):
@@ -195,7 +210,7 @@ class BenchmarkRunner:
         return signal.signal(signal.SIGINT, interrupt)
 
     def _scored(self, task: EpisodeTask, record: dict) -> dict:
-        if outcome_of(record) == ERROR:
+        if outcome_of(record) in PROVIDER_FAILURES:
             return {**record, "score": None}
         score = self.score(task.case.case_id, record.get("response"), record.get("invalid"))
         return {**record, "score": score.to_json(), "audit": self.audit(record, score.details["parsed"])}
@@ -234,7 +249,7 @@ class BenchmarkRunner:
         scores, process = [], []
         for task in tasks:
             record = tally.records.get(task.episode_id)
-            if record is None or outcome_of(record) == ERROR:
+            if record is None or outcome_of(record) in PROVIDER_FAILURES:
                 continue
             score = self.score(record["case_id"], record.get("response"), record.get("invalid"))
             scores.append(score)
@@ -250,6 +265,8 @@ class BenchmarkRunner:
         summary["audit"] = summarize_audits([(tally.records.get(task.episode_id) or {}).get("audit")
                                              for task in tasks])
         summary["executed_now"] = len(self.executed)
+        summary["rejected_now"] = sum(1 for episode_id in set(self.executed)
+                                      if outcome_of(tally.records.get(episode_id) or {}) == REJECTED)
         summary["stopped"] = stopped
         summary["interrupted"] = self.interrupts > 0
         if process:

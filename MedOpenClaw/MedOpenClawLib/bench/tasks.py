@@ -79,6 +79,7 @@ class RunConfig:
     startup_timeout_s: float = 120.0
     save_images: bool = True
     fail_on_error: float | None = None  # see outcomes.ErrorPolicy
+    rerun_rejected: bool = False  # re-run episodes a server rejected deterministically (outcomes.REJECTED)
 
     def __post_init__(self):
         check_track(self.track, self.module)

@@ -1,7 +1,11 @@
-"""Anthropic Messages API: tool_use/tool_result blocks, images inside tool results, and a cached system block.
+"""Anthropic Messages API: tool_use/tool_result blocks, images inside tool results, thinking blocks, caching.
 
-The system prompt and tool definitions are identical in every round of an episode, so the system block is
-marked ``cache_control: ephemeral``; later rounds then read that prefix from the prompt cache.
+- Images a tool returned go inside its ``tool_result`` block (the API accepts image blocks there).
+- With extended thinking, the ``thinking`` / ``redacted_thinking`` blocks of an assistant turn must be sent back
+  unchanged (with their signatures) before its ``tool_use`` blocks, or the next request is refused.
+- Prompt caching, as Anthropic's computer-use reference loop does it: ``cache_control`` breakpoints on the system
+  block (tools + system: the stable prefix) and on the last block of the two newest user turns, so each request
+  reads everything up to the previous turn from the cache (4 breakpoints at most per request).
 """
 
 from __future__ import annotations
@@ -11,10 +15,13 @@ import logging
 
 from .base import Provider
 from .http import ProviderError
-from .messages import ImageInput, Message, ModelReply, ToolCall, Usage
+from .messages import ImageInput, Message, ModelReply, ToolCall, Usage, invalid_number
+from .tool_schemas import anthropic_tools
 
 log = logging.getLogger(__name__)
 API_VERSION = "2023-06-01"
+THINKING_BLOCKS = ("thinking", "redacted_thinking")
+CACHED_TURNS = 2  # user turns marked for caching, besides the system block
 
 
 def _image_block(image: ImageInput) -> dict:
@@ -51,7 +58,9 @@ class AnthropicProvider(Provider):
                 continue
             images += len(message.images)
             if message.role == "assistant":
-                blocks = [{"type": "text", "text": message.text}] if message.text else []
+                vendor = message.vendor or {}
+                blocks = list(vendor.get("thinking") or []) if vendor.get("kind") == "anthropic" else []
+                blocks += [{"type": "text", "text": message.text}] if message.text else []
                 blocks += [
                     {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments or {}}
                     for call in message.tool_calls
@@ -72,6 +81,8 @@ class AnthropicProvider(Provider):
                 wire[-1]["content"].extend(blocks)
             else:
                 wire.append({"role": role, "content": blocks})
+        for turn in [item for item in wire if item["role"] == "user" and item["content"]][-CACHED_TURNS:]:
+            turn["content"][-1] = {**turn["content"][-1], "cache_control": {"type": "ephemeral"}}
         body: dict = {"model": self.config.model, "max_tokens": self.config.max_tokens, "messages": wire}
         if system_text:
             body["system"] = [{"type": "text", "text": system_text, "cache_control": {"type": "ephemeral"}}]
@@ -82,10 +93,7 @@ class AnthropicProvider(Provider):
                 "the Anthropic Messages API has no seed parameter; seed %s is not sent", self.config.seed
             )
         if tools:
-            body["tools"] = [
-                {"name": t["name"], "description": t.get("description", ""), "input_schema": t["parameters"]}
-                for t in tools
-            ]
+            body["tools"] = anthropic_tools(tools)
             body["tool_choice"] = {"type": "auto" if allow_tools else "none"}
         return body, images
 
@@ -93,20 +101,24 @@ class AnthropicProvider(Provider):
         content = response.get("content")
         if not isinstance(content, list):
             raise ProviderError(f"unexpected messages response shape: {json.dumps(response)[:300]}")
-        texts, calls = [], []
+        texts, calls, thinking = [], [], []
         for index, block in enumerate(content):
             if block.get("type") == "text":
                 texts.append(block.get("text", ""))
+            elif block.get("type") in THINKING_BLOCKS:
+                thinking.append(block)  # verbatim, signature included
             elif block.get("type") == "tool_use":
                 arguments = block.get("input")
-                valid = isinstance(arguments, dict)
+                error = None if isinstance(arguments, dict) else "tool input must be a JSON object"
+                if error is None and invalid_number(arguments):
+                    error = f"tool input refused: {invalid_number(arguments)}"
                 calls.append(
                     ToolCall(
                         id=block.get("id") or f"toolu_{index}",
                         name=block.get("name") or "",
-                        arguments=arguments if valid else None,
+                        arguments=None if error else arguments,
                         raw_arguments=json.dumps(arguments),
-                        parse_error=None if valid else "tool input must be a JSON object",
+                        parse_error=error,
                     )
                 )
         usage = response.get("usage") or {}
@@ -124,4 +136,6 @@ class AnthropicProvider(Provider):
                 cache_write_tokens=cache_write,
             ),
             stop_reason=response.get("stop_reason"),
+            reasoning="\n".join(block.get("thinking", "") for block in thinking if block.get("type") == "thinking"),
+            vendor={"kind": "anthropic", "thinking": thinking} if thinking else None,
         )

@@ -2,52 +2,150 @@
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import re
 import time
 from abc import ABC, abstractmethod
 from dataclasses import replace
 
 import requests
 
-from .config import DEFAULT_BASE_URLS, ProviderConfig, key_hint
+from .config import DEFAULT_BASE_URLS, ProviderConfig, key_hint, thinking_budget
+from .conversation import fit
 from .http import AUTH_STATUSES, RETRY_STATUSES, ProviderError, RetryPolicy, post_json
-from .messages import Message, ModelReply
+from .messages import ImageInput, Message, ModelReply, loads_bounded
+from .text_calls import text_tool_calls
+
+log = logging.getLogger(__name__)
 
 PREFLIGHT_RETRY = RetryPolicy(max_retries=3, backoff_s=0.5, max_backoff_s=4.0, deadline_s=15.0)
 PREFLIGHT_TIMEOUT_S = 10.0
+PREFLIGHT_TOKENS = 256  # room for one short tool call (plus any thinking budget the request declares)
+PREFLIGHT_TOOL = {
+    "name": "report_colour",
+    "description": "Report the colour of the square shown in the image.",
+    "parameters": {"type": "object", "properties": {"colour": {"type": "string", "description": "one word"}},
+                   "required": ["colour"], "additionalProperties": False},
+}
+PREFLIGHT_PROMPT = "The attached image is one coloured square. Call the tool report_colour with its colour."
+# what servers answer a request with an image for a text-only model, or with tools when they have no tool calling
+NO_IMAGES = re.compile(r"image|vision|multimodal|multi-modal|mmproj|content type|image_url", re.IGNORECASE)
+NO_TOOLS = re.compile(r"tool|function", re.IGNORECASE)
+
+
+def preflight_image() -> ImageInput:
+    """A 32 x 32 red square."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("RGB", (32, 32), (220, 20, 20)).save(buffer, format="PNG")
+    return ImageInput.from_png(buffer.getvalue(), "preflight")
 
 
 class Provider(ABC):
-    """Translates the neutral conversation to a vendor's wire format and back (retries: ``post_json``)."""
+    """Translates the neutral conversation to a vendor's wire format and back (retries: ``post_json``); each
+    request carries the view of the conversation that the policy and the server's limits allow."""
 
     def __init__(self, config: ProviderConfig, session: requests.Session | None = None):
         self.config = config
         self.session = session or requests.Session()
+        self.squeeze = 0  # refusals for length so far: each makes later requests of the episode more compact
+        self._limits = config.limits()
 
     def complete(self, messages: list[Message], tools: list[dict], allow_tools: bool = True) -> ModelReply:
         """Ask for the next turn. ``tools`` are neutral ``{name, description, parameters}`` dicts; with
-        ``allow_tools=False`` they stay declared (history may reference them) but may not be called."""
-        body, images = self._request_body(messages, tools, allow_tools)
-        return self._send(self.config.request_body(body), images, self.config.timeout_s, self.config.retry)
+        ``allow_tools=False`` they stay declared (history may reference them) but may not be called.
+
+        A refusal for length compacts the conversation and retries once; a second one raises it (``length``), and
+        the episode then asks for the answer without tools. Tool calls the model wrote as text are parsed."""
+        while True:
+            view, request = fit(messages, tools, self._limits, self.config.max_tokens, self.config.policy(),
+                                self.squeeze)
+            body, images = self._request_body(view, tools, allow_tools)
+            body = self.config.request_body(body)
+            request["bytes"] = len(json.dumps(body))
+            try:
+                reply = self._send(body, images, self.config.timeout_s, self.config.retry)
+            except ProviderError as error:
+                if not error.length:
+                    raise
+                self.squeeze += 1
+                if self.squeeze > 1:
+                    raise
+                log.warning("the server refused a request for its length (%s); retrying on a compact context",
+                            error)
+                continue
+            reply.request = request
+            if tools and not reply.tool_calls and reply.text:
+                reply.tool_calls, reply.text = text_tool_calls(reply.text, {tool["name"] for tool in tools})
+            return reply
 
     def preflight(self) -> str | None:
-        """One tiny request before a run starts workers, so a wrong key, URL or model fails in seconds rather
-        than in every episode: raises a fatal :class:`ProviderError` for those (and for a rejected request);
-        returns a warning when the server is merely busy (429/5xx), which the episodes' retries absorb."""
+        """One small request before a run starts workers, proving the server can run the benchmark: one image and
+        one tool, which the model must call. Raises a fatal :class:`ProviderError` with one line for a wrong key,
+        URL or model, a text-only model, a server without tool calling; returns a warning when the server is
+        merely busy (429/5xx, which the episodes' retries absorb) or when the call came back as text."""
         if not self.config.api_key and self.config.base_url in DEFAULT_BASE_URLS.values():
             raise ProviderError(f"no API key for {self.config.base_url}: set "
                                 f"{key_hint(self.config.kind, self.config.base_url)}", fatal=True)
-        config = replace(self.config, max_tokens=1 if self.config.token_limit_field == "max_tokens" else 16)
-        body, images = type(self)(config, self.session)._request_body([Message("user", "Reply with OK.")], [], True)
+        warnings = []
+        if self._limits.discover and self.config.context_window is None:
+            window = self.discover_context_window()
+            if window:
+                self.config.context_window = window
+                self._limits = self.config.limits()
+        budget = thinking_budget(self.config.extra_body)
+        floor = 1024 if self.config.token_limit_field == "max_completion_tokens" else PREFLIGHT_TOKENS
+        config = replace(self.config, max_tokens=min(self.config.max_tokens, floor) + budget)
+        body, images = type(self)(config, self.session)._request_body(
+            [Message("user", PREFLIGHT_PROMPT, images=[preflight_image()])], [PREFLIGHT_TOOL], True)
         try:
-            self._send(self.config.request_body(body), images, PREFLIGHT_TIMEOUT_S, PREFLIGHT_RETRY, logging.DEBUG)
+            reply = self._send(self.config.request_body(body), images, PREFLIGHT_TIMEOUT_S, PREFLIGHT_RETRY,
+                               logging.DEBUG)
         except ProviderError as error:
             if error.status in RETRY_STATUSES:
                 return f"model pre-flight: the server is busy ({error}); starting anyway"
-            unkeyed = error.status in AUTH_STATUSES and not self.config.api_key
-            hint = f" (no API key was sent: set {key_hint(self.config.kind, self.config.base_url)})" if unkeyed else ""
-            raise ProviderError(f"{error}{hint}", error.status, error.retryable, fatal=True) from None
+            raise ProviderError(self._preflight_refusal(error), error.status, error.retryable, fatal=True) from None
+        if not reply.tool_calls:
+            reply.tool_calls, _ = text_tool_calls(reply.text, {PREFLIGHT_TOOL["name"]})
+            if not reply.tool_calls:
+                raise ProviderError(
+                    f"{self.config.model} answered without calling the offered tool: this server "
+                    "or model has no tool calling (vLLM needs --enable-auto-tool-choice --tool-call-parser, "
+                    "llama.cpp --jinja); the benchmark needs it", fatal=True)
+            warnings.append("the model wrote its tool call as text (the server has no tool-call parser): such "
+                            "calls are executed and counted as protocol deviations")
+        return "; ".join(f"model pre-flight: {warning}" for warning in warnings) or None
+
+    def _preflight_refusal(self, error: ProviderError) -> str:
+        """One line saying why the server cannot run the benchmark."""
+        text = str(error)
+        if error.status in AUTH_STATUSES and not self.config.api_key:
+            return f"{text} (no API key was sent: set {key_hint(self.config.kind, self.config.base_url)})"
+        if error.status is not None and 400 <= error.status < 500 and not error.fatal:
+            if NO_IMAGES.search(text.split(":", 2)[-1]):
+                return f"{self.config.model} does not accept images (a text-only model?): {text}"
+            if NO_TOOLS.search(text.split(":", 2)[-1]):
+                return f"the server does not accept tools (no tool calling): {text}"
+        return text
+
+    def discover_context_window(self) -> int | None:
+        """The window a local server reports: vLLM ``GET /v1/models`` (``max_model_len``), llama.cpp ``GET /props``
+        (``default_generation_settings.n_ctx``); None when it reports none."""
+        root = self.config.base_url.removesuffix("/v1")
+        for url, path in ((f"{self.config.base_url}/models", ("data", 0, "max_model_len")),
+                          (f"{root}/props", ("default_generation_settings", "n_ctx"))):
+            try:
+                response = self.session.get(url, headers=self._headers(), timeout=PREFLIGHT_TIMEOUT_S)
+                value = loads_bounded(response.text, 16, strict=False) if response.status_code == 200 else None
+                for key in path:
+                    value = value[key]
+            except (requests.RequestException, ValueError, KeyError, IndexError, TypeError):
+                continue
+            if isinstance(value, int) and not isinstance(value, bool) and value > self.config.max_tokens:
+                return value
         return None
 
     def _send(self, body: dict, images: int, timeout_s: float, retry: RetryPolicy,

@@ -9,7 +9,9 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from .conversation import DEFAULT_IMAGE_HISTORY, ConversationPolicy
 from .http import RetryPolicy
+from .limits import PROFILE_NAMES, ServerLimits, detect_profile, resolve_limits
 from .pricing import Price
 
 PROVIDER_KINDS = ("openai", "anthropic")
@@ -28,6 +30,24 @@ def key_hint(kind: str, base_url: str) -> str:
     return f"{ENV_PREFIX}API_KEY"
 
 
+def thinking_budget(extra_body: object) -> int:
+    """The largest thinking budget an extra body declares (Anthropic ``thinking.budget_tokens``, Gemini's and
+    Qwen's ``thinking_budget``); 0 without one."""
+    stack, budget = [extra_body], 0
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            for key, value in item.items():
+                if key in ("budget_tokens", "thinking_budget") and isinstance(value, int) and \
+                        not isinstance(value, bool):
+                    budget = max(budget, value)
+                else:
+                    stack.append(value)
+        elif isinstance(item, list):
+            stack.extend(item)
+    return budget
+
+
 @dataclass
 class ProviderConfig:
     kind: str
@@ -42,6 +62,9 @@ class ProviderConfig:
     timeout_s: float = 120.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     price: Price | None = None
+    image_history: int | None = DEFAULT_IMAGE_HISTORY  # images a request carries (None: all), see conversation
+    context_window: int | None = None  # tokens; None: the profile's documented window (or what the server reports)
+    profile: str | None = None  # a limits.PROFILES name; None: detected from kind, URL and model
 
     def __post_init__(self):
         if self.kind not in PROVIDER_KINDS:
@@ -54,7 +77,29 @@ class ProviderConfig:
             raise ValueError("the Anthropic Messages API takes max_tokens (--max-tokens), not max_completion_tokens")
         if not isinstance(self.extra_body, dict):
             raise ValueError("extra body must be a JSON object")
+        if thinking_budget(self.extra_body) >= self.max_tokens:
+            raise ValueError(f"max tokens ({self.max_tokens}) must exceed the thinking budget "
+                             f"({thinking_budget(self.extra_body)}) declared in the extra body")
+        if self.image_history is not None and self.image_history < 1:
+            raise ValueError("image_history must be at least 1 (or None for every image)")
+        if self.context_window is not None and self.context_window <= self.max_tokens:
+            raise ValueError(f"the context window ({self.context_window} tokens) must exceed max_tokens "
+                             f"({self.max_tokens})")
         self.base_url = self.base_url.rstrip("/")
+        self.profile = self.profile or detect_profile(self.kind, self.base_url, self.model)
+        if self.profile not in PROFILE_NAMES:
+            raise ValueError(f"server profile must be one of {', '.join(PROFILE_NAMES)}, got {self.profile!r}")
+
+    def limits(self) -> ServerLimits:
+        return resolve_limits(self.profile, self.context_window)
+
+    def policy(self) -> ConversationPolicy:
+        return ConversationPolicy(self.image_history)
+
+    def conversation(self) -> dict:
+        """The conversation policy and the limits it is held to: result-changing, so part of the identity."""
+        limits = self.limits()
+        return {**self.policy().to_json(), "profile": self.profile, "context_window": limits.context_window}
 
     def request_body(self, body: dict) -> dict:
         """The vendor body with the server-specific fields merged in (they may override defaults)."""
@@ -63,7 +108,7 @@ class ProviderConfig:
     def identity(self) -> dict:
         """What changes a run's results: a resumed run must match it (timeouts and retries may differ)."""
         keys = ("kind", "model", "base_url", "temperature", "seed", "max_tokens", "token_limit_field", "extra_body")
-        return {key: getattr(self, key) for key in keys}
+        return {**{key: getattr(self, key) for key in keys}, "conversation": self.conversation()}
 
     def public(self) -> dict:
         """Everything but the key: safe for manifests, traces and logs."""
@@ -79,6 +124,7 @@ class ProviderConfig:
             "timeout_s": self.timeout_s,
             "max_retries": self.retry.max_retries,
             "retry_deadline_s": self.retry.deadline_s,
+            "conversation": self.conversation(),
         }
 
     @classmethod

@@ -6,8 +6,11 @@ Three kinds of failure, because a batch run must react differently to each:
   retried with exponential backoff and jitter, honouring ``Retry-After``, all within one total deadline;
 - *fatal* -- a rejected key (401/403) or an unknown model/endpoint (404, or a 400 that says the model does
   not exist): no episode of the run can succeed, so the run stops with one clear line;
-- anything else (another 4xx, a body that is not JSON): this request's fault, an episode error that carries
-  the provider's own message.
+- *too long* -- a 413, or a 4xx (or llama.cpp's 500) saying the request exceeds the context window, the
+  images per request or the request size: the episode compacts its conversation, then answers without tools
+  (the model's outcome ``model_length``, scored), never a harness error;
+- anything else (another 4xx, a body that is not JSON): deterministic for this request -- the episode is
+  *rejected* (final after its attempt, recorded with the provider's own message, not re-run by a resume).
 """
 
 from __future__ import annotations
@@ -23,13 +26,25 @@ from dataclasses import dataclass
 
 import requests
 
+from .messages import loads_bounded
+
 log = logging.getLogger(__name__)
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 AUTH_STATUSES = frozenset({401, 403})
+MAX_RESPONSE_DEPTH = 64  # a reply's envelope is ~8 levels; tool input objects are bounded at 32 below that
 UNKNOWN_MODEL = re.compile(
     r"model[^.]{0,120}\b(not found|does not exist|not exist|is not a valid)"
     r"|(unknown|invalid|no such|not a valid) model|model_not_found",
+    re.IGNORECASE,
+)
+# vLLM "maximum context length is N tokens", llama.cpp exceed_context_size_error / "Context size has been exceeded",
+# OpenAI context_length_exceeded, Anthropic "prompt is too long" / 413 request_too_large / image-count and
+# many-image dimension errors, Gemini "exceeds the maximum number of tokens" / payload size, Mistral "too large"
+LENGTH_ERROR = re.compile(
+    r"context[ _](length|window|size)|maximum context|max_model_len|prompt is too long|too many (images|tokens)"
+    r"|request_too_large|request too large|too large|payload size|exceeds? (the )?(available|maximum)"
+    r"|many-image|dimensions? exceed|images? (and documents )?(exceed|limit)|maximum number of (tokens|images)",
     re.IGNORECASE,
 )
 
@@ -41,14 +56,17 @@ class ProviderError(Exception):
     ``fatal``: no request of this run can succeed (key, URL or model is wrong) -- stop the run.
     """
 
-    def __init__(self, message: str, status: int | None = None, retryable: bool = False, fatal: bool = False):
+    def __init__(self, message: str, status: int | None = None, retryable: bool = False, fatal: bool = False,
+                 length: bool = False):
         super().__init__(message)
         self.status = status
         self.retryable = retryable
         self.fatal = fatal
+        self.length = length  # the request was too long for the server: a model outcome, see the module doc
 
     def to_json(self) -> dict:
-        return {"message": str(self), "status": self.status, "retryable": self.retryable, "fatal": self.fatal}
+        return {"message": str(self), "status": self.status, "retryable": self.retryable, "fatal": self.fatal,
+                "length": self.length}
 
 
 def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
@@ -101,7 +119,7 @@ def provider_message(response: requests.Response) -> str:
     """The provider's own explanation: ``error.message`` (OpenAI, Anthropic, vLLM), ``error`` or ``detail``
     (Ollama, FastAPI servers), else the start of the body."""
     try:
-        body = response.json()
+        body = loads_bounded(response.text, MAX_RESPONSE_DEPTH, strict=False)
     except ValueError:
         return response.text[:500].strip()
     if isinstance(body, dict):
@@ -120,8 +138,15 @@ def connection_reason(error: requests.ConnectionError) -> str:
     return str(reason or error)
 
 
+def too_long(status: int, message: str) -> bool:
+    """The server refused the request for its size (see the module docstring)."""
+    return status == 413 or (400 <= status < 600 and status not in (429, 529) and bool(LENGTH_ERROR.search(message)))
+
+
 def classify(status: int, message: str) -> tuple[bool, bool, str]:
     """``(retryable, fatal, what)`` for an HTTP error status and the provider's message."""
+    if too_long(status, message):
+        return False, False, f"request too long for the server (HTTP {status})"
     if status in RETRY_STATUSES:
         return True, False, f"HTTP {status}"
     if status in AUTH_STATUSES:
@@ -150,17 +175,18 @@ def post_json(
     while True:
         status = None
         retry_after = None
-        fatal = False
+        fatal = length = False
         remaining = retry.deadline_s - (clock() - started)
         try:
             response = session.post(url, headers=headers, json=body, timeout=min(timeout_s, max(remaining, 0.5)))
             status = response.status_code
             if status < 400:
                 try:
-                    return response.json(), attempt
-                except ValueError as error:
-                    raise ProviderError(f"{url}: response is not JSON ({error})", status) from None
+                    return loads_bounded(response.text, MAX_RESPONSE_DEPTH, strict=False), attempt
+                except ValueError as error:  # not JSON, or nested too deep to parse safely
+                    raise ProviderError(f"{scrub(url, secrets)}: response refused ({error})", status) from None
             retry_after = response.headers.get("retry-after")
+            length = too_long(status, provider_message(response))
             retryable, fatal, what = classify(status, provider_message(response))
             message = f"{what}: {scrub(provider_message(response), secrets)}"
         except requests.Timeout:
@@ -174,7 +200,7 @@ def post_json(
             message = f"request failed: {type(error).__name__}: {scrub(str(error), secrets)}"
         where = scrub(url, secrets)
         if not retryable or attempt >= retry.max_retries:
-            raise ProviderError(f"{where}: {message} (after {attempt + 1} attempts)", status, retryable, fatal)
+            raise ProviderError(f"{where}: {message} (after {attempt + 1} attempts)", status, retryable, fatal, length)
         delay = retry.delay(attempt, retry_after)
         elapsed = clock() - started
         if elapsed + delay > retry.deadline_s:

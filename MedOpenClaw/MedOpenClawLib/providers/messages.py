@@ -9,10 +9,16 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from .images import png_size_b64
+
 ROLES = ("system", "user", "assistant", "tool")
+MAX_ARGUMENT_DEPTH = 32  # tool arguments are flat objects: anything deeper is refused before json.loads recurses
+MAX_ARGUMENT_CHARS = 65_536
+MAX_INT_DIGITS = 64  # no argument is a 64-digit integer; Python refuses to parse more than 4300 digits at all
 
 
 @dataclass
@@ -21,10 +27,26 @@ class ImageInput:
 
     png_base64: str
     label: str = ""
+    view: str = ""
+    image_id: str | None = None  # the viewer's id: 0..999 arguments may name it after the pixels are gone
+    offset_mm: float | None = None
 
     @classmethod
-    def from_png(cls, data: bytes, label: str = "") -> ImageInput:
-        return cls(base64.b64encode(data).decode("ascii"), label)
+    def from_png(cls, data: bytes, label: str = "", **where: Any) -> ImageInput:
+        return cls(base64.b64encode(data).decode("ascii"), label, **where)
+
+    def size(self) -> tuple[int, int]:
+        """(width, height) read from the PNG header."""
+        return png_size_b64(self.png_base64)
+
+    def stub(self) -> str:
+        """The text that stands in for this image once the conversation policy stops sending its pixels."""
+        where = [part for part in (self.view, None if self.offset_mm is None else f"offset {self.offset_mm:g} mm")
+                 if part]
+        name = f"image {self.image_id}" if self.image_id else f"image {self.label or '(unnamed)'}"
+        detail = f" ({', '.join(where)})" if where else ""
+        keep = "; its image_id stays valid for 0..999 arguments" if self.image_id else ""
+        return f"[{name}{detail}: no longer attached{keep}]"
 
     def sha256(self) -> str:
         return hashlib.sha256(base64.b64decode(self.png_base64)).hexdigest()
@@ -44,6 +66,8 @@ class ToolCall:
     raw_arguments: str = ""
     parse_error: str | None = None
     repair: str | None = None  # how malformed arguments were normalised, when they were
+    vendor: dict = field(default_factory=dict)  # server fields of the call (thought signatures), echoed verbatim
+    from_text: bool = False  # written as text in the reply's content, not as a structured call
 
     def receipt(self) -> dict:
         return {
@@ -53,6 +77,7 @@ class ToolCall:
             "raw_arguments": self.raw_arguments,
             "parse_error": self.parse_error,
             "repair": self.repair,
+            "from_text": self.from_text,
         }
 
 
@@ -68,6 +93,7 @@ class Message:
     tool_name: str | None = None
     is_error: bool = False
     result: dict | None = None  # the structured Result a tool message's text was rendered from (not sent)
+    vendor: dict | None = None  # an assistant turn's server fields ({"kind": ..., ...}), echoed to that kind only
 
     def __post_init__(self):
         if self.role not in ROLES:
@@ -129,13 +155,94 @@ class ModelReply:
     raw: Any = None
     usage: Usage = field(default_factory=Usage)
     stop_reason: str | None = None
+    reasoning: str = ""  # reasoning_content / thinking text, never sent back as the answer unless documented
+    vendor: dict | None = None  # see Message.vendor
+    request: dict | None = None  # what the request carried: images, bytes, estimated tokens, what was trimmed
+
+    @property
+    def truncated(self) -> bool:
+        """The server stopped at the output-token limit (OpenAI ``length``, Anthropic ``max_tokens``)."""
+        return self.stop_reason in ("length", "max_tokens")
+
+
+def _json_depth(text: str) -> int:
+    """Deepest bracket nesting of JSON text (brackets inside strings ignored), found without recursion."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+class InvalidNumber(str):
+    """A number a lenient parse kept as its text (too long, or not finite); :func:`invalid_number` finds it."""
+
+
+def _number(text: str, strict: bool) -> Any:
+    digits = len(text.lstrip("-").split(".")[0].split("e")[0].split("E")[0])
+    value: Any = None
+    if digits <= MAX_INT_DIGITS and text not in ("NaN", "Infinity", "-Infinity"):
+        value = float(text) if any(char in text for char in ".eE") else int(text)
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        if strict:
+            raise ValueError(f"number {text[:24]}{'...' if len(text) > 24 else ''} is out of range")
+        return InvalidNumber(text)
+    return value
+
+
+def loads_bounded(text: str, max_depth: int = MAX_ARGUMENT_DEPTH, strict: bool = True) -> Any:
+    """``json.loads`` for untrusted model output: nesting beyond ``max_depth`` is refused with a ValueError (never
+    a RecursionError); integers of more than 64 digits and non-finite numbers (``1e999``, ``NaN``) raise a
+    ValueError too, or with ``strict=False`` stay as :class:`InvalidNumber` for the caller to refuse per field."""
+    depth = _json_depth(text)
+    if depth > max_depth:
+        raise ValueError(f"nested {depth} levels deep (at most {max_depth})")
+    number = lambda value: _number(value, strict)  # noqa: E731 - one hook for ints, floats and constants
+    return json.loads(text, parse_float=number, parse_int=number, parse_constant=number)
+
+
+def invalid_number(value: Any) -> str | None:
+    """The first :class:`InvalidNumber` inside a parsed value (iteratively: depth is already bounded)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, InvalidNumber):
+            return f"number {item[:24]}{'...' if len(item) > 24 else ''} is out of range"
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return None
+
+
+def _decode(text: str) -> tuple[Any, str | None]:
+    try:
+        return loads_bounded(text), None
+    except json.JSONDecodeError as error:
+        return None, f"arguments are not valid JSON: {error.msg} at position {error.pos}"
+    except ValueError as error:
+        return None, f"arguments refused: {error}"
 
 
 def parse_tool_arguments(raw: Any) -> tuple[dict | None, str | None, str | None]:
     """Decode a model's tool arguments: ``(arguments, parse_error, repair)``.
 
     Models emit arguments as a JSON string that is sometimes empty, fenced, or encoded twice. Those three
-    unambiguous cases are repaired (and the repair reported); anything else is rejected, never guessed at.
+    unambiguous cases are repaired (and the repair reported); anything else is rejected, never guessed at. Deep
+    nesting, huge integers and non-finite numbers are refused here, so no reply can crash the episode.
     """
     if isinstance(raw, dict):
         return raw, None, None
@@ -143,6 +250,8 @@ def parse_tool_arguments(raw: Any) -> tuple[dict | None, str | None, str | None]
         return {}, None, "empty arguments read as {}"
     if not isinstance(raw, str):
         return None, f"arguments must be a JSON object, got {type(raw).__name__}", None
+    if len(raw) > MAX_ARGUMENT_CHARS:
+        return None, f"arguments refused: {len(raw)} characters (at most {MAX_ARGUMENT_CHARS})", None
     text = raw.strip()
     repair = None
     if text.startswith("```"):
@@ -150,15 +259,13 @@ def parse_tool_arguments(raw: Any) -> tuple[dict | None, str | None, str | None]
         if text.lower().startswith("json"):
             text = text[4:].strip()
         repair = "stripped a markdown code fence"
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        return None, f"arguments are not valid JSON: {error.msg} at position {error.pos}", None
+    value, error = _decode(text)
+    if error:
+        return None, error, None
     if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as error:
-            return None, f"arguments are not valid JSON: {error.msg} at position {error.pos}", None
+        value, error = _decode(value)
+        if error:
+            return None, error, None
         repair = "decoded JSON arguments that were encoded twice"
     if not isinstance(value, dict):
         return None, f"arguments must be a JSON object, got {type(value).__name__}", None

@@ -1,7 +1,17 @@
-"""OpenAI-compatible Chat Completions (OpenAI, vLLM, Ollama, OpenRouter, LM Studio, Gemini's OpenAI endpoint).
+"""OpenAI-compatible Chat Completions (OpenAI, vLLM, Ollama, llama.cpp, Mistral, OpenRouter, LM Studio, Gemini's
+OpenAI endpoint).
 
-Tool messages carry text only on most of these servers, so images a tool returned are shown to the model in a
-user message placed right after the tool results they belong to.
+What each server requires of the history it is sent back:
+
+- tool messages carry text only on most of these servers, so images a tool returned are shown in one user message
+  placed right after the tool results they belong to; Mistral refuses a user message right after tool messages
+  (``Unexpected role 'user' after role 'tool'``), so there a short assistant turn bridges the two;
+- tool-call arguments are echoed as normalised JSON (``json.dumps`` of what was parsed; ``{}`` for arguments that
+  did not parse): vLLM answers 400 to a history holding invalid JSON arguments;
+- vendor fields of a call and of the assistant message are echoed verbatim -- Gemini 3 answers 400 when a call's
+  ``extra_content.google.thought_signature`` is missing; ``reasoning_content`` is never sent back (DeepSeek and
+  vLLM reasoning parsers expect it dropped);
+- tool schemas go out in the server's dialect (:mod:`.tool_schemas`).
 """
 
 from __future__ import annotations
@@ -10,7 +20,13 @@ import json
 
 from .base import Provider
 from .http import ProviderError
-from .messages import ImageInput, Message, ModelReply, ToolCall, Usage, parse_tool_arguments
+from .messages import ImageInput, Message, ModelReply, ToolCall, Usage, invalid_number, parse_tool_arguments
+from .tool_schemas import openai_tools
+
+TOOL_IMAGES_TEXT = "Images returned by the tool calls above:"
+BRIDGE_TEXT = "(tool results received)"
+CALL_FIELDS = ("id", "type", "function")  # everything else on a tool call is a vendor field, echoed verbatim
+MESSAGE_ECHO_FIELDS = ("extra_content",)  # assistant-message vendor fields servers want back
 
 
 def _image_part(image: ImageInput) -> dict:
@@ -25,8 +41,9 @@ def _content(text: str, images: list[ImageInput]) -> str | list[dict]:
 
 
 def _tool_call_json(call: ToolCall) -> dict:
-    arguments = call.raw_arguments if call.raw_arguments else json.dumps(call.arguments or {})
-    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+    arguments = json.dumps(call.arguments if call.arguments is not None else {}, sort_keys=True)
+    return {**call.vendor, "id": call.id, "type": "function",
+            "function": {"name": call.name, "arguments": arguments}}
 
 
 class OpenAIChatProvider(Provider):
@@ -43,34 +60,41 @@ class OpenAIChatProvider(Provider):
         self, messages: list[Message], tools: list[dict], allow_tools: bool
     ) -> tuple[dict, int]:
         wire: list[dict] = []
-        pending_images: list[ImageInput] = []
+        pending: list[ImageInput] = []  # images of the tool results just before
         images = 0
+        bridge = not self._limits.user_after_tool
 
-        def flush_tool_images() -> None:
-            if pending_images:
-                wire.append(
-                    {
-                        "role": "user",
-                        "content": _content("Images returned by the tool calls above:", list(pending_images)),
-                    }
-                )
-                pending_images.clear()
+        def user(text: str, attached: list[ImageInput]) -> None:
+            """A user turn, carrying the pending tool images first."""
+            if bridge and wire and wire[-1]["role"] == "tool":
+                wire.append({"role": "assistant", "content": BRIDGE_TEXT})
+            if pending:
+                text = f"{TOOL_IMAGES_TEXT}\n{text}" if text else TOOL_IMAGES_TEXT
+            wire.append({"role": "user", "content": _content(text, [*pending, *attached])})
+            pending.clear()
 
         for message in messages:
-            if message.role != "tool":
-                flush_tool_images()
             images += len(message.images)
             if message.role == "tool":
                 wire.append({"role": "tool", "tool_call_id": message.tool_call_id, "content": message.text})
-                pending_images.extend(message.images)
-            elif message.role == "assistant":
-                item: dict = {"role": "assistant", "content": message.text or None}
-                if message.tool_calls:
-                    item["tool_calls"] = [_tool_call_json(call) for call in message.tool_calls]
-                wire.append(item)
+                pending.extend(message.images)
+            elif message.role == "user":
+                user(message.text, message.images)
             else:
-                wire.append({"role": message.role, "content": _content(message.text, message.images)})
-        flush_tool_images()
+                if pending:
+                    user("", [])
+                if message.role == "assistant":
+                    item: dict = {"role": "assistant", "content": message.text or None}
+                    if message.tool_calls:
+                        item["tool_calls"] = [_tool_call_json(call) for call in message.tool_calls]
+                    vendor = message.vendor or {}
+                    if vendor.get("kind") == "openai":
+                        item.update(vendor.get("fields") or {})
+                    wire.append(item)
+                else:
+                    wire.append({"role": message.role, "content": _content(message.text, message.images)})
+        if pending:
+            user("", [])
         body: dict = {"model": self.config.model, "messages": wire}
         body[self.config.token_limit_field] = self.config.max_tokens
         if self.config.temperature is not None:
@@ -78,17 +102,7 @@ class OpenAIChatProvider(Provider):
         if self.config.seed is not None:
             body["seed"] = self.config.seed
         if tools:
-            body["tools"] = [
-                {
-                    "type": "function",
-                    "function": {
-                        "name": t["name"],
-                        "description": t.get("description", ""),
-                        "parameters": t["parameters"],
-                    },
-                }
-                for t in tools
-            ]
+            body["tools"] = openai_tools(tools, self._limits.schema_dialect)
             body["tool_choice"] = "auto" if allow_tools else "none"
         return body, images
 
@@ -106,18 +120,21 @@ class OpenAIChatProvider(Provider):
             function = raw_call.get("function") or {}
             raw_arguments = function.get("arguments")
             arguments, error, repair = parse_tool_arguments(raw_arguments)
+            if error is None and arguments is not None and invalid_number(arguments):
+                arguments, error = None, f"arguments refused: {invalid_number(arguments)}"
             calls.append(
                 ToolCall(
                     id=raw_call.get("id") or f"call_{index}",
                     name=function.get("name") or "",
                     arguments=arguments,
-                    raw_arguments=raw_arguments
-                    if isinstance(raw_arguments, str)
-                    else json.dumps(raw_arguments),
+                    raw_arguments=raw_arguments if isinstance(raw_arguments, str) else json.dumps(raw_arguments),
                     parse_error=error,
                     repair=repair,
+                    vendor={key: value for key, value in raw_call.items() if key not in CALL_FIELDS},
                 )
             )
+        fields = {key: message[key] for key in MESSAGE_ECHO_FIELDS if key in message}
+        reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
         usage = response.get("usage") or {}
         details = usage.get("prompt_tokens_details") or {}
         output_details = usage.get("completion_tokens_details") or {}
@@ -132,4 +149,6 @@ class OpenAIChatProvider(Provider):
                 cache_read_tokens=int(details.get("cached_tokens") or 0),
             ),
             stop_reason=choice.get("finish_reason"),
+            reasoning=reasoning if isinstance(reasoning, str) else "",
+            vendor={"kind": "openai", "fields": fields} if fields else None,
         )

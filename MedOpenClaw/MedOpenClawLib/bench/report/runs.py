@@ -103,6 +103,12 @@ class Run:
         return [item for item in recorded if isinstance(item, dict)] if isinstance(recorded, list) else []
 
     @property
+    def image_history(self) -> str | None:
+        """The conversation policy's images per request (``all`` or K); runs of different policies never pool."""
+        value = _mapping(_mapping(self.identity.get("provider")).get("conversation")).get("image_history")
+        return None if value is None else str(value)
+
+    @property
     def backbone(self) -> tuple:
         """What 'the same backbone' means across tracks: the model behind a provider, else the offline agent."""
         return ("model", self.model, self.provider) if self.model else ("agent", self.agent, None)

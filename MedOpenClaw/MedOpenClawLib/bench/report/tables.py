@@ -115,7 +115,8 @@ def table5_columns() -> list[Column]:
 
 # ------------------------------------------------------------------------------------------------ grouping
 def row_key(run: Run) -> tuple:
-    return (run.agent, run.model, run.provider, run.track)
+    policy = (run.image_history,) if run.image_history else ()  # the conversation policy: never pooled across
+    return (run.agent, run.model, run.provider, run.track, *policy)
 
 
 def identity_of(runs: list[Run], rounds: list[int | None] | None = None) -> dict:
