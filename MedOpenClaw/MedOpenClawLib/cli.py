@@ -67,7 +67,19 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", required=True)
     for module_name in COMMAND_MODULES:
         importlib.import_module(module_name).add_commands(subparsers)
+    name_sub_commands(parser)
     return parser
+
+
+def name_sub_commands(parser: argparse.ArgumentParser) -> None:
+    """Every sub-command group shows its choices where argparse would print its internal ``dest`` (e.g.
+    'the following arguments are required: bench_command')."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            if action.metavar is None:
+                action.metavar = "{" + ",".join(action.choices) + "}"
+            for sub in action.choices.values():
+                name_sub_commands(sub)
 
 
 def describe(error: BaseException) -> str:

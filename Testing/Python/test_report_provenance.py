@@ -4,18 +4,23 @@ leave nothing behind (a bad --cases, a package of another module)."""
 
 from __future__ import annotations
 
+import argparse
+import io
 import json
 import subprocess
+import time
 
 import jsonschema
 import pytest
 from agents_cases import write_ucsf_package
 
+from MedOpenClawLib.bench.progress import Activity
 from MedOpenClawLib.bench.report import write_report
 from MedOpenClawLib.bench.report.formats import results_schema
+from MedOpenClawLib.bench.report.plots import mark_zero_and_undefined
 from MedOpenClawLib.bench.run_command import _modules, combined_summary, module_list
 from MedOpenClawLib.bench.tasks import parse_limit, select_cases
-from MedOpenClawLib.cli import main
+from MedOpenClawLib.cli import build_parser, main
 from MedOpenClawLib.provenance import finish, provenance, redact_argv, source_revision, summary
 from MedOpenClawLib.providers.config import ProviderConfig
 
@@ -138,3 +143,70 @@ def test_run_json_records_every_invocation(tmp_path, capsys):
     page = (tmp_path / "report" / body["runs"][0]["page"]).read_text()
     assert page.count("<td><code>medopenclaw bench run --module ucsf-pdgm") == 2 and report["episodes"] == 2
     assert "Report written by medopenclaw" in (tmp_path / "report" / "index.html").read_text()
+
+
+def _actions(parser, prefix=()):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _actions(sub, (*prefix, name))
+        else:
+            yield prefix, action
+
+
+def test_every_option_has_help_and_errors_name_no_internal_dest(capsys):
+    missing = [(" ".join(prefix), action.option_strings or action.dest) for prefix, action in _actions(build_parser())
+               if not action.help and not isinstance(action, argparse._HelpAction)]
+    assert missing == []
+    for argv in (["bench"], ["trace"]):
+        with pytest.raises(SystemExit):
+            main(argv)
+        err = capsys.readouterr().err
+        assert "_command" not in err and "{" in err  # the choices, not 'bench_command'
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "MedFlow-Bench: run, report" in capsys.readouterr().out
+
+
+def test_cohort_where_names_the_cache(tmp_path, capsys):
+    (tmp_path / "synthetic-abc-demo-seed0-n6" / "cases" / "nsclc").mkdir(parents=True)
+    (tmp_path / "synthetic-abc-demo-seed0-n6" / "cases" / "nsclc" / "manifest.json").write_text("{}")
+    assert main(["bench", "cohort", "--where", "--cache-dir", str(tmp_path)]) == 0
+    shown = json.loads(capsys.readouterr().out)
+    assert shown["cache"] == str(tmp_path.resolve()) and shown["current_fingerprint"]
+    assert shown["cohorts"]["synthetic-abc-demo-seed0-n6"]["modules"] == ["nsclc"]
+    assert main(["bench", "cohort"]) == 2 and "--out" in capsys.readouterr().err
+
+
+def test_activity_counts_on_a_terminal_and_leaves_one_line_in_logs(monkeypatch):
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.setenv("COLUMNS", "120")
+    terminal = Terminal()
+    with Activity("writing episode pages", total=3, stream=terminal, tick_s=0.01) as activity:
+        for _ in range(3):
+            activity.advance()
+            time.sleep(0.03)
+    assert "writing episode pages 2/3" in terminal.getvalue()
+    assert terminal.getvalue().endswith("writing episode pages 3/3 (0 s): done\n")
+    log = io.StringIO()
+    with pytest.raises(RuntimeError), Activity("generating nsclc", stream=log):
+        raise RuntimeError("disk full")
+    assert log.getvalue() == ""  # a failed step leaves no line: its error is the one that matters
+    with Activity("generating nsclc", stream=log):
+        pass
+    assert log.getvalue() == "generating nsclc (0 s): done\n"
+
+
+def test_the_score_chart_tells_zero_from_not_defined():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as pyplot
+
+    figure, axis = pyplot.subplots()
+    mark_zero_and_undefined(axis, [0.0, 1.0, 2.0], [float("nan"), 0.0, 0.5], 0.3, "C0")
+    assert [text.get_text() for text in axis.texts] == ["n/a", "0"] and len(axis.lines) == 1
+    pyplot.close(figure)

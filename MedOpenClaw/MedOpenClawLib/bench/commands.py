@@ -21,7 +21,7 @@ EXTENSION_MODULES = ("MedOpenClawLib.bench.run_command",)
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
-    bench = subparsers.add_parser("bench", help="MedFlow-Bench: cohort, prepare, parse, score, report")
+    bench = subparsers.add_parser("bench", help="MedFlow-Bench: run, report, cohort, prepare, parse, score")
     bench_subparsers = bench.add_subparsers(dest="bench_command", required=True)
     for register in (_add_cohort, _add_prepare, _add_parse, _add_score, _add_report):
         register(bench_subparsers)
@@ -48,11 +48,18 @@ def _fail(message: str) -> int:
 
 def _add_cohort(subparsers) -> None:
     parser = subparsers.add_parser(
-        "cohort", help="write the synthetic digital-subject cohort in dataset layouts"
+        "cohort", help="write the synthetic digital-subject cohort in dataset layouts (or show where it is cached)",
+        description="Write the synthetic digital-subject cohort in the datasets' own layouts (then `bench "
+                    "prepare` it), or with --where print where `bench run` caches the prepared cohort.",
     )
-    parser.add_argument("--out", required=True, help="directory for the raw synthetic datasets")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--modules", nargs="+", choices=MODULES, default=list(MODULES))
+    parser.add_argument("--out", help="directory for the raw synthetic datasets (required unless --where)")
+    parser.add_argument("--where", action="store_true",
+                        help="print the cache folder of the embedded cohort `bench run` uses, and what it holds")
+    parser.add_argument("--cache-dir", help="with --where: the cache folder to show (default: MEDOPENCLAW_CACHE "
+                                            "or ~/.cache/medopenclaw)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of every generated subject (default 0)")
+    parser.add_argument("--modules", nargs="+", choices=MODULES, default=list(MODULES),
+                        help="modules to write (default: all)")
     parser.add_argument("--size", choices=("demo", "full"), default="demo", help="preset of the sizes below")
     parser.add_argument("--cases", type=int, help="cases per module (default: the preset's)")
     parser.add_argument("--mri-spacing", type=float, help="brain MRI voxel size in mm (default: the preset's)")
@@ -62,9 +69,29 @@ def _add_cohort(subparsers) -> None:
     parser.set_defaults(func=_run_cohort)
 
 
+def cached_cohorts(root: Path) -> dict:
+    """What the cohort cache holds: each cached cohort (fingerprint, size, seed, cases) and its prepared
+    modules."""
+    cohorts = {}
+    for folder in sorted(root.glob("synthetic-*")) if root.is_dir() else []:
+        modules = sorted(package.name for package in (folder / "cases").glob("*") if (package / "manifest.json")
+                         .is_file())
+        cohorts[folder.name] = {"path": str(folder / "cases"), "modules": modules}
+    return cohorts
+
+
 def _run_cohort(args) -> int:
+    from .progress import Activity
+    from .run_command import cache_root, cohort_fingerprint
     from .synthetic.cohort import CohortConfig, write_cohort
 
+    if args.where:
+        root = cache_root(args.cache_dir).resolve()
+        _print_json({"cache": str(root), "current_fingerprint": cohort_fingerprint(),
+                     "cohorts": cached_cohorts(root)})
+        return 0
+    if not args.out:
+        return _fail("bench cohort needs --out DIR (or --where to show the cache)")
     overrides = {
         "cases": args.cases,
         "mri_spacing_mm": args.mri_spacing,
@@ -73,14 +100,17 @@ def _run_cohort(args) -> int:
     }
     config = CohortConfig.for_size(args.size, seed=args.seed,
                                    **{key: value for key, value in overrides.items() if value is not None})
-    written = write_cohort(args.out, config, modules=args.modules)
+    written = {}
+    for module in args.modules:  # one at a time, so each shows its own progress (the output is the same)
+        with Activity(f"generating {module} ({config.cases} cases, {args.size})"):
+            written.update(write_cohort(args.out, config, modules=[module]))
     _print_json({"out": str(Path(args.out).resolve()), "modules": written})
     return 0
 
 
 def _add_prepare(subparsers) -> None:
     parser = subparsers.add_parser("prepare", help="turn a dataset as distributed into case packages")
-    parser.add_argument("--module", required=True, choices=MODULES)
+    parser.add_argument("--module", required=True, choices=MODULES, help="the benchmark module of the dataset")
     parser.add_argument(
         "--source", required=True, help="dataset root as downloaded (or a synthetic cohort dir)"
     )
@@ -153,7 +183,7 @@ def _add_parse(subparsers) -> None:
     parser = subparsers.add_parser(
         "parse", help="parse one raw final response from stdin into canonical JSON"
     )
-    parser.add_argument("--module", required=True, choices=MODULES)
+    parser.add_argument("--module", required=True, choices=MODULES, help="the module whose answer format to parse")
     parser.set_defaults(func=_run_parse)
 
 
@@ -166,7 +196,7 @@ def _run_parse(args) -> int:
 
 def _add_score(subparsers) -> None:
     parser = subparsers.add_parser("score", help="score a responses JSONL file against a case package")
-    parser.add_argument("--module", required=True, choices=MODULES)
+    parser.add_argument("--module", required=True, choices=MODULES, help="the module of the case package")
     parser.add_argument("--cases", required=True, help="case package directory (from bench prepare)")
     parser.add_argument("--responses", required=True, help='JSONL lines {"case_id", "response"}')
     parser.add_argument("--out", help="directory for per-case JSON (default: <responses>_scores/)")

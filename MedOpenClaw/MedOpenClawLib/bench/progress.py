@@ -29,6 +29,16 @@ def _tokens(count: int) -> str:
     return f"{count / 1000:.1f}k" if count >= 1000 else str(count)
 
 
+def fit_to_terminal(stream: TextIO, text: str) -> str:
+    """``text`` cut to the terminal's width (its end goes first): a line that wraps cannot be redrawn in place
+    and stacks up instead."""
+    try:
+        columns = os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        columns = shutil.get_terminal_size().columns
+    return text if len(text) < columns else text[: max(columns - 2, 1)] + "…"
+
+
 class Progress:
     def __init__(self, tally: Tally, stream: TextIO | None = None, max_rounds: int = 0, width: int = 24):
         self.tally = tally
@@ -56,18 +66,8 @@ class Progress:
         text = (f"[{bar}] {tally.finished}/{tally.total} elapsed {_clock(elapsed)} "
                 f"ETA {_clock(eta) if eta is not None else '?'} task {shown(task)} strict {shown(strict)} "
                 f"invalid {tally.count(INVALID)} errors {tally.count(ERROR)}" + (f" | {label}" if label else ""))
-        return self._fit(text)
+        return fit_to_terminal(self.stream, text) if self.tty else text
 
-    def _fit(self, text: str) -> str:
-        """On a terminal, the line is cut to its width (the episode label goes first): a line that wraps
-        cannot be redrawn in place and stacks up instead. Logs keep the whole line."""
-        if not self.tty:
-            return text
-        try:
-            columns = os.get_terminal_size(self.stream.fileno()).columns
-        except (AttributeError, OSError, ValueError):
-            columns = shutil.get_terminal_size().columns
-        return text if len(text) < columns else text[: max(columns - 2, 1)] + "…"
 
     def update(self, episode_id: str) -> None:
         """An episode's record joined the tally."""
@@ -111,3 +111,57 @@ class Progress:
         else:
             self.stream.write(text + "\n")
         self.stream.flush()
+
+
+class Activity:
+    """A long step that is not an episode (generating a cohort, writing a report's pages) shown on stderr: on a
+    terminal one line that redraws with the count done and the seconds so far; there and elsewhere (logs) a
+    line with its duration when it ends. Use as a context manager; :meth:`advance` counts items when ``total``
+    is known."""
+
+    def __init__(self, label: str, total: int | None = None, stream: TextIO | None = None, tick_s: float = 0.5):
+        self.label, self.total, self.done = label, total, 0
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.tick_s = tick_s
+        self.started = time.monotonic()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def text(self) -> str:
+        count = f" {self.done}/{self.total}" if self.total is not None else ""
+        return f"{self.label}{count} ({time.monotonic() - self.started:.0f} s)"
+
+    def advance(self, count: int = 1) -> None:
+        with self._lock:
+            self.done += count
+
+    def _redraw(self) -> None:
+        while not self._stop.wait(self.tick_s):
+            self._draw()
+
+    def _draw(self) -> None:
+        with self._lock:
+            self.stream.write("\r\x1b[2K" + fit_to_terminal(self.stream, self.text()))
+            self.stream.flush()
+
+    def __enter__(self) -> Activity:
+        self.started = time.monotonic()
+        if self.tty:
+            self._draw()
+            self._thread = threading.Thread(target=self._redraw, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        """A finished step leaves one line; a failed one leaves none (its error is the line that matters)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        with self._lock:
+            if self.tty:
+                self.stream.write("\r\x1b[2K")
+            if kind is None:
+                self.stream.write(f"{self.text()}: done\n")
+            self.stream.flush()

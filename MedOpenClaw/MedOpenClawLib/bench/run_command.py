@@ -43,6 +43,7 @@ def synthetic_cases(module: str, seed: int = 0, cases: int | None = None, cache_
     concurrent runs never see half a package. ``size`` is a :data:`synthetic.cohort.SIZES` preset; ``cases``
     overrides its case count."""
     from .loaders import prepare
+    from .progress import Activity
     from .synthetic.cohort import DATASET_DIRS, CohortConfig, write_cohort
 
     config = CohortConfig.for_size(size, seed=seed, **({} if cases is None else {"cases": cases}))
@@ -52,8 +53,9 @@ def synthetic_cases(module: str, seed: int = 0, cases: int | None = None, cache_
         return package
     staging = root / f"staging-{module}-{os.getpid()}"
     try:
-        write_cohort(staging / "raw", config, modules=[module])
-        prepare(module, staging / "raw" / DATASET_DIRS[module], staging / "cases")
+        with Activity(f"generating the synthetic {module} cohort ({config.cases} cases, {size}; cached in {root})"):
+            write_cohort(staging / "raw", config, modules=[module])
+            prepare(module, staging / "raw" / DATASET_DIRS[module], staging / "cases")
         package.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.replace(staging / "cases", package)

@@ -18,17 +18,18 @@ from .sessions import add_session_arguments, close_session, prepare_session_argu
 def add_commands(subparsers) -> None:
     serve = subparsers.add_parser("serve", help="serve the action registry over REST on 127.0.0.1")
     add_session_arguments(serve)
-    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (default 8765; 0: any free one)")
     serve.set_defaults(func=run_serve)
 
     tools = subparsers.add_parser("tools", help="list every action (radiology and pathology) from the catalog")
     tools.add_argument("--app", choices=("all", *APPLICATIONS), default="all", help="one application's actions")
     tools.add_argument("--track", choices=TRACKS, default=None, help="only the actions offered on this track")
-    tools.add_argument("--format", choices=["markdown", *FORMATS], default="markdown")
+    tools.add_argument("--format", choices=["markdown", *FORMATS], default="markdown",
+                       help="markdown table, or the tool definitions in a format's own dialect (JSON)")
     tools.set_defaults(func=run_tools)
 
     replay = subparsers.add_parser("replay", help="re-execute a trace on a fresh scene and compare snapshots")
-    replay.add_argument("trace", type=Path)
+    replay.add_argument("trace", type=Path, help="an audit trace (JSONL) to re-execute")
     replay.add_argument("--data-root", action="append", default=None, help="override the recorded data roots")
     replay.set_defaults(func=run_replay)
 
@@ -36,7 +37,7 @@ def add_commands(subparsers) -> None:
     trace_commands = trace.add_subparsers(dest="trace_command", required=True)
     verify = trace_commands.add_parser(
         "verify", help="check the hash chain, artifact checksums and the anchor (default: the trace's sidecar)")
-    verify.add_argument("trace", type=Path)
+    verify.add_argument("trace", type=Path, help="the audit trace (JSONL) to check")
     verify.add_argument("--expect-head", default=None, help="hash the final record must have")
     verify.add_argument("--expect-records", type=int, default=None, help="number of records the trace must hold")
     verify.add_argument("--anchor", type=Path, default=None,

@@ -36,7 +36,8 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--app", choices=("auto", *APPLICATIONS), default="auto",
                         help="the viewer to serve (default: pathology when the data roots hold whole-slide images "
                              "and no volumes, else radiology)")
-    parser.add_argument("--track", choices=("A", "B"), default="A")
+    parser.add_argument("--track", choices=("A", "B"), default="A",
+                        help="A: the viewer-native actions; B: also the advanced analysis operators")
     parser.add_argument("--max-rounds", type=int, default=None, help="tool-call budget of each session")
     parser.add_argument("--trace", type=Path, default=None, help="audit trace JSONL (default: none on disk)")
     parser.add_argument("--in-process", action="store_true",

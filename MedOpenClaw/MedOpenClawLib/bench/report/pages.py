@@ -7,6 +7,7 @@ engine (autoescape on).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from importlib import resources
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from ...provenance import summary as provenance_summary
 from ..cases import CaseFormatError, load_cases, load_ground_truth
+from ..progress import Activity
 from .evidence import NO_EVIDENCE, RadiologyEvidence, episode_evidence
 from .formats import cell_parts, header_cells, layout, n_text, own_n, plain_text
 from .runs import Episode, Run, trace_records
@@ -246,14 +248,17 @@ def write_pages(runs: list[Run], tables: list[Table], plots: list[str], pages: d
         encoding="utf-8")
     renderer = RadiologyEvidence()
     packages = CasePackages()
-    count = 0
-    try:
+    with contextlib.ExitStack() as stack:
+        stack.callback(renderer.close)
         ordered = sorted(((run, episode) for run in runs for episode in run.episodes),
                          key=lambda item: (str(item[0].identity.get("cases_dir")), item[1].case_id, item[0].name))
         episode_pages = {(run.name, episode.episode_id):
                          pages[run.name].with_suffix("") / f"{slug(episode.episode_id)}.html"
                          for run, episode in ordered}
+        activity = stack.enter_context(Activity("writing episode pages" + (" and evidence views" if evidence else ""),
+                                                total=len(ordered)))
         for run, episode in ordered:
+            activity.advance()
             page = episode_pages[(run.name, episode.episode_id)]
             page.parent.mkdir(parents=True, exist_ok=True)
             records = trace_records(episode.trace)
@@ -263,12 +268,9 @@ def write_pages(runs: list[Run], tables: list[Table], plots: list[str], pages: d
             crumbs = [("report", _root(page, out_dir) + "index.html"),
                       (run.name, os.path.relpath(pages[run.name], page.parent)), (episode.episode_id, None)]
             episode_page(env, run, episode, records, page, out_dir, drawn, crumbs, reference)
-            count += 1
-    finally:
-        renderer.close()
     for run in runs:
         page = pages[run.name]
         page.parent.mkdir(parents=True, exist_ok=True)
         own = {episode_id: path for (name, episode_id), path in episode_pages.items() if name == run.name}
         run_page(env, run, out_dir, page, own, [("report", _root(page, out_dir) + "index.html"), (run.name, None)])
-    return count
+    return len(ordered)

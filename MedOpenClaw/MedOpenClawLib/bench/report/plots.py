@@ -55,6 +55,18 @@ def _rows(runs: list[Run]) -> dict[str, dict[str, list[Run]]]:
     return rows
 
 
+def mark_zero_and_undefined(axis, positions, values, width: float, colour) -> None:
+    """A score of 0 has no bar to see and an undefined one (Loc. of LUMIERE, no scored episode) has none
+    either: 0 gets a thick line at the axis and a '0', undefined an 'n/a', so the two never look alike."""
+    for position, value in zip(positions, values):
+        if np.isnan(value):
+            axis.text(position, 0.02, "n/a", ha="center", va="bottom", fontsize=7, color="#666", rotation=90)
+        elif value == 0:
+            axis.plot([position - width * 0.45, position + width * 0.45], [0.004, 0.004], color=colour,
+                      linewidth=3, solid_capstyle="butt")
+            axis.text(position, 0.02, "0", ha="center", va="bottom", fontsize=7, color="#333")
+
+
 def scores_plot(runs: list[Run], out_dir: Path) -> list[str]:
     pyplot = _pyplot()
     rows = _rows(runs)
@@ -73,13 +85,14 @@ def scores_plot(runs: list[Run], out_dir: Path) -> list[str]:
                 lows.append(0.0 if low is None else cell.value - low)
                 highs.append(0.0 if high is None else high - cell.value)
             positions = np.arange(len(modules)) - 0.4 + width * (index + 0.5)
-            axis.bar(positions, values, width, yerr=[lows, highs], capsize=2, label=label)
+            bars = axis.bar(positions, values, width, yerr=[lows, highs], capsize=2, label=label)
+            mark_zero_and_undefined(axis, positions, values, width, bars.patches[0].get_facecolor())
         axis.set_ylabel({"task": "Task", "strict": "Strict", "loc": "Loc."}[metric])
         axis.set_ylim(0, 1.05)
         axis.grid(axis="y", alpha=0.3)
     axes[-1].set_xticks(np.arange(len(modules)), [MODULE_TITLES[module] for module in modules])
     axes[0].legend(fontsize="small", loc="lower left", bbox_to_anchor=(0.0, 1.02), ncol=2)
-    figure.suptitle("Scores per module (mean, 95% bootstrap CI)", y=1.0)
+    figure.suptitle("Scores per module (mean, 95% bootstrap CI; n/a: not defined for that module or run)", y=1.0)
     figure.tight_layout()
     return _save(figure, out_dir, "scores")
 
