@@ -1,9 +1,10 @@
-"""Benchmark: the trace audit over real episodes -- the oracle and the heuristic agent on every module of the embedded
-synthetic cohort -- and what it costs per trace.
+"""Benchmark: the trace audit over real episodes -- the oracle, heuristic and random agents on every module of the
+embedded synthetic cohort -- and what it costs per trace.
 
 Writes bench/trace_audit.json: per agent and module the episodes, their findings by code, the evidence fields
 grounded and ungrounded, and the audit time per trace (read + audit, mean and max) against the trace size. The
-target (issue 27) is that the privileged oracle's episodes carry no finding; ``--runs DIR ...`` audits existing
+target (issue 27) is that the privileged oracle's episodes carry no finding (the random agent, which cites evidence
+drawn inside the volume without looking, is the positive control); ``--runs DIR ...`` audits existing
 ``bench run`` directories instead of running the agents.
 """
 
@@ -27,7 +28,7 @@ from MedOpenClawLib.bench.cases import MODULES  # noqa: E402
 from MedOpenClawLib.cli import main  # noqa: E402
 from MedOpenClawLib.trace_audit import CODES, audit_records  # noqa: E402
 
-AGENTS = ("oracle", "heuristic")
+AGENTS = ("oracle", "heuristic", "random")
 
 
 def run_agents(out: Path, limit: int) -> list[Path]:

@@ -313,6 +313,50 @@ def test_malformed_traces_are_audited_without_raising(records):
     json.dumps(report.to_json(), allow_nan=False)
 
 
+JUNK = (None, 1, -1.5, float("nan"), float("inf"), "x", "", [], {}, [1, 2], [[1]], {"a": 1}, True, "img-1",
+        [None, None, None], [1e308, 1e308, 1e308], [[0] * 4] * 4)
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for key, item in items:
+        yield from _paths(item, (*prefix, key))
+
+
+def _replace(records, place, value) -> None:
+    holder = records
+    try:
+        for key in place[:-1]:
+            holder = holder[key]
+        holder[place[-1]] = value
+    except (KeyError, IndexError, TypeError):
+        pass  # an earlier replacement removed the path
+
+
+def test_randomly_corrupted_traces_are_audited_without_raising():
+    """Any value of any record replaced by junk (wrong types, NaN, singular matrices): a report, never a raise."""
+    import copy
+    import random
+
+    trace = TraceBuilder("lumiere", tools=REGISTRATION_TOOLS + SEGMENTATION_TOOLS, volumes=LUMIERE)
+    trace.prompt([image("axial", 0.0)])
+    transform, output = registered(trace)
+    trace.fusion("OLD_CT1", output)
+    trace.segment("a", [0, 0, 0], [1, 1, 1])
+    trace.segment("b", [5, 5, 5], [6, 6, 6])
+    trace.call("quantify", {"segmentation_name": "b"}, {"statistics": {"volume_ml": 1.0}})
+    base = trace.answer("diameter 12 mm\n" + evidence_answer()).records
+    places = list(_paths(base))[1:]
+    rng = random.Random(0)
+    for _ in range(150):
+        records = copy.deepcopy(base)
+        for place in rng.sample(places, 3):
+            _replace(records, place, copy.deepcopy(rng.choice(JUNK)))
+        for module in ("lumiere", "ucsf-pdgm", "bracs"):
+            json.dumps(audit_records(records, module).to_json(), allow_nan=False)
+
+
 def test_a_singular_geometry_grounds_nothing():
     trace = TraceBuilder(tools=("observe",)).prompt()
     broken = image("axial", 10.0)

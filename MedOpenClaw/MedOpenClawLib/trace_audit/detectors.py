@@ -33,7 +33,7 @@ from __future__ import annotations
 from .findings import Finding
 from .provenance import region_statistics
 from .specs import AuditSpec
-from .timeline import Call, Timeline, as_dict, as_list, point
+from .timeline import Call, Timeline, as_dict, as_list, point, text
 
 MISBINDING = ("transform_misbound", "unverified_transform", "transform_on_resampled")
 SEGMENTERS = ("segment_region", "vista3d_segment", "import_dicom_seg")
@@ -149,8 +149,8 @@ def _fusions(timeline: Timeline, spec: AuditSpec) -> list[Finding]:
     findings = []
     registration_offered = "register_volumes" in timeline.offered
     for call in timeline.successful("fusion"):
-        background, foreground = call.data.get("background"), call.data.get("foreground")
-        if not isinstance(background, str) or not isinstance(foreground, str):
+        background, foreground = text(call.data.get("background")), text(call.data.get("foreground"))
+        if background is None or foreground is None:
             continue
         volumes = Volumes(timeline, spec, call)
         problems = [problem for problem in (volumes.problem(background), volumes.problem(foreground)) if problem]
@@ -173,9 +173,9 @@ def _evidence_volumes(timeline: Timeline) -> list[Finding]:
     for call in timeline.successful(*EVIDENCE_RECORDERS):
         if not call.arguments.get("volume_name"):
             continue
-        named = call.data.get("volume_name") or call.arguments["volume_name"]
+        named = text(call.data.get("volume_name")) or text(call.arguments["volume_name"])
         layers = timeline.displayed_layers(call)
-        if layers and named not in layers:
+        if named and layers and named not in layers:
             findings.append(Finding("F3", "F3.evidence_volume", "medium", (call.seq,),
                                     f"{call.action} cites {named}, but the views showed {', '.join(sorted(layers))}"))
     return findings

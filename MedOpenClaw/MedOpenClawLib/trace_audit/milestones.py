@@ -35,7 +35,7 @@ from .detectors import Volumes
 from .findings import Finding
 from .provenance import region_statistics
 from .specs import AuditSpec
-from .timeline import SLICE_VIEWS, Call, Timeline, as_dict, as_list, number, point
+from .timeline import SLICE_VIEWS, Call, Timeline, as_dict, as_list, number, point, text
 
 SEGMENTERS = ("segment_region", "vista3d_segment")
 LOCALIZERS = ("image_coords_to_ras", "jump")
@@ -68,15 +68,15 @@ def _through_transform(timeline: Timeline, spec: AuditSpec, call: Call, reached:
 def moved_volume(timeline: Timeline, spec: AuditSpec, call: Call) -> str | None:
     """The volume an apply/resample call left in the fixed space (the resampled output, or the moved volume)."""
     outputs = as_dict(call.data.get("outputs"))
-    return Volumes(timeline, spec, call).name(outputs.get("volume_id")) or outputs.get("volume_name")
+    return Volumes(timeline, spec, call).name(outputs.get("volume_id")) or text(outputs.get("volume_name"))
 
 
 def _registered_fusion(timeline: Timeline, spec: AuditSpec, call: Call, reached: list[Call]) -> bool:
     if call.action != "fusion":
         return False
-    layers = {call.data.get("background"), call.data.get("foreground")}
+    layers = {text(call.data.get("background")), text(call.data.get("foreground"))} - {None}
     moved = moved_volume(timeline, spec, reached[-1])
-    if moved not in layers:
+    if moved is None or moved not in layers:
         return False
     volumes = Volumes(timeline, spec, call)
     other = next((layer for layer in layers if layer != moved), None)
@@ -100,8 +100,8 @@ def _quantified_segmentation(timeline: Timeline, spec: AuditSpec, call: Call, re
     for made in timeline.successful(*SEGMENTERS):
         if segmented.seq <= made.seq < call.seq:
             outputs = as_dict(made.data.get("outputs"))
-            names |= {outputs.get("segmentation_id"), outputs.get("segmentation_name")} - {None}
-    return call.arguments.get("segmentation_name") in names
+            names |= {text(outputs.get("segmentation_id")), text(outputs.get("segmentation_name"))} - {None}
+    return text(call.arguments.get("segmentation_name")) in names
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ def final_view(timeline: Timeline) -> dict | None:
     for name in SLICE_VIEWS:
         view = as_dict(views.get(name))
         if view:
-            summary[name] = {"background": view.get("background"), "foreground": view.get("foreground"),
+            summary[name] = {"background": text(view.get("background")), "foreground": text(view.get("foreground")),
                              "offset_mm": number(view.get("offset_mm"))}
     images = {}
     for shown in timeline.shown:

@@ -115,14 +115,18 @@ def returned_ras_points(timeline: Timeline) -> list[tuple[int, list[float], str]
     return found
 
 
+def matrix4(value) -> np.ndarray | None:
+    """A 4x4 matrix of finite numbers from a record, or None."""
+    rows = [point(row, 4) for row in as_list(value)]
+    return np.asarray(rows, dtype=float) if len(rows) == 4 and all(rows) else None
+
+
 def project(geometry: dict, ras: list[float]) -> tuple[float, float, float] | None:
     """(column, row, plane distance mm) of ``ras`` on an image from its geometry record (the computation of
     ``viewer.image_geometry.SliceImageGeometry.ras_to_pixel``, kept free of the viewer's VTK imports)."""
-    xy_to_ras = np.asarray(geometry.get("xy_to_ras"), dtype=float) if geometry.get("xy_to_ras") else None
-    slice_to_ras = np.asarray(geometry.get("slice_to_ras"), dtype=float) if geometry.get("slice_to_ras") else None
+    xy_to_ras, slice_to_ras = matrix4(geometry.get("xy_to_ras")), matrix4(geometry.get("slice_to_ras"))
     height = number(geometry.get("height"))
-    if xy_to_ras is None or slice_to_ras is None or xy_to_ras.shape != (4, 4) or slice_to_ras.shape != (4, 4) \
-            or height is None or not np.isfinite(xy_to_ras).all() or not np.isfinite(slice_to_ras).all():
+    if xy_to_ras is None or slice_to_ras is None or height is None:
         return None
     try:
         x, y = np.linalg.solve(xy_to_ras, np.array([*ras, 1.0]))[:2]
@@ -130,7 +134,7 @@ def project(geometry: dict, ras: list[float]) -> tuple[float, float, float] | No
         return None
     normal = slice_to_ras[:3, 2]
     length = float(np.linalg.norm(normal))
-    if length == 0:
+    if length == 0 or not np.isfinite([x, y]).all():
         return None
     distance = float(np.dot(np.asarray(ras) - slice_to_ras[:3, 3], normal / length))
     return float(x), float(height - 1.0 - y), distance

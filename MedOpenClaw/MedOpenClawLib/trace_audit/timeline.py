@@ -33,6 +33,11 @@ def as_list(value) -> list:
     return value if isinstance(value, list) else []
 
 
+def text(value) -> str | None:
+    """A string from a record, or None (a list where a name belongs must not reach a set or dict look-up)."""
+    return value if isinstance(value, str) else None
+
+
 def number(value) -> float | None:
     """A finite float, or None (booleans and strings are not numbers here)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -212,7 +217,7 @@ class Timeline:
         for call in self._received_calls():
             views = as_dict(self.state_after(call).get("views"))
             for image in call.images:
-                view = image.get("view")
+                view = text(image.get("view"))
                 if view == "montage":
                     shown.extend(self._montage(call, views))
                     continue
@@ -223,16 +228,18 @@ class Timeline:
                 thickness = point(as_dict(geometry).get("field_of_view_mm"), 3)
                 layers = as_dict(views.get(view))
                 shown.append(Shown(call.seq, view, offset, thickness[2] if thickness else None, geometry,
-                                   layers.get("background"), layers.get("foreground"), image.get("path")))
+                                   text(layers.get("background")), text(layers.get("foreground")),
+                                   text(image.get("path"))))
         return shown
 
     def _montage(self, call: Call, views: dict) -> list[Shown]:
-        view = call.arguments.get("view")
+        view = text(call.arguments.get("view"))
         if view not in AXIS_INDEX:
             return []
         layers = as_dict(views.get(view))
-        step = self._spacing(call, layers.get("background"), view)
-        return [Shown(call.seq, view, offset, step, None, layers.get("background"), layers.get("foreground"))
+        background = text(layers.get("background"))
+        step = self._spacing(call, background, view)
+        return [Shown(call.seq, view, offset, step, None, background, text(layers.get("foreground")))
                 for offset in (number(item) for item in as_list(call.data.get("offsets_mm"))) if offset is not None]
 
     def _spacing(self, call: Call, volume: str | None, view: str) -> float | None:
