@@ -95,7 +95,6 @@ class ActionSpec:
     def __post_init__(self):
         if self.role not in ROLES:
             raise ValueError(f"{self.name}: role must be one of {ROLES}")
-        jsonschema.Draft202012Validator.check_schema(self.parameters)
 
     @classmethod
     def from_description(cls, description: dict) -> ActionSpec:
@@ -136,6 +135,12 @@ class Action(ActionSpec):
 
     handler: Callable[..., Result] = field(kw_only=True)
     rules: dict = field(default_factory=dict, kw_only=True)
+
+    def __post_init__(self):
+        """A declared schema is checked once, where it is declared; a description (:class:`ActionSpec`) is the
+        listing of actions already checked (the catalog, a supervised child's), so listing one costs nothing."""
+        super().__post_init__()
+        jsonschema.Draft202012Validator.check_schema({**self.parameters, **self.rules})
 
     @cached_property
     def validator(self) -> jsonschema.protocols.Validator:

@@ -18,6 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import anyio
+import conftest_pathology
 import httpx2
 import nibabel as nib
 import numpy as np
@@ -29,12 +30,14 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
+from MedOpenClawLib import catalog
 from MedOpenClawLib.audit import AuditTrace, read_trace
 from MedOpenClawLib.registry import ActionRegistry, Toolset
 from MedOpenClawLib.result import Result
 from MedOpenClawLib.server import mcp as mcp_server
 
 REPO = Path(__file__).resolve().parents[2]
+slide_root, slide_path = conftest_pathology.slide_root, conftest_pathology.slide_path
 ENV = {"PYTHONPATH": os.pathsep.join([str(REPO / "MedOpenClaw"), str(REPO / "MedCopilot")]),
        "QT_QPA_PLATFORM": "offscreen"}
 
@@ -95,6 +98,36 @@ def test_stdio_with_the_sdk_client(data_root, tmp_path):
     assert actions == ["open_case", "observe", "open_case", "jump"]
 
 
+def test_stdio_serves_the_pathology_viewer_for_slides(slide_root, slide_path, tmp_path):
+    """Chosen by the data root (slides, no volumes): the QuPath-style actions, listed and called on a slide."""
+    trace = tmp_path / "wsi.jsonl"
+    parts = command(slide_root, trace)
+    parameters = StdioServerParameters(command=parts[0], args=parts[1:], env=ENV)
+
+    async def main() -> None:
+        async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
+            init = await session.initialize()
+            assert "whole-slide" in init.instructions
+            tools = {tool.name: tool for tool in (await session.list_tools()).tools}
+            assert set(tools) == {entry["name"] for entry in catalog.entries("pathology", "A")}
+            assert "open_case" not in tools and tools["zoom"].input_schema["required"] == ["amount"]
+            loaded = await session.call_tool("load_image", {"image_path": slide_path})
+            assert not loaded.is_error and loaded.structured_content["data"]["state"]["image"]
+            zoomed = await session.call_tool("zoom", {"direction": "in", "amount": 4})
+            assert not zoomed.is_error
+            captured = await session.call_tool("capture_viewer", {"label": "red region"})
+            assert [block.type for block in captured.content] == ["text", "image"]
+            assert base64.b64decode(captured.content[1].data).startswith(b"\x89PNG")
+            point = await session.call_tool("viewer_point_to_wsi_coordinate", {"x": 500, "y": 500})
+            assert point.structured_content["data"]["inside_slide"] is True
+            refused = await session.call_tool("load_image", {"image_path": "/etc/passwd"})
+            assert refused.is_error and refused.structured_content["error"]["code"] == "path_not_allowed"
+
+    anyio.run(main)
+    actions = [record["action"] for record in read_trace(trace) if record.get("action")]
+    assert actions == ["load_image", "zoom", "capture_viewer", "viewer_point_to_wsi_coordinate", "load_image"]
+
+
 def http_server(data_root: Path, trace: Path, *extra: str) -> tuple[subprocess.Popen, str]:
     env = {**os.environ, **ENV, "MEDOPENCLAW_TOKEN": "s3cret-token"}
     server = subprocess.Popen(command(data_root, trace, "--transport", "http", "--port", "0", *extra), env=env,
@@ -143,6 +176,29 @@ def test_streamable_http_needs_the_token_and_gives_each_client_its_own_session(d
         "open_case", "observe", "open_case", "jump", "get_viewer_state"]
     assert [record["action"] for record in second if record.get("action")] == ["get_viewer_state"]
     assert first[0]["payload"]["session"] == 1 and second[0]["payload"]["client"]["name"] == "mcp"
+
+
+def test_http_sessions_are_bounded_and_released_when_their_client_leaves(data_root, tmp_path):
+    trace = tmp_path / "trace.jsonl"
+    server, url = http_server(data_root, trace, "--max-sessions", "1")
+    try:
+        async def main() -> None:
+            async with http_client(url) as first:
+                await first.initialize()
+                assert not (await first.call_tool("ping", {})).is_error
+                async with http_client(url) as second:
+                    with pytest.raises(MCPError, match="Too many open sessions"):  # answered 503 by the server
+                        await second.initialize()
+            async with http_client(url) as third:  # the first session ended: its place is free again
+                await third.initialize()
+                assert not (await third.call_tool("ping", {})).is_error
+
+        anyio.run(main)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert [record["action"] for record in read_trace(tmp_path / "trace.client2.jsonl") if record.get("action")] == [
+        "ping"]
 
 
 def test_malformed_framing_is_refused_and_the_server_lives_on(data_root, tmp_path):

@@ -58,7 +58,7 @@ def test_every_operation_through_py4j(bridge, client, slide_path):
     assert client.set_image_type("BRIGHTFIELD_H_E").image_type == "BRIGHTFIELD_H_E"
     assert client.zoom("in", 2, "factor", None, None).downsample == pytest.approx(6000 / 640 / 2)
     assert client.pan("right", 100, "wsi_px", None, None).centre_x == pytest.approx(3100)
-    assert client.focus().centre_x == pytest.approx(3100)
+    assert client.focus_qupath().centre_x == pytest.approx(3100)
     image = client.capture("field")
     assert (image.width, image.height) == VIEWPORT and image.png_bytes().startswith(b"\x89PNG")
     x, y = client.viewer_point_to_wsi_coordinate(499.5, 499.5)
@@ -88,7 +88,7 @@ def test_nothing_else_is_callable(bridge, client):
     with pytest.raises(Py4JError) as refused:
         gateway_server.getGateway()
     assert "refused" in str(refused.value)
-    assert client.focus() is not None, "the bridge still serves named operations afterwards"
+    assert client.focus_qupath() is not None, "the bridge still serves named operations afterwards"
 
 
 def test_wrong_token_is_refused(bridge):
@@ -193,9 +193,9 @@ def test_memory_delete_of_the_entry_point_is_refused(bridge, client):
     for shared in ("t", "j", "GATEWAY_SERVER"):
         answer = client._gateway._gateway_client.send_command(f"m\nd\n{shared}\ne\n")
         assert answer.startswith("x") and "never released" in answer  # "x": an error answer
-    assert client.focus() is not None
+    assert client.focus_qupath() is not None
     other = bridge.client()
-    assert other.focus() is not None, "every client still reaches the entry point"
+    assert other.focus_qupath() is not None, "every client still reaches the entry point"
     other.disconnect()
 
 
@@ -205,7 +205,7 @@ def test_unknown_memory_sub_command_is_refused(bridge):
     assert answer.startswith("z") and "refused: memory sub-command 'a'" in answer  # "z": a Java exception
     attacker.disconnect()
     fresh = bridge.client()
-    assert fresh.focus() is not None
+    assert fresh.focus_qupath() is not None
     fresh.disconnect()
 
 
@@ -225,7 +225,7 @@ def test_connection_file_is_owner_only_and_usable(slide_root, tmp_path):
         data = json.loads(connection.read_text())
         assert data == {"host": "127.0.0.1", "port": process.port, "token": process.token}
         viewer = QuPathBridgeClient.from_connection_file(connection)
-        assert viewer.focus() is not None
+        assert viewer.focus_qupath() is not None
         viewer.disconnect()
     with pytest.raises(ActionError) as refused:
         QuPathBridgeClient.from_connection_file(tmp_path / "missing.json")

@@ -95,3 +95,23 @@ def test_an_unknown_action_is_unknown_whatever_its_arguments_hold():
     assert registry.call("pick", deep).error["code"] == "invalid_argument"
     deep_unknown, _, _, deep_known = registry.trace.records[-4:]
     assert set(deep_unknown["arguments"]) == set(deep_known["arguments"]) == {"refused_input"}  # bounded, auditable
+
+
+def test_each_pathology_action_has_one_name_in_python_and_java():
+    """The QuPath bridge's entry points are the actions' names in camelCase, each audited under the action's own
+    name with the schema's argument names, and the gateway lets exactly those through."""
+    import re
+    from pathlib import Path
+
+    source = (Path(__file__).resolve().parents[2] / "MedOpenClaw" / "QuPathBridge" / "src" / "main" / "java" / "org"
+              / "medopenclaw" / "qupath" / "BridgeEntryPoint.java").read_text()
+    methods = re.findall(r'public String (\w+)\([^)]*\) \{\s*return core\.execute\("(\w+)", args\(([^)]*)\)', source)
+    operations = set(re.findall(r'"(\w+)"', re.search(r"OPERATIONS = Set\.of\(([^)]*)\)", source).group(1)))
+    actions = {entry["name"]: entry for entry in catalog.entries("pathology")}
+    assert {action for _, action, _ in methods} == set(actions)
+    assert operations == {method for method, _, _ in methods}
+    for method, action, arguments in methods:
+        camel = re.sub(r"_(\w)", lambda match: match.group(1).upper(), action)
+        assert method == camel, f"{action} is {method} in Java"
+        names = re.findall(r'"(\w+)"', arguments)
+        assert names == list(actions[action]["parameters"].get("properties", {})), action

@@ -107,3 +107,29 @@ def test_no_code_execution_is_reachable_in_the_package():
             if CODE_EXECUTION.search(line.split("#")[0]):
                 offenders.append(f"{path.relative_to(package)}:{number}: {line.strip()}")
     assert offenders == []
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["imagecodecs", "pillow"])
+def test_views_are_encoded_losslessly_once_and_relayed_as_sent(monkeypatch, fast):
+    import io
+    import sys
+
+    import numpy as np
+    from PIL import Image
+
+    from MedOpenClawLib.result import RenderedImage, Result
+
+    if not fast:
+        monkeypatch.setitem(sys.modules, "imagecodecs", None)  # as in Slicer's own Python: Pillow encodes
+    rng = np.random.default_rng(0)
+    images = [RenderedImage("axial", 64, 48, pixels=rng.integers(0, 255, (48, 64), dtype=np.uint8)),
+              RenderedImage("fused", 64, 48, pixels=rng.integers(0, 255, (48, 64, 3), dtype=np.uint8))]
+    sent = Result(True, images=images).to_json()
+    for image, item in zip(images, sent["images"]):
+        decoded = np.asarray(Image.open(io.BytesIO(base64.b64decode(item["png_base64"]))))
+        assert np.array_equal(decoded, image.pixels)
+    relayed = Result.from_json(sent)  # e.g. a supervised viewer's answer in the server process
+    again = relayed.to_json()
+    assert [item["png_base64"] for item in again["images"]] == [item["png_base64"] for item in sent["images"]]
+    assert all(image._png is None for image in relayed.images)  # never decoded to be re-encoded
+    assert relayed.images[0].png_bytes() == images[0].png_bytes()

@@ -201,7 +201,7 @@ def pan(context: PathologyContext, direction: str | None = None, amount: float |
 
 @PATHOLOGY.action("focus_qupath", "session", "Bring the viewer to the foreground and return its current state.")
 def focus_qupath(context: PathologyContext) -> Result:
-    context.viewer.focus()
+    context.viewer.focus_qupath()
     return Result(True, context.view_data())
 
 

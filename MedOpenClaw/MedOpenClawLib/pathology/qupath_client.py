@@ -159,7 +159,7 @@ class QuPathBridgeClient:
         self._call("pan", direction, amount, unit, x, y)
         return self._state
 
-    def focus(self) -> ViewState:
+    def focus_qupath(self) -> ViewState:
         self._call("focusQupath")
         return self._state
 

@@ -50,7 +50,7 @@ class PathologyViewer(Protocol):
         self, direction: str | None, amount: float | None, unit: str, x: float | None, y: float | None
     ) -> ViewState: ...
 
-    def focus(self) -> ViewState: ...
+    def focus_qupath(self) -> ViewState: ...
 
     def capture(self, label: str) -> RenderedImage: ...
 
@@ -178,7 +178,7 @@ class HeadlessWsiViewer:
         self._state = geometry.pan(self._require_image(), direction, amount, unit, x, y)
         return self._state
 
-    def focus(self) -> ViewState:
+    def focus_qupath(self) -> ViewState:
         return self._state  # no window to raise: the headless view is always "in front"
 
     def capture(self, label: str) -> RenderedImage:

@@ -136,8 +136,10 @@ class ClientSessions:
             registry = self.factory(next(self._numbers), client_identity(ctx))
             self._sessions[key] = registry
         stack = getattr(connection, "exit_stack", None)
-        if stack is not None and key != "shared":
-            stack.push_async_callback(self._release, key)
+        if stack is not None and key != "shared":  # closed with the client's connection (this runs in a worker)
+            import anyio.from_thread
+
+            anyio.from_thread.run_sync(stack.push_async_callback, self._release, key)
         return registry
 
     def audit_extra(self, ctx) -> None:

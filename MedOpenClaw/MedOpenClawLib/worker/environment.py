@@ -5,15 +5,13 @@ The worker service wraps its registry in this class; tests drive a registry thro
 
 from __future__ import annotations
 
+from ..catalog import neutral_tool
 from ..registry import ActionRegistry
 
 
 def neutral_tools(registry: ActionRegistry) -> list[dict]:
     """The session track's actions as provider-neutral ``{name, description, parameters}`` dicts."""
-    return [
-        {"name": action.name, "description": action.description, "parameters": action.parameters}
-        for action in registry.actions()
-    ]
+    return [neutral_tool(action) for action in registry.actions()]
 
 
 class LocalEnvironment:
