@@ -87,6 +87,8 @@ def test_limit_ranges_and_case_ids():
     assert [case.case_id for case in select_cases(cases, (2, 4))] == ["C2", "C3", "C4"]
     assert [case.case_id for case in select_cases(cases, None, ("C5", "C1"))] == ["C1", "C5"]
     assert [case.case_id for case in select_cases(cases, 1, ("C5", "C3"))] == ["C3"]
+    with pytest.raises(ValueError, match="only 6 cases"):
+        select_cases(cases, (7, 9))
     with pytest.raises(ValueError, match="no case 'C9'"):
         select_cases(cases, None, ("C1", "C9"))
 

@@ -217,7 +217,6 @@ def _run(args) -> int:
             warning = make_provider(provider).preflight()
             if warning:
                 print(f"warning: {warning}", file=sys.stderr)
-        invocation = provenance(getattr(args, "argv", None))
         resume = shlex.join(["medopenclaw", *args.argv]) if getattr(args, "argv", None) else "the same command"
         packages = {module: module_cases(args, module, len(modules) > 1) for module in modules}
         for module, cases_dir in packages.items():
@@ -232,7 +231,7 @@ def _run(args) -> int:
                                replay_from=str(Path(args.replay_from).resolve()) if args.replay_from else None)
             summary = summaries[module] = BenchmarkRunner(
                 config, agent_factory(args, provider), module_prompt, resume_hint=resume,
-                make_executor=executor_factory(args), provenance=invocation).run()
+                make_executor=executor_factory(args), provenance=provenance(getattr(args, "argv", None))).run()
             if summary.get("interrupted") or summary.get("stopped"):
                 break  # Ctrl-C or the error policy ends the whole run, not one module
     except ProviderError as error:

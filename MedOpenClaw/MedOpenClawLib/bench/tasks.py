@@ -48,6 +48,8 @@ def select_cases(cases: list[Case], limit: int | tuple[int, int] | None = None,
     if isinstance(limit, int):
         return cases[:limit]
     if limit is not None:
+        if limit[0] > len(cases):
+            raise ValueError(f"--limit {limit[0]}-{limit[1]}: there are only {len(cases)} cases to choose from")
         return cases[limit[0] - 1:limit[1]]
     return cases
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..cases import place_file
+from .runs import _mapping
 
 TEXT_LIMIT = 12000
 
@@ -32,10 +33,6 @@ def pretty(value) -> str:
 def compact(value) -> str:
     """Tool-call arguments on one line, as the model wrote them (keys sorted), cut at :data:`TEXT_LIMIT`."""
     return clipped(json.dumps(value, sort_keys=True, ensure_ascii=False, default=str))
-
-
-def _mapping(value) -> dict:
-    return value if isinstance(value, dict) else {}
 
 
 @dataclass
