@@ -125,7 +125,8 @@ def test_wsi_points_seen_only_in_the_overview_or_never_are_ungrounded():
 def test_reported_measurements_are_read_with_units_and_positions_are_not():
     text = ("The enhancing lesion measures 23 x 18 mm (SPD 414 mm²); volume 4.2 mL, longest diameter 2.5 cm.\n"
             "It is seen on the axial slice at 12.5 mm, along the midline 3 mm from the falx.\n"
-            "KEY_SLICE_AXIAL_MM: 12.50\nRAS: [1, 2, 3]\nSize change +20%.")
+            "KEY_SLICE_AXIAL_MM: 12.50\nRAS: [1, 2, 3]\nSize change +20%.\n"
+            "Voxel size 1 mm; slice thickness 2.5 mm, in-plane spacing 0.9 mm.")
     found = [(kind, round(value, 3)) for _, kind, value in reported_measurements(text)]
     assert found == [("length", 23.0), ("length", 18.0), ("area", 414.0), ("volume", 4.2), ("length", 25.0)]
 

@@ -15,7 +15,8 @@ Rules (each field is *grounded* by the records listed, or *ungrounded*):
   inside a field the viewer showed zoomed in (a field seen only in the whole-slide overview localises nothing).
 - **Measurement** (F2): a length, area or volume in the answer text -- an area (mm², cm²) or volume (mL, cc, cm³,
   mm³) always; a length (mm, cm) when its line names a measurement (:data:`MEASURE_WORDS`) or gives dimensions
-  (``23 x 18 mm``); evidence-field lines (``KEY_SLICE_*``, ``RAS``) are positions, not measurements -- is grounded
+  (``23 x 18 mm``), unless the line is about the acquisition (:data:`ACQUISITION_WORDS`: voxel size, spacing,
+  slice thickness); evidence-field lines (``KEY_SLICE_*``, ``RAS``) are positions, not measurements -- is grounded
   (basis ``measured``) when ``measure_line`` (its length) or ``quantify`` / a segmentation operator (volume,
   longest and RANO diameters, bidimensional product) produced a value of that kind within
   max(:data:`RELATIVE_TOLERANCE` of it, the kind's absolute tolerance). A screen box converted to millimetres
@@ -44,6 +45,9 @@ MEASURE_WORDS = re.compile(r"\b(diameters?|measur\w*|sizes?|sized|length|long|wi
 UNITS = {"mm": ("length", 1.0), "cm": ("length", 10.0), "mm2": ("area", 1.0), "cm2": ("area", 100.0),
          "mm3": ("volume", 0.001), "cm3": ("volume", 1.0), "ml": ("volume", 1.0), "cc": ("volume", 1.0)}
 KIND_UNIT = {"length": "mm", "area": "mm²", "volume": "mL"}  # what measurements are compared in
+# lines about the acquisition, not the anatomy: a voxel size or slice thickness read off the metadata measures nothing
+ACQUISITION_WORDS = re.compile(r"\b(voxels?|spacing|resolution|pixels?|field of view|fov|slice thickness|"
+                               r"slice step|step)\b", re.IGNORECASE)
 _NUMBER = r"\d+(?:\.\d+)?"
 _MEASUREMENT = re.compile(
     rf"(?<![\w.])({_NUMBER})((?:\s*(?:x|×|by)\s*{_NUMBER}){{0,2}})\s*(mm|cm|ml|cc)(\^?[23²³])?(?![A-Za-z])",
@@ -222,14 +226,14 @@ def reported_measurements(text: str | None) -> list[tuple[str, str, float]]:
     for line in (text or "").splitlines():
         if _EVIDENCE_LINE.match(line):
             continue
-        named = bool(MEASURE_WORDS.search(line))
+        named, acquisition = bool(MEASURE_WORDS.search(line)), bool(ACQUISITION_WORDS.search(line))
         for match in _MEASUREMENT.finditer(line):
             unit = match.group(3).lower() + _POWER.get(match.group(4)[-1] if match.group(4) else "", "")
             if unit not in UNITS:
                 continue
             kind, factor = UNITS[unit]
             dimensions = bool(match.group(2))
-            if kind == "length" and not dimensions and not named:
+            if kind == "length" and (acquisition or not (dimensions or named)):
                 continue
             numbers = [match.group(1)] + re.findall(_NUMBER, match.group(2) or "")
             found += [(match.group(0).strip(), kind, float(value) * factor) for value in numbers]
