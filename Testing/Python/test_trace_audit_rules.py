@@ -78,6 +78,21 @@ def test_montage_tiles_ground_their_offsets_only():
     assert not field(miss, "key_slice_axial_mm").grounded
 
 
+def test_track_c_montages_of_the_prompt_ground_their_tiles_but_set_up_renders_not_sent_do_not():
+    trace = TraceBuilder(track="C", tools=())
+    trace._action("system", "select_volume", {"volume_name": "T1c"}, {"data": {}, "images": [image("axial", 30.0)]},
+                  artifacts=[{"kind": "image", "path": "s.png", "sha256": "setup"}])
+    montage = trace._action("system", "scroll", {"view": "axial", "direction": "up", "output": "cine"},
+                            {"data": {"offsets_mm": [10.0, 20.0]}, "images": [{"view": "montage"}]},
+                            artifacts=[{"kind": "image", "path": "m.png", "sha256": "base0"}])["seq"]
+    trace.prompt()  # the prompt lists the montage's checksum ("base0"), not the set-up render's
+    trace.records[-1]["payload"]["images"] = [{"sha256": "base0"}]
+    report = audit_records(trace.answer(evidence_answer(axial=20.0)).records)
+    assert field(report, "key_slice_axial_mm").records == [montage]
+    unsent = audit_records(trace.records[:-2] + TraceBuilder().answer(evidence_answer(axial=30.0)).records[-2:])
+    assert not field(unsent, "key_slice_axial_mm").grounded
+
+
 def test_failed_calls_and_images_of_other_views_ground_nothing():
     trace = TraceBuilder(tools=("observe",)).prompt()
     trace.call("observe", {}, {}, [image("axial", 10.0)], ok=False)
