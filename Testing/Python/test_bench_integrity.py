@@ -16,7 +16,8 @@ from MedOpenClawLib.bench.cases import GroundTruth, load_cases, load_ground_trut
 from MedOpenClawLib.bench.integrity import CaseIntegrityError, verify_case_files
 from MedOpenClawLib.bench.loaders import prepare
 from MedOpenClawLib.bench.synthetic.cohort import DATASET_DIRS, CohortConfig, write_cohort
-from MedOpenClawLib.bench.truth_check import GroundTruthContradiction, check_ground_truth, lesion_fields
+from MedOpenClawLib.bench.truth_check import check_ground_truth, lesion_fields
+from MedOpenClawLib.cli import main
 
 
 @pytest.fixture()
@@ -92,20 +93,33 @@ def test_checker_names_each_contradiction(package):
         "a tumour answer has no localization"]
 
 
-def test_lesion_rule_counts_voxel_extents():
-    current = np.zeros((20, 20, 4), dtype=np.uint8)
-    current[2:7, 2:7, 1] = 1  # 5 voxels x 2 mm = 10 mm: measurable
-    current[12:16, 12:16, 1] = 1  # 8 mm: non-measurable, and new
+def test_lesion_rule_is_rano_bidimensional_on_two_slices_with_a_noise_floor():
+    """Measurable = two perpendicular diameters >= 10 mm on >= 2 axial slices; a speck under 5 mm is no lesion."""
+    current = np.zeros((30, 30, 6), dtype=np.uint8)
+    current[2:7, 2:7, 1:3] = 1  # 10 x 10 mm on two slices: target, touching the old tumour
     old = np.zeros_like(current)
     old[2:4, 2:4, 1] = 3
-    fields = lesion_fields(old, current, (2.0, 2.0, 2.0), enhancing_label=1)
+    assert lesion_fields(old, current, (2.0, 2.0, 2.0), 1) == {
+        "current_target_lesion": True, "new_target_lesion": False,
+        "current_non_target_lesion": False, "new_non_target_lesion": False}
+    current[20, 20, 4] = 1  # one 2 mm voxel (2.8 mm diagonal): segmentation noise, not a new lesion
+    assert lesion_fields(old, current, (2.0, 2.0, 2.0), 1)["new_non_target_lesion"] is False
+    current[12:17, 12:17, 4] = 1  # 10 x 10 mm on ONE slice only: non-measurable, new
+    for k in range(8):  # a diagonal streak 16 mm long but one voxel wide: R and A extents >= 10 mm, still thin
+        current[20 + k, 2 + k, 1:3] = 1
+    fields = lesion_fields(old, current, (2.0, 2.0, 2.0), 1)
     assert fields == {"current_target_lesion": True, "new_target_lesion": False,
                       "current_non_target_lesion": True, "new_non_target_lesion": True}
+    streak = np.zeros_like(current)
+    streak[20:28, 2:10, 1:3] = np.eye(8, dtype=np.uint8)[:, :, None]
+    assert lesion_fields(old, streak, (2.0, 2.0, 2.0), 1)["current_target_lesion"] is False
     assert set(lesion_fields(None, current, (2, 2, 2), 1).values()) == {None}
 
 
-def test_default_synthetic_lumiere_cohort_is_consistent_and_contradictions_stop_prepare(tmp_path):
-    """Seed 0 once had Patient-003 week-024 rated NonMeasurable while its mask held only measurable lesions."""
+def test_default_synthetic_lumiere_cohort_is_consistent_and_a_contradiction_excludes_only_its_case(tmp_path,
+                                                                                                     capsys):
+    """Seed 0 once had Patient-003 week-024 rated NonMeasurable while its mask held only measurable lesions: such
+    a case is excluded with the contradiction as its reason, printed by `bench prepare` and in the manifest."""
     raw = tmp_path / "raw"
     write_cohort(raw, CohortConfig(seed=0, cases=6, mri_spacing_mm=2), modules=["lumiere"])
     manifest = prepare("lumiere", raw / DATASET_DIRS["lumiere"], tmp_path / "cases")
@@ -132,6 +146,14 @@ def test_default_synthetic_lumiere_cohort_is_consistent_and_contradictions_stop_
             row[column] = "x"
     with open(rating, "w", newline="", encoding="utf-8") as handle:
         csv.writer(handle).writerows(rows)
-    with pytest.raises(GroundTruthContradiction, match=f"{victim}.*NonMeasurable"):
-        prepare("lumiere", raw / DATASET_DIRS["lumiere"], tmp_path / "again")
-    assert json.loads((tmp_path / "cases" / "manifest.json").read_text())["segmentation_labels"]["enhancing"] == 1
+    assert main(["bench", "prepare", "--module", "lumiere", "--source", str(raw / DATASET_DIRS["lumiere"]),
+                 "--out", str(tmp_path / "cases")]) == 0  # replaces the earlier package in place
+    printed = capsys.readouterr()
+    assert f"excluded {victim} (ground truth consistent with its masks): ground truth contradicts itself" in printed.err
+    manifest = json.loads((tmp_path / "cases" / "manifest.json").read_text())
+    (excluded,) = [item for item in manifest["skipped"] if item["case_id"] == victim]
+    assert "NonMeasurableLesions = yes" in excluded["reason"] and len(manifest["cases"]) == 5
+    assert manifest["filters"][-1] == {"step": "ground truth consistent with its masks", "excluded": 1,
+                                       "remaining": 5}
+    assert not (tmp_path / "cases" / "data" / victim).exists() and manifest["segmentation_labels"]["enhancing"] == 1
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["cases", "filtered", "raw"]  # no staging left

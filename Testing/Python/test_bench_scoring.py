@@ -334,7 +334,9 @@ def test_nsclc_question_outside_the_label_set_is_not_scored(lesion_truth):
     truth = lesion_truth("nsclc", {"q1": "A", "q2": None, "q3": "A", "q4": "A", "q5": "B"})
     answers = {"q1": "A", "q2": "C", "q3": "A", "q4": "B", "q5": "B"}
     score = score_case("nsclc", truth, {"answers": answers, "evidence": GOOD_EVIDENCE})
-    assert score.task == 0.75 and "q2" not in score.details["questions"]
+    assert score.task == 0.75 and score.details["questions"]["q2"] is None
+    summary = aggregate([score, score_case("nsclc", truth, {"answers": {}, "evidence": GOOD_EVIDENCE})])
+    assert summary["q2"] is None and summary["q1"] == 0.5 and summary["q4"] == 0.0
 
 
 def test_positive_slide_without_reference_evidence_is_excluded_from_strict_and_loc():

@@ -54,6 +54,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,13 +64,15 @@ RADIOLOGY_MODULES = ("lumiere", "ucsf-pdgm", "nsclc")
 PATHOLOGY_MODULES = ("bracs", "camelyon17")
 MANIFEST_FORMAT = 1
 USABLE_STEP = "usable files and labels"  # the cohort-filter step of a case skipped for its own data
+CONSISTENT_STEP = "ground truth consistent with its masks"  # a reference that contradicts its own files
 # benchmark-eligible cases per module in the paper (Table 4; NSCLC without AMC, LUMIERE after its filters)
 PAPER_COUNTS = {"lumiere": 139, "ucsf-pdgm": 495, "nsclc": 162, "bracs": 113, "camelyon17": 550}
 # the order in which each module's loader applies its cohort filters (the count table follows it)
 FILTER_STEPS = {
     "lumiere": ("RANO-rated CURRENT study", "evidence available (both segmentations)", "complete imaging",
-                USABLE_STEP, "label frequency"),
-    "nsclc": ("exclude AMC (default)", USABLE_STEP),
+                USABLE_STEP, CONSISTENT_STEP, "label frequency"),
+    "nsclc": ("exclude AMC (default)", "clinical row", "DICOM SEG tumour mask on its CT", "PET and CT series",
+              USABLE_STEP, CONSISTENT_STEP),
     "ucsf-pdgm": ("baseline scans only (_FU follow-ups excluded)", USABLE_STEP),
 }
 
@@ -255,17 +258,27 @@ def place_file(source: str | os.PathLike, target: str | os.PathLike) -> Path:
 
 
 class PackageWriter:
-    """Accumulates cases and skips while a loader walks a dataset, then writes the manifest once."""
+    """Accumulates cases and skips while a loader walks a dataset, then writes the manifest once.
+
+    Everything is written into a staging folder beside ``out_dir`` that :meth:`finish` renames into place (an
+    earlier package there is replaced only then) and :meth:`abandon` deletes: a prepare that fails or is
+    interrupted leaves no half-written package, and never touches a folder that is not a case package."""
 
     def __init__(self, out_dir: str | os.PathLike, module: str, source: str | os.PathLike):
-        self.root = Path(out_dir).resolve()
+        self.target = Path(out_dir).resolve()
         self.module = check_module(module)
         self.source = str(source)
+        if self.target.exists() and not (self.target.is_dir() and (
+                (self.target / "manifest.json").is_file() or not any(self.target.iterdir()))):
+            raise CaseFormatError(f"{self.target} exists and is not a case package (no manifest.json): "
+                                  "refusing to replace it; choose another --out")
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self.root = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.partial-", dir=self.target.parent))
         self.cases: list[Case] = []
         self.skipped: list[dict] = []
         self.notes: dict[str, Any] = {}  # loader findings worth keeping in the manifest (e.g. label mappings)
-        (self.root / "data").mkdir(parents=True, exist_ok=True)
-        (self.root / "hidden").mkdir(parents=True, exist_ok=True)
+        (self.root / "data").mkdir()
+        (self.root / "hidden").mkdir()
 
     def data_dir(self, case_id: str) -> Path:
         return self.root / "data" / case_id
@@ -276,24 +289,30 @@ class PackageWriter:
     def relative(self, path: str | os.PathLike) -> str:
         return Path(path).resolve().relative_to(self.root).as_posix()
 
-    def add(self, case: Case, truth: GroundTruth) -> None:
-        """Record a finished case: its ground truth must pass :func:`.truth_check.require_consistent` (else
-        GroundTruthContradiction stops prepare), and its agent-visible files get size + sha256 records."""
+    def add(self, case: Case, truth: GroundTruth) -> bool:
+        """Record a finished case and return True; its agent-visible files get size + sha256 records. A ground
+        truth that contradicts its own masks and labels (:func:`.truth_check.check_ground_truth`) excludes
+        that case with the contradictions as its reason (False): one disagreement between, say, an expert
+        rating and an automatic mask must not abort the whole dataset."""
         from .integrity import file_records
-        from .truth_check import require_consistent
+        from .truth_check import check_ground_truth
 
         if case.case_id != truth.case_id or case.module != self.module:
             raise CaseFormatError(f"case {case.case_id!r} and its ground truth disagree on id or module")
         hidden = self.hidden_dir(case.case_id)
         hidden.mkdir(parents=True, exist_ok=True)
         truth.hidden_dir = hidden
-        require_consistent(case, truth)
+        problems = check_ground_truth(case, truth)
+        if problems:
+            self.skip(case.case_id, "ground truth contradicts itself: " + "; ".join(problems), CONSISTENT_STEP)
+            return False
         case.files = file_records(self.data_dir(case.case_id), self.root)
         (hidden / "ground_truth.json").write_text(
             json.dumps(truth.to_json(), indent=1, sort_keys=True) + "\n"
         )
-        case.cases_dir = self.root
+        case.cases_dir = self.target
         self.cases.append(case)
+        return True
 
     def skip(self, case_id: str, reason: str | Exception, step: str = USABLE_STEP) -> None:
         """Record an excluded case under the cohort-filter ``step`` that excluded it (a loader's SkipCase
@@ -320,6 +339,7 @@ class PackageWriter:
         return table
 
     def finish(self) -> dict:
+        """Write the manifest and move the staged package to ``out_dir`` (replacing an earlier package)."""
         manifest = {
             "format": MANIFEST_FORMAT,
             "module": self.module,
@@ -331,4 +351,17 @@ class PackageWriter:
             **self.notes,
         }
         (self.root / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        previous = None
+        if self.target.exists():
+            previous = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.old-", dir=self.target.parent))
+            os.replace(self.target, previous / "package")
+        os.replace(self.root, self.target)
+        if previous is not None:
+            shutil.rmtree(previous, ignore_errors=True)
+        self.root = self.target
         return manifest
+
+    def abandon(self) -> None:
+        """Delete the staged package (a failed prepare): ``out_dir`` keeps what it held before."""
+        if self.root != self.target:
+            shutil.rmtree(self.root, ignore_errors=True)

@@ -154,16 +154,19 @@ def filter_table_text(manifest: dict) -> str:
         lines.append(f"  {question}: " + "; ".join(f"{label} {count}" for label, count in sorted(counts.items())))
     if manifest.get("evidence_note"):
         lines.append(f"  note: {manifest['evidence_note']}")
+    for note in manifest.get("annotation_notes") or []:
+        lines.append(f"  note: {note}")
+    for item in manifest.get("skipped", []):
+        lines.append(f"  excluded {item['case_id']} ({item['step']}): {item['reason']}")
     return "\n".join(lines)
 
 
 def _run_prepare(args) -> int:
     from .loaders import prepare
-    from .truth_check import GroundTruthContradiction
 
     try:
         manifest = prepare(args.module, args.source, args.out, **prepare_options(args))
-    except (CaseFormatError, GroundTruthContradiction) as error:
+    except CaseFormatError as error:
         return _fail(str(error))
     print(filter_table_text(manifest), file=sys.stderr)
     _print_json(

@@ -2,8 +2,9 @@
 masks and labels, and :func:`check_ground_truth` re-derives them from the files a package actually holds.
 
 ``PackageWriter.add`` runs the check for every case of every module (real datasets, the synthetic cohort and
-hand-written fixtures alike); a contradiction stops ``bench prepare`` with the case named, because a package
-whose answer key disagrees with its own masks would score agents against an impossible reference.
+hand-written fixtures alike); a case whose reference contradicts itself is excluded from the package with the
+contradictions as its reason (printed by ``bench prepare`` and kept in the manifest), because it would score
+agents against an impossible reference -- and one such case must not abort the rest of the dataset.
 
 Rules (each a function below, used by the loaders, the synthetic generators and this checker):
 
@@ -12,7 +13,8 @@ Rules (each a function below, used by the loaders, the synthetic generators and 
 - localization: the mask exists and is non-empty; ``ras_ranges`` equal the mask's (half-voxel rule);
   ``reference_ras`` lies in the mask; ``reference_key_slices`` lie in the ranges; ``source_volume_name`` is
   one of the case's volumes.
-- LUMIERE lesion fields: recomputed from the hidden DeepBraTumIA segmentations with :func:`lesion_fields`;
+- LUMIERE lesion fields: recomputed from the hidden DeepBraTumIA segmentations with :func:`lesion_fields`
+  (the RANO size rule of :func:`lesion_size`);
   a ``new_*`` lesion is also a ``current_*`` one; NonMeasurableLesions = yes requires a non-target
   (non-measurable) enhancing lesion in the CURRENT mask.
 - Pathology regions: each reference point lies inside its polygon and outside every exclusion; a negative
@@ -25,43 +27,65 @@ import numpy as np
 
 from .cases import Case, GroundTruth
 
-MEASURABLE_MM = 10.0  # RANO: both axial diameters of an enhancing lesion >= 10 mm
+MEASURABLE_MM = 10.0  # RANO (Wen et al. 2010): two perpendicular diameters of an enhancing lesion >= 10 mm
+MEASURABLE_SLICES = 2  # ... visible on two or more axial slices
+LESION_FLOOR_MM = 5.0  # below this longest diameter a mask component is segmentation noise, not a lesion
 NO_TUMOR = "No tumor"
 RANGE_TOLERANCE_MM = 1e-3
-
-
-class GroundTruthContradiction(Exception):
-    """A ground-truth field disagrees with what the package's own masks and labels imply. Not a ValueError:
-    loaders skip a case on ValueError, and a contradiction must stop prepare instead."""
+LESION_FIELDS = ("current_target_lesion", "new_target_lesion", "current_non_target_lesion", "new_non_target_lesion")
 
 
 # --------------------------------------------------------------------------------------------- the rules
+def axial_diameters(section: np.ndarray, spacing_mm) -> tuple[float, float]:
+    """(longest diameter, longest extent perpendicular to it) in mm of one axial cross-section, measured over
+    the outer corners of its voxels (a single 1 mm voxel spans 1.41 mm along its diagonal)."""
+    from scipy.spatial import ConvexHull
+
+    cells = np.argwhere(section)
+    corners = np.unique(np.concatenate([cells + offset for offset in ((0, 0), (0, 1), (1, 0), (1, 1))]), axis=0)
+    points = corners * np.asarray(spacing_mm, dtype=float)[:2]
+    points = points[ConvexHull(points).vertices]
+    gaps = points[:, None, :] - points[None, :, :]
+    lengths = np.sqrt((gaps ** 2).sum(axis=-1))
+    first, second = np.unravel_index(int(np.argmax(lengths)), lengths.shape)
+    longest = float(lengths[first, second])
+    direction = gaps[first, second] / longest
+    across = points @ np.array([-direction[1], direction[0]])
+    return longest, float(across.max() - across.min())
+
+
+def lesion_size(component: np.ndarray, spacing_mm) -> str:
+    """``"target"`` when RANO-measurable (on some axial slice both the longest diameter and the longest extent
+    perpendicular to it are >= 10 mm, and the lesion shows on >= 2 axial slices), ``"non_target"`` for any
+    other lesion, ``"noise"`` when its longest in-plane diameter stays below 5 mm on every slice (a speck of
+    the automatic mask that no reader would call a lesion)."""
+    slices = [k for k in range(component.shape[2]) if component[:, :, k].any()]
+    diameters = [axial_diameters(component[:, :, k], spacing_mm) for k in slices]
+    if max(longest for longest, _ in diameters) < LESION_FLOOR_MM:
+        return "noise"
+    bidimensional = any(min(pair) >= MEASURABLE_MM for pair in diameters)
+    return "target" if bidimensional and len(slices) >= MEASURABLE_SLICES else "non_target"
+
+
 def lesion_fields(old: np.ndarray | None, current: np.ndarray | None, spacing_mm, enhancing_label: int) -> dict:
     """The four target/non-target fields of CURRENT from two label maps on one grid (None when unknown).
 
-    Each connected enhancing component of CURRENT is a target lesion when on some axial slice its R and A
-    extents (voxel count x spacing) are both >= 10 mm, else non-target; it is new when it does not touch
-    OLD's tumour (any label, dilated by one voxel).
+    Each connected enhancing component of CURRENT is sized by :func:`lesion_size` (noise is ignored); a lesion
+    is new when it does not touch OLD's tumour (any label, dilated by one voxel).
     """
     from scipy import ndimage
 
-    names = ("current_target_lesion", "new_target_lesion", "current_non_target_lesion", "new_non_target_lesion")
     if old is None or current is None or old.shape != current.shape:
-        return dict.fromkeys(names)
-    spacing = np.asarray(spacing_mm, dtype=float)[:2]
+        return dict.fromkeys(LESION_FIELDS)
     old_tumour = ndimage.binary_dilation(old > 0)
     components, _ = ndimage.label(current == enhancing_label)
-    fields = dict.fromkeys(names, False)
+    fields = dict.fromkeys(LESION_FIELDS, False)
     for index, region in enumerate(ndimage.find_objects(components), 1):
         component = components[region] == index
-        measurable = False
-        for k in range(component.shape[2]):
-            indices = np.argwhere(component[:, :, k])
-            if len(indices):
-                extent = (indices.max(axis=0) - indices.min(axis=0) + 1) * spacing
-                measurable = measurable or bool(min(extent) >= MEASURABLE_MM)
+        kind = lesion_size(component, spacing_mm)
+        if kind == "noise":
+            continue
         new = not old_tumour[region][component].any()
-        kind = "target" if measurable else "non_target"
         fields[f"current_{kind}_lesion"] = True
         fields[f"new_{kind}_lesion"] = fields[f"new_{kind}_lesion"] or new
     return fields
@@ -207,12 +231,3 @@ def check_ground_truth(case: Case, truth: GroundTruth) -> list[str]:
     if case.module in ("bracs", "camelyon17"):
         problems += _region_problems(case, truth)
     return problems
-
-
-def require_consistent(case: Case, truth: GroundTruth) -> None:
-    """Raise :class:`GroundTruthContradiction` naming the case when :func:`check_ground_truth` finds any."""
-    problems = check_ground_truth(case, truth)
-    if problems:
-        raise GroundTruthContradiction(
-            f"ground truth of {case.module} case {case.case_id} contradicts itself: " + "; ".join(problems)
-        )

@@ -11,8 +11,10 @@ from ..cases import CaseFormatError, PackageWriter, check_module
 def prepare(module: str, source: str | os.PathLike, out: str | os.PathLike, **options) -> dict:
     """Write the case package of ``module`` from ``source`` into ``out``; returns the manifest.
 
-    Per-case problems (missing or malformed files, labels without an option) skip that case with a reason in
-    the manifest; only an unusable dataset root (no label table) raises CaseFormatError.
+    Per-case problems (missing or malformed files, labels without an option, a reference that contradicts its
+    own masks) skip that case with a reason in the manifest; only an unusable dataset root (no label table)
+    raises CaseFormatError. The package is staged and renamed into place at the end, so any failure leaves
+    ``out`` as it was.
     """
     from .lumiere import prepare_lumiere
     from .nsclc import prepare_nsclc
@@ -32,6 +34,8 @@ def prepare(module: str, source: str | os.PathLike, out: str | os.PathLike, **op
     writer = PackageWriter(out, check_module(module), source)
     try:
         loaders[module](source, writer, **options)
+        return writer.finish()
     except ValueError as error:
         raise CaseFormatError(str(error)) from error
-    return writer.finish()
+    finally:
+        writer.abandon()

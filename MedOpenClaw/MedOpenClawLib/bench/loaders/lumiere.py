@@ -7,12 +7,15 @@ skull-stripped MRI) when present, else from the native ``{CT1,T1,T2,FLAIR}.nii.g
 
 Evidence fields of the CURRENT study:
 - non_measurable_lesion: the CSV's NonMeasurableLesions column (``x``/yes/1 = true, empty/no/0 = false).
-- t2_progression: the rating rationale mentions ``T2-Progr``; null when the rationale is empty.
+- t2_progression: :func:`t2_progression` of the rating rationale (``"T2-Progr."`` YES, ``"no T2-Progr."`` NO);
+  null when the rationale is empty.
 - current/new target and non-target lesions: from the DeepBraTumIA segmentations (atlas space, so OLD and
   CURRENT share a grid) by ``truth_check.lesion_fields`` (the one rule the ground-truth checker re-applies):
-  each connected enhancing component of CURRENT is a target lesion when on some axial slice its R and A
-  extents are both >= 10 mm (RANO measurability), else non-target; it is new when it does not touch OLD's
-  tumour (any label, dilated by one voxel). Null when a segmentation is missing.
+  each connected enhancing component of CURRENT is a target lesion when RANO-measurable (two perpendicular
+  in-plane diameters >= 10 mm, on >= 2 axial slices), a non-target lesion when smaller, and segmentation noise
+  (ignored) when its longest in-plane diameter is under 5 mm; it is new when it does not touch OLD's tumour
+  (any label, dilated by one voxel). Null when a segmentation is missing. A case whose expert
+  NonMeasurableLesions disagrees with its mask is excluded with that reason (the ground-truth check).
 
 DeepBraTumIA label mapping (which value is the enhancing core): not guessed. Each study ships
 ``atlas/segmentation/measured_volumes_in_mm3.json`` (``Enhancing_Core``, ``Necrotic_NonEnhancing``,
@@ -127,6 +130,23 @@ def derive_label_mapping(studies: list[Path]) -> tuple[dict[str, int], str]:
     return mapping, f"verified against {MEASURED_VOLUMES} of {checked} studies"
 
 
+_T2_MENTION = re.compile(r"T2[- ]?Progr", re.IGNORECASE)
+_NEGATION = re.compile(r"\b(no|not|without|kein|keine)\b\W*$", re.IGNORECASE)
+
+
+def t2_progression(rationale: str) -> bool | None:
+    """T2/FLAIR progression as the rater wrote it: True when some clause of the rationale names ``T2-Progr``
+    without a negation right before it (``"no T2-Progr."``, ``"not T2-Progr"``, ``"without T2 progr"`` say NO),
+    False when none does; None when there is no rationale (nothing to score against)."""
+    if not rationale.strip():
+        return None
+    for clause in re.split(r"[,;/+]|\band\b", rationale):
+        for mention in _T2_MENTION.finditer(clause):
+            if not _NEGATION.search(clause[:mention.start()]):
+                return True
+    return False
+
+
 def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("x", "yes", "y", "1", "true")
 
@@ -157,7 +177,9 @@ def prepare_lumiere(source: Path, writer: PackageWriter, require_evidence: bool 
             try:
                 if row is None:
                     raise SkipCase("no expert rating for the CURRENT study", "RANO-rated CURRENT study")
-                rano_labels[case_id] = _prepare_case(case_id, old, current, row, writer, labels, require_evidence)
+                label = _prepare_case(case_id, old, current, row, writer, labels, require_evidence)
+                if label is not None:
+                    rano_labels[case_id] = label
             except SkipCase as reason:
                 writer.skip(case_id, reason)
     if min_label_cases:
@@ -175,7 +197,7 @@ def drop_rare_labels(writer: PackageWriter, rano_labels: dict[str, str], min_cas
 
 
 def _prepare_case(case_id: str, old: Path, current: Path, row: dict, writer: PackageWriter, labels: dict,
-                  require_evidence: bool) -> str:
+                  require_evidence: bool) -> str | None:
     raw_rating = column(row, "rating (") or ""
     label = normalize_rano(raw_rating)
     if label is None:
@@ -206,7 +228,7 @@ def _prepare_case(case_id: str, old: Path, current: Path, row: dict, writer: Pac
         raise SkipCase(f"unreadable DeepBraTumIA segmentation: {type(error).__name__}: {error}") from error
     fields = {
         "non_measurable_lesion": _truthy(column(row, "nonmeasurable")),
-        "t2_progression": bool(re.search(r"T2[- ]?Progr", rationale, re.IGNORECASE)) if rationale else None,
+        "t2_progression": t2_progression(rationale),
         **lesions,
     }
     patient = case_id.split("__")[0]
@@ -229,5 +251,4 @@ def _prepare_case(case_id: str, old: Path, current: Path, row: dict, writer: Pac
         "lumiere", case_id, {"answer": letter},
         {"answer": label, "rationale": rationale, "segmentation_labels": labels}, evidence_fields=fields,
     )
-    writer.add(case, truth)
-    return label
+    return label if writer.add(case, truth) else None

@@ -1,11 +1,15 @@
 """NSCLC Radiogenomics: NBIA download tree + ``metadata.csv`` + clinical CSV -> nsclc case packages.
 
 Series are found through metadata.csv's "File Location" (Windows ``.\\`` paths, relative to the manifest
-folder). The tumour mask is the DICOM SEG (read with highdicom) resampled onto nothing: it is defined on
-the CT it
-references, and is written as NIfTI with that CT's geometry converted from DICOM LPS to RAS. Clinical labels
-("Histology " with a trailing space, T/N stage, grade, the six "Tumor Location (choice=...)" columns) map to
-the five questions of App. H.1; AMC cases are excluded unless ``include_amc``.
+folder). Every CT and PET series of the subject, across all its studies (timepoints), is placed in the package,
+as the App. H.1 prompt says ("All resolved CT/PET series across available timepoints were preloaded"); each is
+named as the viewer names it (series description, ``_2``, ``_3`` for repeats in folder order). The tumour mask
+is the DICOM SEG (read with highdicom) on the CT it references -- the source series of the evidence -- written as
+NIfTI with that CT's geometry converted from DICOM LPS to RAS. Clinical labels ("Histology " with a trailing
+space, T/N stage, grade, the seven "Tumor Location (choice=...)" columns) map to the five questions of App. H.1;
+a value the paper's options cannot express ("Unknown" location or two lobes ticked, T stage "Tis", grade "Not
+Collected") keeps the case with that question unscored. AMC cases are excluded unless ``include_amc``; every
+other exclusion is counted under the step that made it (clinical row, SEG on its CT, PET and CT series).
 """
 
 from __future__ import annotations
@@ -67,30 +71,49 @@ NOT_SCORED = {  # clinical values outside the paper's label set (App. H.1): the 
 }
 
 
+CLINICAL_STEP = "clinical row"
+SEG_STEP = "DICOM SEG tumour mask on its CT"
+SERIES_STEP = "PET and CT series"
+
+
+def tumour_location(row: dict) -> tuple[str | None, str]:
+    """(answer letter or None, the clinical value): exactly one lobe ticked is that lobe; "Unknown", two lobes
+    (a tumour across a fissure) or no tick has no option among the paper's six lobes."""
+    checked = [name for name in (*LOCATIONS, "Unknown")
+               if (column(row, f"choice={name})") or "").strip().lower() == "checked"]
+    if len(checked) == 1 and checked[0] in LOCATIONS:
+        return LOCATIONS[checked[0]], checked[0]
+    return None, " + ".join(checked) if checked else "no location ticked"
+
+
 def clinical_answers(row: dict) -> dict[str, str | None]:
     """The five answer letters of one clinical CSV row. A value the paper's label set has no option for keeps
     the case (the paper's 162 are all R01 cases) with that question unscored (None); any other value without an
     option skips the case."""
-    checked = [name for name in LOCATIONS if (column(row, f"choice={name})") or "").lower() == "checked"]
-    if len(checked) != 1:
-        raise SkipCase(f"tumour location must be exactly one lobe, CSV has {checked or 'none'}")
     mapped = {
-        "q1": LOCATIONS[checked[0]],
+        "q1": tumour_location(row)[0],
         "q2": t_stage_option(column(row, "pathological t stage") or ""),
         "q3": n_stage_option(column(row, "pathological n stage") or ""),
         "q4": histology_option(column(row, "histology") or ""),
         "q5": grade_option(column(row, "histopathological grade") or ""),
     }
-    raw = {"q2": column(row, "pathological t stage") or "", "q5": column(row, "histopathological grade") or ""}
+    raw = clinical_values(row)
     for qid, letter in mapped.items():
-        if letter is None and raw.get(qid, "-").strip().upper() not in NOT_SCORED.get(qid, ()):
-            raise SkipCase(f"{qid}: clinical value has no answer option")
+        if letter is None and qid != "q1" and raw[qid].strip().upper() not in NOT_SCORED.get(qid, ()):
+            raise SkipCase(f"{qid}: clinical value {raw[qid]!r} has no answer option", CLINICAL_STEP)
     return mapped
+
+
+def clinical_values(row: dict) -> dict[str, str]:
+    """The clinical CSV's own value behind each question."""
+    return {"q1": tumour_location(row)[1], "q2": column(row, "pathological t stage") or "",
+            "q3": column(row, "pathological n stage") or "", "q4": column(row, "histology") or "",
+            "q5": column(row, "histopathological grade") or ""}
 
 
 def answer_labels(answers: dict[str, str | None], row: dict) -> dict[str, str]:
     """Human-readable label per question; an unscored one names its clinical value."""
-    raw = {"q2": column(row, "pathological t stage"), "q5": column(row, "histopathological grade")}
+    raw = clinical_values(row)
     return {qid: dict(options)[answers[qid]] if answers[qid] is not None else f"{raw[qid] or 'blank'} (not in "
             "the paper's label set: not scored)" for qid, _, options in NSCLC_QUESTIONS}
 
@@ -104,7 +127,8 @@ def ct_geometry(files: list[Path]):
     split = split_series([str(path) for path in files], files[0].parent.name if files else "CT")
     problems = split.refused + [warning for plan in split.plans for warning in plan.warnings]
     if len(split.plans) != 1 or problems or split.plans[0].resample_to is not None:
-        raise SkipCase("the SEG's CT is not one evenly spaced volume: " + "; ".join(problems + split.warnings))
+        raise SkipCase("the SEG's CT is not one evenly spaced volume: " + "; ".join(problems + split.warnings),
+                       SEG_STEP)
     plan = split.plans[0]
     datasets = [pydicom.dcmread(path, stop_before_pixels=True) for path in plan.files]
     return datasets, plan.ijk_to_ras()
@@ -148,59 +172,107 @@ def prepare_nsclc(source: Path, writer: PackageWriter, include_amc: bool = False
             writer.skip(case_id, reason)
 
 
-def _prepare_case(case_id: str, row: dict | None, series: list[dict], writer: PackageWriter) -> None:
+def _series_files(item: dict) -> list[Path]:
+    files = sorted(item["path"].glob("*.dcm"))
+    if not files:
+        raise SkipCase(f"series folder {item['path']} has no .dcm files", SERIES_STEP)
+    return files
+
+
+def _referenced_series(seg_files: list[Path]) -> str:
     import pydicom
 
+    try:
+        header = pydicom.dcmread(seg_files[0], stop_before_pixels=True)
+        return str(header.ReferencedSeriesSequence[0].SeriesInstanceUID)
+    except Exception as error:  # pydicom raises many types for broken files
+        raise SkipCase(f"unreadable SEG: {error}", SEG_STEP) from error
+
+
+def study_date(item: dict) -> str:
+    """metadata.csv's Study Date (NBIA writes MM-DD-YYYY) as YYYY-MM-DD, so studies sort chronologically."""
+    from datetime import datetime
+
+    text = item.get("Study Date", "")
+    for layout in ("%m-%d-%Y", "%Y-%m-%d", "%Y%m%d"):
+        try:
+            return datetime.strptime(text, layout).date().isoformat()
+        except ValueError:
+            continue
+    return text
+
+
+def viewer_series(items: list[dict]) -> list[tuple[str, dict, list[Path]]]:
+    """(volume name, metadata row, files) of every series the viewer resolves to one volume, named as the
+    viewer names them (:func:`viewer.loading.unique_names`: the description, then ``_2``, ``_3`` in the order
+    it discovers the folders, which are named after the volumes so that order is this one)."""
+    import pydicom
+
+    resolved, taken = [], set()
+    for item in items:
+        files = _series_files(item)
+        split = split_series([str(path) for path in files], item["path"].name)
+        if len(split.plans) != 1 or split.refused:
+            continue  # the viewer would refuse or split it: not one resolved series
+        header = pydicom.dcmread(files[0], stop_before_pixels=True)
+        base = series_volume_name(str(getattr(header, "SeriesDescription", "") or "")) or item.get("Modality", "")
+        name, number = base, 1
+        while name in taken:
+            number += 1
+            name = f"{base}_{number}"
+        if number > 9:  # folder "X_10" sorts before "X_2": the viewer would number them differently
+            raise SkipCase(f"more than nine series named {base!r}", SERIES_STEP)
+        taken.add(name)
+        resolved.append((name, item, files))
+    return resolved
+
+
+def _prepare_case(case_id: str, row: dict | None, series: list[dict], writer: PackageWriter) -> None:
     if row is None:
-        raise SkipCase("no row in the clinical CSV")
+        raise SkipCase("no row in the clinical CSV", CLINICAL_STEP)
     answers = clinical_answers(row)
     by_modality: dict[str, list[dict]] = {}
     for item in series:
         by_modality.setdefault(item.get("Modality", ""), []).append(item)
     if not by_modality.get("SEG"):
-        raise SkipCase("no DICOM SEG tumour mask")
+        raise SkipCase("no DICOM SEG tumour mask", SEG_STEP)
     if not by_modality.get("PT"):
-        raise SkipCase("no PET series")
+        raise SkipCase("no PET series", SERIES_STEP)
     seg_files = sorted(by_modality["SEG"][0]["path"].glob("*.dcm"))
     if not seg_files:
-        raise SkipCase(f"SEG folder {by_modality['SEG'][0]['path']} has no .dcm file")
+        raise SkipCase(f"SEG folder {by_modality['SEG'][0]['path']} has no .dcm file", SEG_STEP)
+    referenced = _referenced_series(seg_files)
+    source_ct = next((item for item in by_modality.get("CT", []) if item.get("Series UID") == referenced), None)
+    if source_ct is None:
+        raise SkipCase("the CT series the SEG references is not in the download", SEG_STEP)
     try:
-        seg_header = pydicom.dcmread(seg_files[0], stop_before_pixels=True)
-        referenced = str(seg_header.ReferencedSeriesSequence[0].SeriesInstanceUID)
-    except Exception as error:  # pydicom raises many types for broken files
-        raise SkipCase(f"unreadable SEG: {error}") from error
-    cts = [item for item in by_modality.get("CT", []) if item.get("Series UID") == referenced]
-    if not cts:
-        raise SkipCase("the CT series the SEG references is not in the download")
-    chosen = [("CT", cts[0]), ("PT", by_modality["PT"][0])]
-    data_dir = writer.data_dir(case_id)
-    volumes, names = [], set()
-    for modality, item in chosen:
-        files = sorted(item["path"].glob("*.dcm"))
-        if not files:
-            raise SkipCase(f"series folder {item['path']} has no .dcm files")
-        # the name the viewer will show: from the series' own DICOM header, as the viewer reads it
-        header = pydicom.dcmread(files[0], stop_before_pixels=True)
-        name = series_volume_name(str(getattr(header, "SeriesDescription", "") or "")) or modality
-        if name in names:
-            name = f"{name}_{modality}"
-        names.add(name)
-        for path in files:
-            place_file(path, data_dir / name / path.name)
-        volumes.append(
-            VolumeRef(name, writer.relative(data_dir / name), modality, "diagnostic_ct" if modality == "CT" else "pet")
-        )
-    try:
-        mask, affine = seg_mask_on_ct(seg_files[0], sorted(cts[0]["path"].glob("*.dcm")))
+        mask, affine = seg_mask_on_ct(seg_files[0], _series_files(source_ct))
     except SkipCase:
         raise
     except Exception as error:
-        raise SkipCase(f"cannot place the SEG on its CT: {error}") from error
+        raise SkipCase(f"cannot place the SEG on its CT: {error}", SEG_STEP) from error
+    # every CT and PET of every study: the source CT's study first, then the others by date
+    imaging = sorted((item for item in series if item.get("Modality") in ("CT", "PT")),
+                     key=lambda item: (item.get("Study UID") != source_ct.get("Study UID"), study_date(item),
+                                       item is not source_ct, item["path"].name))
+    resolved = viewer_series(imaging)
+    if not any(item is source_ct for _, item, _ in resolved):
+        raise SkipCase("the SEG's CT does not load as one volume", SEG_STEP)
+    if not any(item.get("Modality") == "PT" for _, item, _ in resolved):
+        raise SkipCase("no PET series loads as one volume", SERIES_STEP)
+    data_dir = writer.data_dir(case_id)
+    volumes = []
+    for name, item, files in resolved:
+        for path in files:
+            place_file(path, data_dir / name / path.name)
+        role = "diagnostic_ct" if item is source_ct else "pet" if item["Modality"] == "PT" else "ct"
+        volumes.append(VolumeRef(name, writer.relative(data_dir / name), item["Modality"], role))
+    volumes.sort(key=lambda volume: volume.role != "diagnostic_ct")  # the evidence's source series first
     mask_path = write_nifti(writer.hidden_dir(case_id) / "mask.nii.gz", mask, affine)
     place_file(seg_files[0], writer.hidden_dir(case_id) / "segmentation.dcm")
     localization = localization_record(mask_path, volumes[0].name)
     if localization is None:
-        raise SkipCase("DICOM SEG tumour mask is empty")
+        raise SkipCase("DICOM SEG tumour mask is empty", SEG_STEP)
     case = Case(
         module="nsclc",
         case_id=case_id,
@@ -216,7 +288,7 @@ def _prepare_case(case_id: str, row: dict | None, series: list[dict], writer: Pa
         },
     )
     labels = answer_labels(answers, row)
-    writer.add(case, GroundTruth("nsclc", case_id, answers, labels, localization=localization))
-    counts = writer.notes.setdefault("label_counts", {})
-    for qid, label in labels.items():
-        counts.setdefault(qid, {})[label] = counts.get(qid, {}).get(label, 0) + 1
+    if writer.add(case, GroundTruth("nsclc", case_id, answers, labels, localization=localization)):
+        counts = writer.notes.setdefault("label_counts", {})
+        for qid, label in labels.items():
+            counts.setdefault(qid, {})[label] = counts.get(qid, {}).get(label, 0) + 1

@@ -16,6 +16,20 @@ def _mean(values: list[float]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
 
+def _scorable_mean(scores: list[CaseScore], *path: str) -> float | None:
+    """Mean of one per-case sub-score (``details[path...]``) over the cases where it is scorable: a case whose
+    reference has no value there (an NSCLC grade "Not Collected", a LUMIERE field without its segmentation)
+    holds None or nothing, and leaves that column's denominator instead of crashing the aggregation."""
+    values = []
+    for score in scores:
+        value = score.details
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        if value is not None:
+            values.append(float(value))
+    return _mean(values)
+
+
 def aggregate(scores: Iterable[CaseScore]) -> dict:
     """Aggregate one module's case scores; raises ValueError when modules are mixed."""
     scores = list(scores)
@@ -39,16 +53,11 @@ def aggregate(scores: Iterable[CaseScore]) -> dict:
     }
     if module == "nsclc":
         for qid, _, _ in NSCLC_QUESTIONS:
-            result[qid] = _mean([float(score.details["questions"][qid]) for score in valid])
+            result[qid] = _scorable_mean(valid, "questions", qid)
     if module == "lumiere":
         for name in LUMIERE_EVIDENCE_FIELDS:
-            values = [
-                float(score.details["fields"][name])
-                for score in valid
-                if score.details["fields"][name] is not None
-            ]
-            result[name] = _mean(values)
+            result[name] = _scorable_mean(valid, "fields", name)
     if module == "camelyon17":
         for key in ("tumor_presence", "largest_metastasis"):
-            result[key] = _mean([float(score.details[key]) for score in valid])
+            result[key] = _scorable_mean(valid, key)
     return result

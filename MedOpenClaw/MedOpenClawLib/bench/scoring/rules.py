@@ -69,14 +69,15 @@ def score_ucsf(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
 
 def score_nsclc(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
     answers = parsed.get("answers") or {}
-    # a question whose clinical value lies outside the paper's label set has no answer (None): not scored
+    # a question whose clinical value lies outside the paper's label set has no answer (None): not scored, and
+    # recorded as None so every aggregation leaves it out of that question's denominator
     correct = {
-        qid: answers.get(qid) is not None and answers.get(qid) == truth.answers[qid]
+        qid: None if truth.answers.get(qid) is None else answers.get(qid) == truth.answers[qid]
         for qid, _, _ in NSCLC_QUESTIONS
-        if truth.answers.get(qid) is not None
     }
     score.details["questions"] = correct
-    score.task = sum(correct.values()) / len(correct) if correct else 0.0
+    scored = [value for value in correct.values() if value is not None]
+    score.task = sum(scored) / len(scored) if scored else 0.0
     slices_ok, ras_ok = _radiology_evidence(truth, parsed.get("evidence") or {}, score.gates)
     gate = None if slices_ok is None else (slices_ok and ras_ok)
     score.gates["evidence"] = gate
