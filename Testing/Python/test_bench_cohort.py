@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from dataset_layouts import write_csv
 
 from MedOpenClawLib.bench.cases import CaseFormatError, load_cases, load_ground_truth
 from MedOpenClawLib.bench.loaders import prepare
@@ -146,12 +147,6 @@ def test_sri24_grid_holds_the_whole_mni_head_centred(spacing, shape):
 # --- hand-made fixtures in the real layouts ---
 
 
-def _write_csv(path: Path, rows: list[list[str]], bom: bool = False) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "w", newline="", encoding="utf-8-sig" if bom else "utf-8") as handle:
-        csv.writer(handle).writerows(rows)
-
-
 def _tiny_volume(value: int, lesion: bool) -> np.ndarray:
     data = np.full((10, 10, 10), value, dtype=np.int16)
     if lesion:
@@ -176,7 +171,7 @@ def test_ucsf_fixture_quirks(tmp_path):
         ("UCSF-PDGM-0007", True),
     ):
         _ucsf_folder(tmp_path / "raw", folder_id, ("T1", "T1c", "T2", "FLAIR") if complete else ("T1", "T1c"))
-    _write_csv(
+    write_csv(
         tmp_path / "raw" / "UCSF-PDGM-metadata_v5.csv",
         [
             ["ID", "Sex", "Final pathologic diagnosis (WHO 2021)", "IDH"],
@@ -223,7 +218,7 @@ def _lumiere_fixture(raw: Path, measured: bool) -> None:
             (folder / "measured_volumes_in_mm3.json").write_text(json.dumps(volumes))
     (raw / "Imaging" / "Patient-001" / "week-030" / "FLAIR.nii.gz").unlink()
     rating = "Rating (according to RANO, PD: Progressive disease, SD: Stable disease, PR: Partial response)"
-    _write_csv(
+    write_csv(
         raw / "LUMIERE-ExpertRating-v202211.csv",
         [
             ["Patient", "Date", "LessThan3Months", "NonMeasurableLesions", rating, "Rating rationale (T2-Progr.)"],
@@ -238,7 +233,7 @@ def _lumiere_fixture(raw: Path, measured: bool) -> None:
 def test_ucsf_follow_up_rows_neither_overwrite_the_baseline_nor_become_cases(tmp_path):
     for folder_id in ("UCSF-PDGM-0004", "UCSF-PDGM-0004_FU001d"):
         _ucsf_folder(tmp_path / "raw", folder_id, ("T1", "T1c", "T2", "FLAIR"))
-    _write_csv(
+    write_csv(
         tmp_path / "raw" / "UCSF-PDGM-metadata_v5.csv",
         [
             ["ID", "Sex", "Final pathologic diagnosis (WHO 2021)", "IDH"],
@@ -326,10 +321,10 @@ def test_nsclc_fixture_quirks(cohort, tmp_path):
     rows[1][rows[0].index("Histopathological Grade")] = "Not Collected"
     rows[3][t_column] = "Tis"
     rows[2][rows[0].index("Tumor Location (choice=LLL)")] = "Checked"  # two lobes ticked
-    _write_csv(clinical, rows)
+    write_csv(clinical, rows)
     manifest = prepare("nsclc", raw, tmp_path / "cases", include_amc=True)
     ids = [case["case_id"] for case in manifest["cases"]]
-    assert ids == ["AMC-001", "R01-001"] and rows[3][0] == "AMC-001"  # the Tis case is kept
+    assert ids == ["AMC-001", "R01-001", "R01-002"] and rows[3][0] == "AMC-001"  # the Tis case is kept
     truth = load_ground_truth(tmp_path / "cases", "R01-001")
     assert truth.answers["q2"] == "E"  # "Not Collected" T stage: the paper's option 2E
     # a grade the paper's options cannot express keeps the case, unscored on that question
@@ -337,8 +332,8 @@ def test_nsclc_fixture_quirks(cohort, tmp_path):
     assert manifest["label_counts"]["q5"]["Not Collected (not in the paper's label set: not scored)"] == 1
     tis = load_ground_truth(tmp_path / "cases", rows[3][0])
     assert tis.answers["q2"] is None and tis.labels["q2"].startswith("Tis (not in the paper's label set")
-    reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
-    assert "exactly one lobe" in reasons["R01-002"]
+    two_lobes = load_ground_truth(tmp_path / "cases", "R01-002")  # kept, its location unscored
+    assert two_lobes.answers["q1"] is None and " + LLL (not in the paper's label set" in two_lobes.labels["q1"]
     seg_dir = next((raw / "manifest-1622561851074" / "NSCLC Radiogenomics" / "R01-001").rglob("1000.0*"))
     shutil.rmtree(seg_dir)
     manifest = prepare("nsclc", raw, tmp_path / "cases2")
@@ -413,7 +408,7 @@ def test_camelyon_fixture_quirks(tmp_path):
     notes.mkdir(parents=True)
     (notes / "patient_010_node_1.xml").write_text(asap_xml([("_0", tumour), ("_2", hole)]))
     (notes / "patient_010_node_3.xml").write_text(asap_xml([("Mystery", tumour)]))
-    _write_csv(
+    write_csv(
         raw / "training" / "stage_labels.csv",
         [
             ["patient", "stage"],
@@ -425,9 +420,12 @@ def test_camelyon_fixture_quirks(tmp_path):
         ],
     )
     manifest = prepare("camelyon17", raw, tmp_path / "cases")
-    assert [case["case_id"] for case in manifest["cases"]] == ["patient_010_node_1", "patient_010_node_2"]
+    assert [case["case_id"] for case in manifest["cases"]] == ["patient_010_node_1", "patient_010_node_2",
+                                                               "patient_010_node_3"]
     reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
-    assert "'Mystery'" in reasons["patient_010_node_3"] and "unreadable slide" in reasons["patient_010_node_4"]
+    assert "unreadable slide" in reasons["patient_010_node_4"]
+    assert manifest["annotation_notes"] == ["ASAP group 'Mystery' (1 polygon(s)) is neither tumour nor exclusion: "
+                                            "left out of the reference"]  # the slide is kept, Task included
     truth = load_ground_truth(tmp_path / "cases", "patient_010_node_1")
     tumour_region = [region for region in truth.regions if region["kind"] == "tumor"][0]
     assert point_in_polygon(*tumour_region["reference_point"], tumour)

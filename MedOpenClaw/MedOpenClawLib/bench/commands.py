@@ -166,7 +166,7 @@ def _run_prepare(args) -> int:
 
     try:
         manifest = prepare(args.module, args.source, args.out, **prepare_options(args))
-    except CaseFormatError as error:
+    except (CaseFormatError, OSError) as error:  # the staged package is gone, --out is as it was
         return _fail(str(error))
     print(filter_table_text(manifest), file=sys.stderr)
     _print_json(

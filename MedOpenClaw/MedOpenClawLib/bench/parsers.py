@@ -112,16 +112,28 @@ def parse_float(value: str | None, what: str, errors: list[str]) -> float | None
     return float(match.group(0))
 
 
+_TRIPLE = re.compile(r"[\[(]\s*(" + NUMBER + r")\s*[,;\s]\s*(" + NUMBER + r")\s*[,;\s]\s*(" + NUMBER + r")\s*[\])]")
+_AXIS_VALUE = {axis: re.compile(r"(?<![A-Za-z])" + axis + r"\s*[:=]?\s*(" + NUMBER + r")") for axis in "RAS"}
+
+
 def parse_ras(value: str | None, errors: list[str]) -> list[float] | None:
-    """``[r, a, s]``, ``(r, a, s)`` or ``r, a, s`` (units allowed) -> three floats."""
+    """Three floats from ``[r, a, s]``, ``(r, a, s)`` or ``r, a, s`` (units allowed). A line with more numbers
+    (``[12, -4, 6] mm (voxel 120, 88, 45)``) is read by, in order: the first bracketed triple, the values named
+    ``R``/``A``/``S``; anything else with other than three numbers is refused rather than guessed."""
     if value is None:
         errors.append("ras: missing")
         return None
     numbers = re.findall(NUMBER, value)
-    if len(numbers) != 3:
-        errors.append(f"ras: expected three numbers, got {value[:80]!r}")
-        return None
-    return [float(number) for number in numbers]
+    if len(numbers) == 3:
+        return [float(number) for number in numbers]
+    triple = _TRIPLE.search(value)
+    if triple:
+        return [float(number) for number in triple.groups()]
+    named = [pattern.search(value) for pattern in _AXIS_VALUE.values()]
+    if all(named):
+        return [float(match.group(1)) for match in named]
+    errors.append(f"ras: expected three numbers, got {value[:80]!r}")
+    return None
 
 
 def parse_yes_no(value: str | None, what: str, errors: list[str]) -> bool | None:
@@ -165,13 +177,14 @@ def parse_lumiere(text: str) -> dict:
     return {"answer": answer, "evidence": evidence, "errors": errors}
 
 
+_SEP = r"[\s,;:.()\-]*"  # "1C2D3B4A5B", "1C, 2D, 3B, 4A, 5B", "1: C; 2: D; ...", "1(C) 2(D) ..."
 _COMPACT = re.compile(
-    r"1\s*([A-Za-z])\s*2\s*([A-Za-z])\s*3\s*([A-Za-z])\s*4\s*([A-Za-z])\s*5\s*([A-Za-z])(?![A-Za-z])"
+    "".join(rf"{number}{_SEP}([A-Za-z])(?![A-Za-z])" + ("" if number == 5 else _SEP) for number in range(1, 6))
 )
 
 
 def parse_nsclc(text: str) -> dict:
-    """Five answers from the last compact string ``1C2D3B4A5B`` (spaces tolerated); letters outside a
+    """Five answers from the last compact string ``1C2D3B4A5B`` (spaces, commas, colons tolerated); letters outside a
     question's option range are null with an error. Without a full string, ``Q1: C`` style lines are read one by one."""
     errors: list[str] = []
     text = clean_text(text)

@@ -8,9 +8,14 @@ QuPath ``.qpdata`` projects: export each once with QuPath ("File > Export object
 project, "Run for project") before preparing. A slide without an export is kept with ``evidence:
 unavailable`` in its ground truth (and brief): it counts for Task, and is excluded from Strict and Loc.
 Per-class counts (all cases, and those with evidence) are written to the manifest and printed at prepare.
-CAMELYON17: ``training/center_*/patient_NNN_node_K.tif``; node labels from ``stage_labels.csv``; ASAP XML
-annotations (``<name>.xml`` anywhere under the source): groups ``_0``/``_1``/``Tumor``/``metastases`` are
-tumour, ``_2``/``Exclusion`` are exclusion regions; an unknown group skips the case.
+CAMELYON17, both published layouts: the challenge's ``training/center_*/patient_NNN_node_K.tif`` with
+``stage_labels.csv`` (patient, stage) and ``lesion_annotations/``, and the GigaScience/AWS release's ``images/``
+with ``stages.csv`` (patient, stage, center) and ``annotations/``; slides and ``<name>.xml`` are found anywhere
+under the source, and node names are read with or without ``.tif``. ASAP groups ``_0``/``_1``/``Tumor``/
+``metastases`` are tumour; ``_2``/``Exclusion`` and ``normal`` (what public converters make of the regions of
+normal tissue drawn inside a metastasis: holes) are exclusion regions. Any other group is left out of the
+reference (its polygons are neither tumour nor exclusion) with a note per group in the manifest
+(``annotation_notes``) and the slide's ground truth: the slide itself is kept.
 """
 
 from __future__ import annotations
@@ -19,12 +24,13 @@ import json
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
-from ..cases import Case, GroundTruth, PackageWriter, place_file
+from ..cases import Case, CaseFormatError, GroundTruth, PackageWriter, place_file
 from ..labels import normalize_bracs_label
 from .common import SkipCase, find_one, questions_for, read_csv_rows, region_records
 
 TUMOUR_GROUPS = {"_0", "_1", "tumor", "tumour", "metastases", "metastasis"}
-EXCLUSION_GROUPS = {"_2", "exclusion", "exclusions"}
+EXCLUSION_GROUPS = {"_2", "exclusion", "exclusions", "normal", "non-tumor", "non_tumor", "nontumor"}
+STAGE_TABLES = ("stage_labels.csv", "stages.csv")  # the challenge release, the GigaScience/AWS release
 METASTASIS_CATEGORIES = ("negative", "itc", "micro", "macro")
 
 
@@ -134,11 +140,9 @@ def prepare_bracs(source: Path, writer: PackageWriter) -> None:
             case.brief["annotations"] = "hidden" if exports else "none"
             evidence = "available" if label == "N" or any(r["label"] == label for r in regions) else "unavailable"
             readable = {"answer": label, "evidence": evidence}
-            writer.add(
-                case,
-                GroundTruth("bracs", case_id, {"answer": label}, readable, regions=regions, slide_size=size),
-            )
-            count_class(writer, label, evidence)
+            if writer.add(case, GroundTruth("bracs", case_id, {"answer": label}, readable, regions=regions,
+                                            slide_size=size)):
+                count_class(writer, label, evidence)
         except (SkipCase, ValueError, KeyError, TypeError, IndexError) as reason:
             writer.skip(case_id, reason)
     unavailable = sum(entry["cases"] - entry["evidence_available"]
@@ -150,12 +154,13 @@ def prepare_bracs(source: Path, writer: PackageWriter) -> None:
         )
 
 
-def asap_regions(path: Path) -> list[tuple[str, str, list]]:
+def asap_regions(path: Path) -> tuple[list[tuple[str, str, list]], dict[str, int]]:
+    """(tumour and exclusion polygons, polygons per group that is neither) of one ASAP XML."""
     try:
         root = ElementTree.parse(path).getroot()
     except ElementTree.ParseError as error:
         raise SkipCase(f"unreadable annotation XML: {error}") from error
-    regions = []
+    regions, ignored = [], {}
     for annotation in root.iter("Annotation"):
         group = (annotation.get("PartOfGroup") or "").strip()
         key = group.lower()
@@ -164,19 +169,32 @@ def asap_regions(path: Path) -> list[tuple[str, str, list]]:
         elif key in EXCLUSION_GROUPS:
             kind = "exclusion"
         else:
-            raise SkipCase(f"annotation group {group!r} is neither tumour nor exclusion")
+            ignored[group] = ignored.get(group, 0) + 1
+            continue
         points = sorted(annotation.iter("Coordinate"), key=lambda c: int(float(c.get("Order", 0))))
         polygon = [[float(c.get("X")), float(c.get("Y"))] for c in points]
         regions.append((kind, kind, polygon))
-    return regions
+    return regions, ignored
+
+
+def camelyon_labels(source: Path) -> dict[str, str]:
+    """Node name -> stage label from whichever stage table the release ships (patient rows such as
+    ``patient_004.zip, pN1`` are not nodes and are left out)."""
+    tables = [path for name in STAGE_TABLES for path in sorted(source.rglob(name)) if path.is_file()]
+    if not tables:
+        raise CaseFormatError(f"{source}: no CAMELYON17 stage table ({' or '.join(STAGE_TABLES)}) found")
+    labels = {}
+    for row in read_csv_rows(tables[0]):
+        row = {name.strip().lower(): value for name, value in row.items()}
+        name = row.get("patient", "").removesuffix(".tif")
+        if "_node_" in name:
+            labels[name] = row.get("stage", "").strip().lower()
+    return labels
 
 
 def prepare_camelyon(source: Path, writer: PackageWriter) -> None:
-    labels = {}
-    for row in read_csv_rows(find_one(source, "stage_labels.csv", "stage_labels.csv")):
-        name = row.get("patient", "")
-        if name.endswith(".tif"):
-            labels[name[:-4]] = row.get("stage", "").strip().lower()
+    labels = camelyon_labels(source)
+    notes: dict[str, int] = {}
     for slide in sorted(source.rglob("patient_*_node_*.tif")):
         case_id = slide.stem
         try:
@@ -184,15 +202,21 @@ def prepare_camelyon(source: Path, writer: PackageWriter) -> None:
             if category not in METASTASIS_CATEGORIES:
                 raise SkipCase(f"stage label {category!r} is not one of {', '.join(METASTASIS_CATEGORIES)}")
             annotations = sorted(source.rglob(f"{case_id}.xml"))
-            regions = region_records(asap_regions(annotations[0])) if annotations else []
+            polygons, ignored = asap_regions(annotations[0]) if annotations else ([], {})
+            regions = region_records(polygons)
             if category == "negative" and any(region["kind"] == "tumor" for region in regions):
                 raise SkipCase("negative slide has tumour annotations")
             relative, size = _place_slide(slide, case_id, writer)
             presence = "no_tumor" if category == "negative" else "tumor_present"
             answers = {"tumor_presence": presence, "largest_metastasis": category}
-            writer.add(
-                _case("camelyon17", case_id, relative, writer),
-                GroundTruth("camelyon17", case_id, answers, dict(answers), regions=regions, slide_size=size),
-            )
+            readable = {**answers, **({"ignored_annotation_groups": ignored} if ignored else {})}
+            truth = GroundTruth("camelyon17", case_id, answers, readable, regions=regions, slide_size=size)
+            if writer.add(_case("camelyon17", case_id, relative, writer), truth):
+                for group, count in ignored.items():
+                    notes[group] = notes.get(group, 0) + count
         except (SkipCase, ValueError, TypeError) as reason:
             writer.skip(case_id, reason)
+    if notes:
+        writer.notes["annotation_notes"] = [
+            f"ASAP group {group!r} ({count} polygon(s)) is neither tumour nor exclusion: left out of the reference"
+            for group, count in sorted(notes.items())]

@@ -6,9 +6,15 @@ Key-slice rule (documented decision): a key-slice offset passes when it lies wit
 ``[min - h, max + h]`` of the mask voxel *centres'* coordinate on that RAS axis, where ``h`` is half a voxel's
 extent projected on that axis (``0.5 * sum_j |affine[axis, j]|``). A slice plane anywhere inside a boundary
 voxel therefore passes (the viewer shows that voxel there); one voxel spacing beyond the boundary centre fails.
-RAS-point rule: the point is mapped to continuous voxel indices with the inverse affine and rounded to the
-nearest voxel centre, i.e. the voxel that contains the point; it passes when that voxel is inside the array
-and non-zero in the mask.
+RAS-point rule: the point is mapped to continuous voxel indices with the inverse affine; it passes when a
+mask voxel contains it.
+
+Boundary rule (one for all three look-ups; the paper is silent): regions are closed sets -- a point exactly on
+a boundary belongs to the region, on every side alike, within 1e-6 (voxels for RAS points, mm for key slices,
+relative to the polygon's coordinates for WSI points). So a RAS point on the face shared by a mask voxel and
+the background passes whether that face is the mask's low-index or high-index side (also on the array's outer
+faces), a key slice on either end of the half-voxel range passes, and a WSI click on a polygon edge or vertex
+hits it (an edge shared with an exclusion region is therefore excluded).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 AXES = ("R", "A", "S")
+FACE_TOLERANCE = 1e-6  # voxels: how close to a face a RAS point counts as on it
 KEY_SLICE_AXIS = {"axial": "S", "sagittal": "R", "coronal": "A"}
 
 
@@ -42,18 +49,24 @@ class VoxelMask:
         high = centres.max(axis=0) + half
         return {axis: (float(low[k]), float(high[k])) for k, axis in enumerate(AXES)}
 
-    def voxel_of(self, ras) -> tuple[int, int, int] | None:
-        """Index of the voxel containing RAS point ``ras``; None outside the array."""
+    def voxels_at(self, ras) -> list[tuple[int, int, int]]:
+        """Indices of the voxels whose closed cells contain RAS point ``ras`` (one inside a voxel, two to eight
+        on shared faces, edges or corners), within the array."""
         point = np.append(np.asarray(ras, dtype=float), 1.0)
         ijk = np.linalg.solve(self.affine, point)[:3]
-        index = np.floor(ijk + 0.5).astype(int)
-        if np.any(index < 0) or np.any(index >= np.array(self.data.shape)):
-            return None
-        return tuple(int(value) for value in index)
+        candidates = []
+        for value in ijk:
+            low = int(np.floor(value + 0.5 - FACE_TOLERANCE))
+            high = int(np.floor(value + 0.5 + FACE_TOLERANCE))
+            candidates.append(sorted({low, high}))
+        shape = self.data.shape
+        return [(i, j, k) for i in candidates[0] for j in candidates[1] for k in candidates[2]
+                if 0 <= i < shape[0] and 0 <= j < shape[1] and 0 <= k < shape[2]]
 
     def contains(self, ras) -> bool:
-        index = self.voxel_of(ras)
-        return index is not None and bool(self.data[index])
+        if not np.all(np.isfinite(np.asarray(ras, dtype=float))):
+            return False
+        return any(bool(self.data[index]) for index in self.voxels_at(ras))
 
     def interior_reference(self) -> tuple[list[float], dict[str, float]]:
         """A voxel centre deep inside the mask (largest distance to the boundary) and its key-slice offsets.

@@ -251,8 +251,6 @@ def write_subject(root: Path, subject: ThoraxSubject, seed: int, study_folder: s
                   ct_size: int = 256) -> tuple[list[dict], str]:
     """Write CT, PET and SEG series under ``root/<case>/<study_folder>/``; returns (metadata.csv rows, the T
     stage measured on the tumour mask)."""
-    import highdicom as hd
-    from pydicom.sr.codedict import codes
 
     rng = rng_for(seed, "nsclc-pixels", subject.case_id)
     ct_grid, pet_grid = subject_grids(subject.case_id, seed, ct_size)
@@ -283,37 +281,7 @@ def write_subject(root: Path, subject: ThoraxSubject, seed: int, study_folder: s
             _series_datasets(subject, pet_grid, pet_pixels, "PT", "PET WB", 4, seed, study_uid, frame_uid, slope, 0.0),
         ),
     ]
-    seg = hd.seg.Segmentation(
-        source_images=series[0][3],
-        pixel_array=tumour.astype(np.uint8),
-        segmentation_type=hd.seg.SegmentationTypeValues.BINARY,
-        segment_descriptions=[
-            hd.seg.SegmentDescription(
-                segment_number=1,
-                segment_label="Neoplasm, Primary",
-                segmented_property_category=codes.SCT.MorphologicallyAbnormalStructure,
-                segmented_property_type=codes.SCT.Neoplasm,
-                algorithm_type=hd.seg.SegmentAlgorithmTypeValues.MANUAL,
-            )
-        ],
-        series_instance_uid=uid_for(seed, subject.case_id, "seg-series"),
-        series_number=1000,
-        sop_instance_uid=uid_for(seed, subject.case_id, "seg"),
-        instance_number=1,
-        manufacturer="MedOpenClaw synthetic",
-        manufacturer_model_name="cohort generator",
-        software_versions="1",
-        device_serial_number="0",
-        series_description="Segmentation",
-        omit_empty_frames=False,
-    )
-    for keyword in ("ContentDate", "SeriesDate", "InstanceCreationDate"):
-        if keyword in seg:
-            setattr(seg, keyword, "19900906")
-    for keyword in ("ContentTime", "SeriesTime", "InstanceCreationTime"):
-        if keyword in seg:
-            setattr(seg, keyword, "120000")
-    _fix_nested_uids(seg, seed, subject.case_id)
+    seg = tumour_seg(series[0][3], tumour, seed, subject.case_id)
     rows = []
     for modality, description, number, datasets in series + [("SEG", "Segmentation", 1000, [seg])]:
         suffix = int(uid_for(seed, subject.case_id, description)[-5:])
@@ -333,6 +301,46 @@ def write_subject(root: Path, subject: ThoraxSubject, seed: int, study_folder: s
             }
         )
     return rows, t_stage
+
+
+def tumour_seg(source_images: list, mask: np.ndarray, seed: int, case_id: str):
+    """The DICOM SEG (highdicom, binary, one "Neoplasm, Primary" segment) of ``mask`` ([slice, row, column]) on
+    the CT ``source_images``, with fixed dates and UIDs so the same seed writes the same bytes."""
+    import highdicom as hd
+    from pydicom.sr.codedict import codes
+
+    seg = hd.seg.Segmentation(
+        source_images=source_images,
+        pixel_array=mask.astype(np.uint8),
+        segmentation_type=hd.seg.SegmentationTypeValues.BINARY,
+        segment_descriptions=[
+            hd.seg.SegmentDescription(
+                segment_number=1,
+                segment_label="Neoplasm, Primary",
+                segmented_property_category=codes.SCT.MorphologicallyAbnormalStructure,
+                segmented_property_type=codes.SCT.Neoplasm,
+                algorithm_type=hd.seg.SegmentAlgorithmTypeValues.MANUAL,
+            )
+        ],
+        series_instance_uid=uid_for(seed, case_id, "seg-series"),
+        series_number=1000,
+        sop_instance_uid=uid_for(seed, case_id, "seg"),
+        instance_number=1,
+        manufacturer="MedOpenClaw synthetic",
+        manufacturer_model_name="cohort generator",
+        software_versions="1",
+        device_serial_number="0",
+        series_description="Segmentation",
+        omit_empty_frames=False,
+    )
+    for keyword in ("ContentDate", "SeriesDate", "InstanceCreationDate"):
+        if keyword in seg:
+            setattr(seg, keyword, "19900906")
+    for keyword in ("ContentTime", "SeriesTime", "InstanceCreationTime"):
+        if keyword in seg:
+            setattr(seg, keyword, "120000")
+    _fix_nested_uids(seg, seed, case_id)
+    return seg
 
 
 def _fix_nested_uids(dataset, seed: int, case_id: str) -> None:

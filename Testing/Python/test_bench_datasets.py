@@ -1,0 +1,219 @@
+"""The datasets as distributed, through the command line: tiny trees in the real layouts (dataset_layouts.py)
+go through `bench prepare`, `bench score` and `bench run`, with hand-computed scores."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import nibabel as nib
+import numpy as np
+import pytest
+from dataset_layouts import HOLE, TUMOUR, nsclc_clinical, write_camelyon, write_lumiere, write_nbia_nsclc
+
+from MedOpenClawLib.bench import cases as cases_module
+from MedOpenClawLib.bench.cases import load_cases, load_ground_truth
+from MedOpenClawLib.cli import main
+
+ONE_STUDY = [("09-06-1990", [("CT", "CT CHEST"), ("PT", "PET AC")])]
+
+
+def _prepare(module: str, source: Path, out: Path, capsys, *flags: str) -> tuple[int, dict, str]:
+    code = main(["bench", "prepare", "--module", module, "--source", str(source), "--out", str(out), *flags])
+    printed = capsys.readouterr()
+    manifest = json.loads((out / "manifest.json").read_text()) if (out / "manifest.json").exists() else {}
+    return code, manifest, printed.err
+
+
+def _score(module: str, package: Path, responses: dict[str, str], tmp_path: Path, capsys) -> tuple[dict, Path]:
+    path = tmp_path / f"{module}_answers.jsonl"
+    path.write_text("".join(json.dumps({"case_id": case_id, "response": text}) + "\n"
+                            for case_id, text in responses.items()))
+    assert main(["bench", "score", "--module", module, "--cases", str(package), "--responses", str(path)]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    return summary, tmp_path / f"{module}_answers_scores"
+
+
+@pytest.fixture(scope="module")
+def nsclc(tmp_path_factory):
+    """An NBIA download: R01-001 imaged twice (grade "Not Collected"), R01-002 "Unknown" location and T "Tis",
+    R01-003 two lobes ticked; R01-004 without SEG, R01-005 without a clinical row, R01-006 without PET, AMC-001."""
+    root = tmp_path_factory.mktemp("nsclc")
+    two_studies = [*ONE_STUDY, ("03-11-1991", [("CT", "CT CHEST"), ("PT", "PET AC")])]
+    subjects = [
+        {"case_id": "R01-001", "clinical": nsclc_clinical("R01-001", t_stage="T2a", grade="Not Collected"),
+         "studies": two_studies},
+        {"case_id": "R01-002", "clinical": nsclc_clinical("R01-002", lobes=("Unknown",), t_stage="Tis"),
+         "studies": ONE_STUDY},
+        {"case_id": "R01-003", "clinical": nsclc_clinical("R01-003", lobes=("RUL", "RML")), "studies": ONE_STUDY},
+        {"case_id": "R01-004", "clinical": nsclc_clinical("R01-004"), "studies": ONE_STUDY, "seg": False},
+        {"case_id": "R01-005", "clinical": None, "studies": ONE_STUDY},
+        {"case_id": "R01-006", "clinical": nsclc_clinical("R01-006"),
+         "studies": [("09-06-1990", [("CT", "CT CHEST")])]},
+        {"case_id": "AMC-001", "clinical": nsclc_clinical("AMC-001"), "studies": ONE_STUDY},
+    ]
+    return write_nbia_nsclc(root / "raw", subjects), root
+
+
+def test_nsclc_prepare_keeps_unscorable_questions_loads_every_series_and_counts_exclusions(nsclc, capsys):
+    raw, root = nsclc
+    code, manifest, printed = _prepare("nsclc", raw, root / "cases", capsys)
+    assert code == 0
+    assert [case["case_id"] for case in manifest["cases"]] == ["R01-001", "R01-002", "R01-003"]
+    assert [(row["step"], row["excluded"], row["remaining"]) for row in manifest["filters"]] == [
+        ("candidates", 0, 7), ("exclude AMC (default)", 1, 6), ("clinical row", 1, 5),
+        ("DICOM SEG tumour mask on its CT", 1, 4), ("PET and CT series", 1, 3)]
+    assert "paper (Table 4)" in printed and "162" in printed
+    assert "excluded R01-004 (DICOM SEG tumour mask on its CT): no DICOM SEG tumour mask" in printed
+    # every CT and PET of both studies, named as the viewer names repeated descriptions
+    case = {case.case_id: case for case in load_cases(root / "cases")}["R01-001"]
+    assert [(volume.name, volume.role) for volume in case.volumes] == [
+        ("CT_CHEST", "diagnostic_ct"), ("PET_AC", "pet"), ("CT_CHEST_2", "ct"), ("PET_AC_2", "pet")]
+    assert sorted(path.name for path in case.data_root.iterdir()) == ["CT_CHEST", "CT_CHEST_2", "PET_AC", "PET_AC_2"]
+    truths = {case_id: load_ground_truth(root / "cases", case_id) for case_id in ("R01-001", "R01-002", "R01-003")}
+    assert truths["R01-001"].answers == {"q1": "A", "q2": "B", "q3": "A", "q4": "A", "q5": None}
+    assert truths["R01-002"].answers["q1"] is None and truths["R01-002"].answers["q2"] is None
+    assert truths["R01-002"].labels["q1"] == "Unknown (not in the paper's label set: not scored)"
+    assert truths["R01-003"].labels["q1"] == "RUL + RML (not in the paper's label set: not scored)"
+
+
+def _evidence(package: Path, case_id: str, ijk: tuple[float, float, float]) -> str:
+    """An evidence block whose RAS point is voxel index ``ijk`` of the hidden mask and whose key slices sit on
+    the high ends of the mask's ranges (both on boundary faces)."""
+    truth = load_ground_truth(package, case_id)
+    r, a, s = (nib.load(truth.mask_path).affine @ np.array([*ijk, 1.0]))[:3]
+    ranges = truth.localization["ras_ranges"]
+    return (f"KEY_SLICE_AXIAL_MM: {ranges['S'][1]}\nKEY_SLICE_SAGITTAL_MM: {ranges['R'][1]}\n"
+            f"KEY_SLICE_CORONAL_MM: {ranges['A'][1]}\nRAS: [{r:.4f}, {a:.4f}, {s:.4f}] mm (voxel 9, 7, 2 of 16)\n")
+
+
+def test_nsclc_scores_through_the_cli_with_unscored_questions(nsclc, tmp_path, capsys):
+    raw, root = nsclc
+    package = root / "cases"
+    if not (package / "manifest.json").exists():
+        assert _prepare("nsclc", raw, package, capsys)[0] == 0
+    # the mask's columns 6..9: index 9.5 is its high-index outer face (inside), 10.5 a voxel beyond (outside)
+    summary, scores = _score("nsclc", package, {
+        "R01-001": "Lesion in the right upper lobe.\n" + _evidence(package, "R01-001", (9.5, 7, 2))
+                   + "1A, 2B, 3A, 4A, 5C",
+        "R01-002": _evidence(package, "R01-002", (10.5, 7, 2)) + "1: A; 2: A; 3: A; 4: A; 5: B",
+    }, tmp_path, capsys)
+    assert summary["n"] == 3 and summary["missing"] == 1
+    first, second = (json.loads((scores / f"{case_id}.json").read_text()) for case_id in ("R01-001", "R01-002"))
+    assert first["task"] == 1.0 and first["strict"] == 1.0 and first["loc"] == 1.0  # q5 unscored: 4 of 4
+    assert first["details"]["questions"]["q5"] is None and first["gates"]["ras_in_mask"] is True
+    assert second["task"] == 1.0 and second["strict"] == 0.0 and second["loc"] == 0.0  # q3-q5 of 3, RAS outside
+    # per question over the cases where it is scored: q1 R01-001 only; q2 R01-001 1 / R01-003 0 (unanswered);
+    # q5 R01-002 1 / R01-003 0
+    assert (summary["q1"], summary["q2"], summary["q5"]) == (1.0, 0.5, 0.5)
+    assert summary["task"] == round(2 / 3, 4) and summary["strict"] == round(1 / 3, 4)
+    assert json.loads((scores / "summary.json").read_text()) == summary
+
+
+def test_nsclc_bench_run_finishes_with_a_summary(nsclc, tmp_path, capsys):
+    raw, root = nsclc
+    package = root / "cases"
+    if not (package / "manifest.json").exists():
+        assert _prepare("nsclc", raw, package, capsys)[0] == 0
+    assert main(["bench", "run", "--module", "nsclc", "--agent", "oracle", "--cases", str(package),
+                 "--limit", "2", "--out", str(tmp_path / "run")]) == 0
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["n"] == 2 and summary["strict"] == 1.0 and summary["loc"] == 1.0  # names match the viewer's
+    assert summary["q5"] == 1.0 and summary["q1"] == 1.0 and summary["q2"] == 1.0  # each over its scored case
+
+
+@pytest.mark.parametrize("layout", ["challenge", "gigascience"])
+def test_camelyon_both_layouts_with_holes_and_unknown_groups(layout, tmp_path, capsys):
+    raw = write_camelyon(tmp_path / "raw", layout, {
+        "patient_004_node_1": ("macro", [("_0", TUMOUR), ("normal", HOLE)]),
+        "patient_004_node_2": ("negative", []),
+        "patient_004_node_3": ("micro", [("Mystery", HOLE), ("Tumor", TUMOUR)]),
+    })
+    code, manifest, printed = _prepare("camelyon17", raw, tmp_path / "cases", capsys)
+    assert code == 0 and len(manifest["cases"]) == 3 and manifest["skipped"] == []
+    assert "note: ASAP group 'Mystery' (1 polygon(s)) is neither tumour nor exclusion" in printed
+    truth = load_ground_truth(tmp_path / "cases", "patient_004_node_1")
+    assert [region["kind"] for region in truth.regions] == ["tumor", "exclusion"]  # "normal" = a hole
+    inside_hole, tumour_edge = [120.0, 120.0], [200.0, 50.0]
+    answer = '{{"tumor_presence": "tumor_present", "largest_metastasis": "{}", "localizations": [{}]}}'
+    summary, scores = _score("camelyon17", tmp_path / "cases", {
+        "patient_004_node_1": answer.format("macro", json.dumps(inside_hole)),
+        "patient_004_node_3": answer.format("micro", json.dumps(tumour_edge)),
+    }, tmp_path, capsys)
+    node_1, node_3 = (json.loads((scores / f"patient_004_node_{n}.json").read_text()) for n in (1, 3))
+    assert node_1["task"] == 1.0 and node_1["strict"] == 0.0  # a click in the hole is not on tumour
+    assert node_3["task"] == 1.0 and node_3["strict"] == 1.0  # a click on the polygon edge is a hit
+    assert summary["n"] == 3 and summary["loc"] == 0.5
+
+
+def _lumiere_studies() -> dict[str, np.ndarray]:
+    baseline = np.zeros((30, 30, 8), dtype=np.uint8)
+    baseline[5:17, 5:17, 2:5] = 1  # 12 x 12 mm on three slices: measurable
+    baseline[4:18, 4:18, 1] = 3
+    progressed = baseline.copy()
+    progressed[4:18, 4:18, 2:5] = 1  # grown
+    progressed[25, 25, 6] = 1  # one 1 mm voxel of the automatic mask far from the tumour: noise, not a new lesion
+    return {"week-000": baseline, "week-010": progressed, "week-020": progressed}
+
+
+def test_lumiere_rano_sizes_t2_negation_and_a_contradiction_that_excludes_one_case(tmp_path, capsys):
+    raw = write_lumiere(tmp_path / "raw", _lumiere_studies(), [
+        ["Patient-001", "week-000", "", "", "Pre-Op", ""],
+        ["Patient-001", "week-010", "", "", "PD", "L1 size change, no T2-Progr."],
+        # the expert saw a non-measurable lesion the automatic mask does not hold: that case cannot be scored
+        ["Patient-001", "week-020", "", "x", "SD", "T2-Progr."],
+    ])
+    out = tmp_path / "cases"
+    code, manifest, printed = _prepare("lumiere", raw, out, capsys)
+    assert code == 0 and [case["case_id"] for case in manifest["cases"]] == ["Patient-001__week-000__to__week-010"]
+    (excluded,) = manifest["skipped"]
+    assert excluded["case_id"] == "Patient-001__week-010__to__week-020"
+    assert excluded["step"] == "ground truth consistent with its masks" and "NonMeasurableLesions" in excluded["reason"]
+    assert "excluded Patient-001__week-010__to__week-020 (ground truth consistent with its masks)" in printed
+    fields = load_ground_truth(out, "Patient-001__week-000__to__week-010").evidence_fields
+    assert fields == {"non_measurable_lesion": False, "t2_progression": False, "current_target_lesion": True,
+                      "new_target_lesion": False, "current_non_target_lesion": False,
+                      "new_non_target_lesion": False}
+    summary, _ = _score("lumiere", out, {"Patient-001__week-000__to__week-010": "\n".join(
+        [f"{name.upper()}: {'YES' if value else 'NO'}" for name, value in fields.items()] + ["ANSWER: A"])},
+        tmp_path, capsys)
+    assert summary["task"] == 1.0 and summary["strict"] == 1.0 and summary["t2_progression"] == 1.0
+
+
+def test_a_failed_prepare_leaves_the_earlier_package_and_no_staging(tmp_path, capsys, monkeypatch):
+    raw = write_lumiere(tmp_path / "raw", _lumiere_studies(), [["Patient-001", "week-010", "", "", "PD", ""]])
+    out = tmp_path / "cases"
+    assert _prepare("lumiere", raw, out, capsys)[0] == 0
+    before = (out / "manifest.json").read_bytes()
+    calls = []
+
+    def failing_place(source, target):
+        calls.append(target)
+        if len(calls) == 3:
+            raise OSError(28, "No space left on device")
+        return real_place(source, target)
+
+    real_place = cases_module.place_file
+    monkeypatch.setattr("MedOpenClawLib.bench.loaders.lumiere.place_file", failing_place)
+    code, _, printed = _prepare("lumiere", raw, out, capsys)
+    assert code == 2 and "No space left on device" in printed
+    assert (out / "manifest.json").read_bytes() == before and len(load_cases(out)) == 1
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["cases", "raw"]
+    (tmp_path / "notes").mkdir()
+    (tmp_path / "notes" / "mine.txt").write_text("keep")
+    code, _, printed = _prepare("lumiere", raw, tmp_path / "notes", capsys)
+    assert code == 2 and "is not a case package" in printed and (tmp_path / "notes" / "mine.txt").exists()
+
+
+@pytest.mark.parametrize(("module", "text", "key", "expected"), [
+    ("nsclc", "RAS: [12.5, -3, 40] mm (voxel 120, 88, 45)\n1C, 2D, 3B, 4A, 5B", "ras", [12.5, -3.0, 40.0]),
+    ("ucsf-pdgm", "RAS: R 12.5, A -3, S 40 (slice 45 of 90)\nANSWER: A", "ras", [12.5, -3.0, 40.0]),
+    ("nsclc", "1: C; 2: D; 3: B; 4: A; 5: B", "answers", {"q1": "C", "q2": "D", "q3": "B", "q4": "A", "q5": "B"}),
+])
+def test_parse_reads_ras_lines_with_extra_numbers_and_compact_answers_with_commas(module, text, key, expected,
+                                                                                   monkeypatch, capsys):
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    assert main(["bench", "parse", "--module", module]) == 0
+    parsed = json.loads(capsys.readouterr().out)
+    assert (parsed["evidence"]["ras"] if key == "ras" else parsed[key]) == expected
