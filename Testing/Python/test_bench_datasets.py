@@ -26,13 +26,18 @@ def _prepare(module: str, source: Path, out: Path, capsys, *flags: str) -> tuple
     return code, manifest, printed.err
 
 
-def _score(module: str, package: Path, responses: dict[str, str], tmp_path: Path, capsys) -> tuple[dict, Path]:
+def _score(module: str, package: Path, responses: dict[str, str], tmp_path: Path, capsys) -> tuple[dict, dict]:
+    """`bench score` of ``responses``: (the summary it prints, case id -> the per-case score it wrote)."""
     path = tmp_path / f"{module}_answers.jsonl"
     path.write_text("".join(json.dumps({"case_id": case_id, "response": text}) + "\n"
                             for case_id, text in responses.items()))
     assert main(["bench", "score", "--module", module, "--cases", str(package), "--responses", str(path)]) == 0
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    return summary, tmp_path / f"{module}_answers_scores"
+    episodes = tmp_path / f"{module}_answers_scores" / "episodes"
+    scores = {folder.name.removesuffix("__r1"): json.loads((folder / "result.json").read_text())["score"]
+              for folder in episodes.iterdir()}
+    assert json.loads((episodes.parent / "summary.json").read_text())["task"] == summary["task"]
+    return summary, scores
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +105,7 @@ def test_nsclc_scores_through_the_cli_with_unscored_questions(nsclc, tmp_path, c
         "R01-002": _evidence(package, "R01-002", (10.5, 7, 2)) + "1: A; 2: A; 3: A; 4: A; 5: B",
     }, tmp_path, capsys)
     assert summary["n"] == 3 and summary["missing"] == 1
-    first, second = (json.loads((scores / f"{case_id}.json").read_text()) for case_id in ("R01-001", "R01-002"))
+    first, second = scores["R01-001"], scores["R01-002"]
     assert first["task"] == 1.0 and first["strict"] == 1.0 and first["loc"] == 1.0  # q5 unscored: 4 of 4
     assert first["details"]["questions"]["q5"] is None and first["gates"]["ras_in_mask"] is True
     assert second["task"] == 1.0 and second["strict"] == 0.0 and second["loc"] == 0.0  # q3-q5 of 3, RAS outside
@@ -108,7 +113,6 @@ def test_nsclc_scores_through_the_cli_with_unscored_questions(nsclc, tmp_path, c
     # q5 R01-002 1 / R01-003 0
     assert (summary["q1"], summary["q2"], summary["q5"]) == (1.0, 0.5, 0.5)
     assert summary["task"] == round(2 / 3, 4) and summary["strict"] == round(1 / 3, 4)
-    assert json.loads((scores / "summary.json").read_text()) == summary
 
 
 def test_nsclc_bench_run_finishes_with_a_summary(nsclc, tmp_path, capsys):
@@ -141,7 +145,7 @@ def test_camelyon_both_layouts_with_holes_and_unknown_groups(layout, tmp_path, c
         "patient_004_node_1": answer.format("macro", json.dumps(inside_hole)),
         "patient_004_node_3": answer.format("micro", json.dumps(tumour_edge)),
     }, tmp_path, capsys)
-    node_1, node_3 = (json.loads((scores / f"patient_004_node_{n}.json").read_text()) for n in (1, 3))
+    node_1, node_3 = scores["patient_004_node_1"], scores["patient_004_node_3"]
     assert node_1["task"] == 1.0 and node_1["strict"] == 0.0  # a click in the hole is not on tumour
     assert node_3["task"] == 1.0 and node_3["strict"] == 1.0  # a click on the polygon edge is a hit
     assert summary["n"] == 3 and summary["loc"] == 0.5
@@ -217,3 +221,46 @@ def test_parse_reads_ras_lines_with_extra_numbers_and_compact_answers_with_comma
     assert main(["bench", "parse", "--module", module]) == 0
     parsed = json.loads(capsys.readouterr().out)
     assert (parsed["evidence"]["ras"] if key == "ras" else parsed[key]) == expected
+
+
+def test_scored_external_answers_are_a_report_row_and_different_packages_warn(nsclc, tmp_path, capsys):
+    """Table 6's externally scored rows (M3D, RadFM): `bench score --name` writes a run folder `bench report`
+    reads; the same pipeline scored on two different packages is pooled only with a warning."""
+    raw, root = nsclc
+    package = root / "cases"
+    if not (package / "manifest.json").exists():
+        assert _prepare("nsclc", raw, package, capsys)[0] == 0
+    with_amc = tmp_path / "with_amc"
+    assert _prepare("nsclc", raw, with_amc, capsys, "--include-amc")[0] == 0
+    answers = tmp_path / "m3d.jsonl"
+    answers.write_text(json.dumps({"case_id": "R01-001", "response": "1A2B3A4A5C"}) + "\n")
+    for cases, out in ((package, "m3d_a"), (with_amc, "m3d_b")):
+        assert main(["bench", "score", "--module", "nsclc", "--cases", str(cases), "--responses", str(answers),
+                     "--name", "M3D", "--out", str(tmp_path / "scored" / out)]) == 0
+    capsys.readouterr()
+    assert main(["bench", "report", str(tmp_path / "scored" / "m3d_a"), "--no-evidence",
+                 "--out", str(tmp_path / "report")]) == 0
+    assert "warning" not in capsys.readouterr().err
+    table6 = next(table for table in json.loads((tmp_path / "report" / "results.json").read_text())["tables"]
+                  if table["id"] == "table6")
+    (section,) = table6["sections"]
+    (row,) = section["rows"]
+    assert section["title"] == "Alt. only" and row["header"][0] == "M3D"
+    assert row["cells"]["nsclc:task"]["value"] == pytest.approx(1 / 3, abs=1e-4)  # 4/4 on one of three cases
+    assert main(["bench", "report", str(tmp_path / "scored"), "--no-evidence", "--out", str(tmp_path / "both")]) == 0
+    assert "M3D on track C, nsclc: pooling runs of 2 different case packages" in capsys.readouterr().err
+
+
+def test_a_run_folder_with_more_episodes_than_its_limit_is_reported_within_the_limit(tmp_path, capsys):
+    from agents_cases import write_ucsf_package
+
+    cases = write_ucsf_package(tmp_path / "cases", cases=2)
+    run = tmp_path / "run"
+    for limit in ("2", "1"):
+        assert main(["bench", "run", "--module", "ucsf-pdgm", "--agent", "oracle", "--cases", str(cases),
+                     "--limit", limit, "--out", str(run)]) == 0
+    assert len(list((run / "episodes").iterdir())) == 2
+    capsys.readouterr()
+    assert main(["bench", "report", str(run), "--no-evidence", "--out", str(tmp_path / "report")]) == 0
+    runs = json.loads((tmp_path / "report" / "results.json").read_text())["runs"]
+    assert [(record["episodes"], record["scored"]) for record in runs] == [(1, 1)]

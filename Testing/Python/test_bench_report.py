@@ -162,8 +162,9 @@ def test_score_command_writes_per_case_files(tmp_path, capsys):
     }
     assert "not a case of this package" in captured.err and "line 4: not JSON" in captured.err
     assert "UCSF-PDGM-0001: answered more than once" in captured.err
-    per_case = json.loads((tmp_path / "responses_scores" / "UCSF-PDGM-0001.json").read_text())
-    assert per_case["details"]["parsed"]["answer"] == "B"
+    per_case = json.loads((tmp_path / "responses_scores" / "episodes" / "UCSF-PDGM-0001__r1" / "result.json")
+                          .read_text())
+    assert per_case["score"]["details"]["parsed"]["answer"] == "B" and per_case["response"] == "ANSWER: B"
     wrong = parser.parse_args(
         ["bench", "score", "--module", "bracs", "--cases", str(cases_dir), "--responses", str(responses)]
     )

@@ -202,25 +202,25 @@ def _add_score(subparsers) -> None:
     parser.add_argument("--module", required=True, choices=MODULES, help="the module of the case package")
     parser.add_argument("--cases", required=True, help="case package directory (from bench prepare)")
     parser.add_argument("--responses", required=True, help='JSONL lines {"case_id", "response"}')
-    parser.add_argument("--out", help="directory for per-case JSON (default: <responses>_scores/)")
+    parser.add_argument("--out", help="run folder of the scores, readable by `bench report` (default: "
+                                      "<responses>_scores/)")
+    parser.add_argument("--name", help="what the report calls this pipeline, e.g. M3D (default: the responses "
+                                       "file's name)")
+    parser.add_argument("--track", choices=("A", "B", "C"), default="C",
+                        help="the track the answers belong to (default C: runtime-agnostic)")
     parser.set_defaults(func=_run_score)
 
 
 def _run_score(args) -> int:
-    from .scoring.batch import score_file
+    from .scoring.batch import score_file, write_scored_run
 
     try:
         result = score_file(args.module, args.cases, args.responses)
+        responses = Path(args.responses)
+        out = Path(args.out) if args.out else responses.with_name(responses.stem + "_scores")
+        write_scored_run(out, result, args.module, args.cases, responses, args.name or responses.stem, args.track)
     except (CaseFormatError, OSError) as error:
         return _fail(str(error))
-    responses = Path(args.responses)
-    out = Path(args.out) if args.out else responses.with_name(responses.stem + "_scores")
-    out.mkdir(parents=True, exist_ok=True)
-    for score in result.scores:
-        (out / f"{score.case_id}.json").write_text(
-            json.dumps(score.to_json(), indent=1, sort_keys=True) + "\n"
-        )
-    (out / "summary.json").write_text(json.dumps(result.summary, indent=1, sort_keys=True) + "\n")
     for problem in result.problems:
         print(f"warning: {problem}", file=sys.stderr)
     _print_json(result.summary)
@@ -251,5 +251,7 @@ def _run_report(args) -> int:
         return _fail(f"bench report needs {error.name}: pip install 'medopenclaw[report]'")
     except (CaseFormatError, OSError, ValueError) as error:
         return _fail(str(error))
+    for warning in written["warnings"]:
+        print(f"warning: {warning}", file=sys.stderr)
     _print_json(written)
     return 0

@@ -261,6 +261,7 @@ class BenchmarkRunner:
                                                      "strict": None, "loc": None, "invalid": 0}
         summary["module"] = self.config.module
         summary["episodes"] = len(scores)
+        summary["episode_ids"] = [task.episode_id for task in tasks]  # the report counts only these
         summary.update(tally.to_json())
         summary["audit"] = summarize_audits([(tally.records.get(task.episode_id) or {}).get("audit")
                                              for task in tasks])

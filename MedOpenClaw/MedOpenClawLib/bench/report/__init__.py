@@ -38,7 +38,7 @@ def write_report(inputs: list[str | os.PathLike] | str | os.PathLike, out: str |
     out_dir.mkdir(parents=True, exist_ok=True)
 
     from .plots import write_plots
-    from .tables import all_tables
+    from .tables import all_tables, pooling_warnings
 
     tables = all_tables(runs)
     pages = {run.name: out_dir / "runs" / f"{slug(run.name)}.html" for run in runs}
@@ -58,5 +58,6 @@ def write_report(inputs: list[str | os.PathLike] | str | os.PathLike, out: str |
     plots = write_plots(runs, out_dir / "plots")
     episodes = write_pages(runs, tables, plots, pages, out_dir, evidence, provenance)
     return {"out": str(out_dir), "runs": len(runs), "episodes": episodes, "tables": [table.id for table in tables],
+            "warnings": pooling_warnings(runs),
             "plots": [f"plots/{name}" for name in plots],
             "files": ["index.html", "results.md", "results.csv", "results.json", "results.schema.json", "results.tex"]}

@@ -109,6 +109,15 @@ class Run:
         return None if value is None else str(value)
 
     @property
+    def package(self) -> str:
+        """Which case package the run scored: run.json's fingerprint, else the manifest's fingerprint where
+        ``cases_dir`` still holds it, else that path."""
+        from ..scoring.batch import package_fingerprint
+
+        cases_dir = str(self.identity.get("cases_dir") or "?")
+        return str(self.identity.get("package") or package_fingerprint(cases_dir) or cases_dir)
+
+    @property
     def backbone(self) -> tuple:
         """What 'the same backbone' means across tracks: the model behind a provider, else the offline agent."""
         return ("model", self.model, self.provider) if self.model else ("agent", self.agent, None)
@@ -173,8 +182,14 @@ def load_run(path: Path, name: str) -> Run:
     identity = _read_json(path / "run.json")
     summary = _read_json(path / "summary.json")
     module = identity.get("module") or summary.get("module")
+    # the episodes the run's last invocation covers (a folder run once with --limit 10 and again with --limit 2
+    # holds ten); a summary written before the list was kept covers every episode folder
+    covered = summary.get("episode_ids")
+    covered = set(covered) if isinstance(covered, list) else None
     episodes = []
     for directory in sorted(child for child in (path / "episodes").iterdir() if child.is_dir()):
+        if covered is not None and directory.name not in covered:
+            continue
         # a finished episode has result.json; an errored one (provider failure, re-run later) only error.json
         result = _read_json(directory / "result.json") or _read_json(directory / "error.json")
         if not result.get("case_id"):

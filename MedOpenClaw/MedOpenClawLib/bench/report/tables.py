@@ -119,6 +119,23 @@ def row_key(run: Run) -> tuple:
     return (run.agent, run.model, run.provider, run.track, *policy)
 
 
+def pooling_warnings(runs: list[Run]) -> list[str]:
+    """One warning per table row and module whose runs scored different case packages: the tables pool them
+    into one cell, which is only meaningful when they are the same cases."""
+    groups: dict[tuple, list[Run]] = defaultdict(list)
+    for run in runs:
+        groups[(*row_key(run), run.module)].append(run)
+    warnings = []
+    for members in groups.values():
+        packages = {run.package for run in members}
+        if len(packages) > 1:
+            first = members[0]
+            names = ", ".join(f"{run.name} ({run.package})" for run in members)
+            warnings.append(f"{first.model or first.agent} on track {first.track}, {first.module}: pooling runs "
+                            f"of {len(packages)} different case packages: {names}")
+    return warnings
+
+
 def identity_of(runs: list[Run], rounds: list[int | None] | None = None) -> dict:
     first = runs[0]
     rounds = sorted({run.max_rounds for run in runs if run.max_rounds is not None}) if rounds is None else rounds

@@ -3,6 +3,10 @@
 Responses are JSONL lines ``{"case_id", "response"}``; optional keys: ``"invalid": "<reason>"`` (an
 environment fault: excluded from denominators) and ``"trace": "<path>"`` (an audit trace, relative to the responses
 file, from which process metrics are computed). Cases of the package without a response are scored as unanswered.
+
+:func:`write_scored_run` writes the scores as a run folder (``run.json``, ``summary.json``,
+``episodes/<case>__r1/result.json``), the shape ``bench run`` writes, so ``bench report`` shows externally scored
+pipelines (Table 6's M3D / RadFM rows) beside the runs of this runtime.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ class BatchResult:
     scores: list[CaseScore]
     summary: dict
     problems: list[str] = field(default_factory=list)
+    responses: dict[str, str | None] = field(default_factory=dict)  # case id -> the raw response scored
 
 
 def read_responses(path: str | os.PathLike) -> tuple[list[dict], list[str]]:
@@ -104,7 +109,41 @@ def score_records(
     summary["missing"] = sum(1 for case_id in case_ids if case_id not in by_case)
     if process:
         summary["process"] = aggregate_process(process)
-    return BatchResult(scores, summary, problems)
+    responses = {case_id: record.get("response") for case_id, record in by_case.items()}
+    return BatchResult(scores, summary, problems, responses)
+
+
+def package_fingerprint(cases_dir: str | os.PathLike) -> str | None:
+    """A short hash of a package's manifest (its cases, files and hashes): two runs pool only when it agrees."""
+    import hashlib
+
+    try:
+        return hashlib.sha256((Path(cases_dir) / "manifest.json").read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
+
+
+def write_scored_run(out: str | os.PathLike, result: BatchResult, module: str, cases_dir: str | os.PathLike,
+                     responses: Path, name: str, track: str) -> Path:
+    """The scores of an external pipeline as a run folder named ``name`` (agent ``external``) on ``track``."""
+    out = Path(out)
+    identity = {"module": module, "agent": "external", "track": track,
+                "provider": {"kind": "external", "model": name},
+                "cases_dir": str(Path(cases_dir).resolve()), "package": package_fingerprint(cases_dir),
+                "responses": str(responses.resolve())}
+    for score in result.scores:
+        episode = f"{score.case_id}__r1"
+        body = {"episode_id": episode, "case_id": score.case_id, "response": result.responses.get(score.case_id),
+                "invalid": score.invalid_reason, "score": score.to_json()}
+        _write_json(out / "episodes" / episode / "result.json", body)
+    _write_json(out / "run.json", identity)
+    _write_json(out / "summary.json", {**result.summary, "episode_ids": [f"{s.case_id}__r1" for s in result.scores]})
+    return out
+
+
+def _write_json(path: Path, body: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def score_file(module: str, cases_dir: str | os.PathLike, responses: str | os.PathLike) -> BatchResult:
