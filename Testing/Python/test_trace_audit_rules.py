@@ -196,6 +196,15 @@ def test_the_registered_workflow_carries_no_finding_and_completes_its_milestones
     assert report.milestones["complete"] and list(report.milestones["reached"]) == ["BF", "BR", "fusion"]
 
 
+def test_applying_the_transform_instead_of_resampling_also_completes_the_workflow():
+    trace = TraceBuilder("lumiere", tools=REGISTRATION_TOOLS, volumes=LUMIERE).prompt()
+    transform = trace.register("CURRENT_CT1", "OLD_CT1")  # the baseline moved onto the follow-up
+    trace.apply("OLD_CT1", transform)
+    trace.fusion("CURRENT_CT1", "OLD_CT1")
+    report = audit_records(trace.answer(ANSWER).records)
+    assert codes(report) == [] and report.milestones["complete"]
+
+
 def test_f3_fusion_of_an_unregistered_follow_up():
     trace = TraceBuilder("lumiere", tools=REGISTRATION_TOOLS, volumes=LUMIERE).prompt()
     seq = trace.fusion("OLD_CT1", "CURRENT_CT1")
