@@ -106,6 +106,15 @@ def test_fusing_the_unregistered_follow_up_is_f3_only(case, tmp_path):
     assert rules(episode(case, tmp_path, "lumiere", Plan(fused, RANO))) == ["F3.fusion_unregistered"]
 
 
+def test_binding_the_follow_up_transform_to_a_baseline_volume_is_f3_only(case, tmp_path):
+    misbound = [REGISTERED[0], [("apply_transform", {"volume_name": "OLD_FLAIR", "transform_name": TRANSFORM})],
+                [("fusion", {"background_volume_ref": "CURRENT_CT1", "foreground_volume_ref": "OLD_FLAIR",
+                             "size": 64})]]
+    report = episode(case, tmp_path, "lumiere", Plan(misbound, RANO))
+    assert {finding.code for finding in report.findings} == {"F3"}
+    assert "F3.transform_misbound" in rules(report)
+
+
 def test_stopping_after_resampling_is_g5_only(case, tmp_path):
     report = episode(case, tmp_path, "lumiere", Plan(REGISTERED[:2], RANO))
     assert rules(report) == ["G5.registration_incomplete"] and report.milestones["reached"]["fusion"] is None
