@@ -389,7 +389,8 @@ def test_served_sessions_keep_a_bounded_window_of_records(data_root):
 
     from MedOpenClawLib.server.sessions import TRACE_WINDOW, session_registry
 
-    args = argparse.Namespace(in_process=True, trace=None, data_root=[str(data_root)], track="A", max_rounds=None)
+    args = argparse.Namespace(in_process=True, trace=None, data_root=[str(data_root)], track="A", max_rounds=None,
+                              app="radiology")
     registry = session_registry(args, header={"front_end": "test"}, save_images=False)
     assert registry.trace.window == TRACE_WINDOW
     for _ in range(2 * TRACE_WINDOW + 5):

@@ -190,13 +190,15 @@ def test_the_token_is_checked_before_the_body_and_while_a_call_runs(server):
     assert time.perf_counter() - started < 2.0 and not busy.done()
 
 
-def test_half_sent_connections_cannot_lock_the_token_holder_out(server):
+def test_half_sent_connections_cannot_lock_the_token_holder_out(server, monkeypatch):
+    monkeypatch.setattr(rest, "HEADER_TIMEOUT_S", 60.0)  # only the connection limit (8 here) can free a place
     stalled = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(3 * 8)]
     try:
         for client in stalled:
             client.sendall(b"GET /v1/state HTTP/1.1\r\n")  # and never more
         status, body, _ = exchange(server.port, request("GET", "/v1/state"))
         assert status == 200 and "active_volume" in body
+        assert sum(closed_by_server(client) for client in stalled) >= len(stalled) - 8
     finally:
         for client in stalled:
             client.close()
@@ -243,3 +245,92 @@ print("served")
 """
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and "served" in done.stdout, (done.returncode, done.stderr[-1500:])
+
+
+# ------------------------------------------------------------------------------------ MCP Streamable HTTP (uvicorn)
+@pytest.fixture()
+def guarded_uvicorn(monkeypatch):
+    """uvicorn as ``mcp --transport http`` runs it (guarded protocol, token middleware, request-shape checks),
+    over an endpoint that answers every authorised request; small limits so the test is quick."""
+    import uvicorn
+
+    from MedOpenClawLib.server import http_guard, mcp
+
+    monkeypatch.setattr(http_guard, "MAX_CONNECTIONS", 8)
+    monkeypatch.setattr(http_guard, "HEADER_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(rest, "REQUEST_DEADLINE_S", 2.0)
+
+    async def endpoint(scope, receive, send):
+        if scope["type"] == "http":
+            await mcp.json_answer(send, 200, {"jsonrpc": "2.0", "id": 1, "result": {}})
+
+    listener = mcp.loopback_socket(0)
+    server = uvicorn.Server(uvicorn.Config(mcp.BearerToken(mcp.RequestShape(endpoint), TOKEN), log_level="error",
+                                           lifespan="off", **http_guard.uvicorn_limits()))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.05)
+    yield listener.getsockname()[1]
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_mcp_http_half_sent_connections_cannot_lock_the_token_holder_out(guarded_uvicorn, monkeypatch):
+    from MedOpenClawLib.server import http_guard
+
+    monkeypatch.setattr(http_guard, "HEADER_TIMEOUT_S", 60.0)  # only the connection limit can free a place here
+    stalled = [socket.create_connection(("127.0.0.1", guarded_uvicorn), timeout=10) for _ in range(40)]
+    try:
+        for client in stalled:
+            client.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and never more
+        time.sleep(0.2)
+        status, body, _ = exchange(guarded_uvicorn, request("POST", "/mcp", b'{"jsonrpc": "2.0", "id": 1, '
+                                                                             b'"method": "ping"}'))
+        assert status == 200 and body["result"] == {}
+        assert sum(closed_by_server(client) for client in stalled) >= len(stalled) - 8  # bounded: oldest evicted
+    finally:
+        for client in stalled:
+            client.close()
+
+
+def closed_by_server(client: socket.socket) -> bool:
+    client.settimeout(0.5)
+    try:
+        return client.recv(1) == b""
+    except TimeoutError:
+        return False
+    except OSError:
+        return True
+
+
+def test_mcp_http_headers_and_bodies_have_deadlines(guarded_uvicorn):
+    with socket.create_connection(("127.0.0.1", guarded_uvicorn), timeout=10) as idle:
+        idle.sendall(b"POST /mcp HTTP/1.1\r\n")  # never finishes its headers
+        started = time.perf_counter()
+        assert idle.recv(65536) == b""
+        assert time.perf_counter() - started < 8
+    sent, seconds = trickle(guarded_uvicorn, request("POST", "/mcp") + b"X" * 200, 0.2)
+    assert seconds < 6
+    slow_body = request("POST", "/mcp", length="100")  # headers complete, the body never arrives
+    status, body, _ = exchange_open(guarded_uvicorn, slow_body)
+    assert status == 408 and body["error"]["code"] == -32600
+
+
+def test_mcp_http_array_params_get_invalid_params_with_their_id(guarded_uvicorn):
+    call = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": ["observe", {}]}).encode()
+    status, body, _ = exchange(guarded_uvicorn, request("POST", "/mcp", call))
+    assert status == 400 and body["id"] == 7 and body["error"]["code"] == -32602
+    status, body, head = exchange(guarded_uvicorn, request("POST", "/mcp", call, headers=""))
+    assert status == 401 and b"does not use OAuth" in head
+
+
+def exchange_open(port: int, raw: bytes) -> tuple[int, dict | None, bytes]:
+    """Like :func:`exchange`, but the connection stays open for writing (the server must end it)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as client:
+        client.sendall(raw)
+        data = b""
+        while chunk := client.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split(b" ")[1]), (json.loads(body) if body else None), head

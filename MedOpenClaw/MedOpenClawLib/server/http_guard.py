@@ -6,7 +6,8 @@ yet, so any number of half-sent (or idle) connections cannot keep the token hold
 connection carries a request in progress is the new one refused.
 
 uvicorn has a keep-alive timeout but none for a request's headers, and its ``limit_concurrency`` answers 503 once
-the connections are many, whatever they are doing -- exactly the lock-out; hence this protocol subclass.
+the connections are many, whatever they are doing -- exactly the lock-out; hence this protocol subclass, which
+bounds the connections (and so the requests in progress) itself.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ class GuardedH11Protocol(H11Protocol):
         super().connection_made(transport)
         self._header_timer: asyncio.TimerHandle | None = None
         self._arm_header_deadline()
-        if len(self.connections) > MAX_CONNECTIONS:
-            idle = [connection for connection in self.connections
+        open_connections = [connection for connection in self.connections if not connection.transport.is_closing()]
+        if len(open_connections) > MAX_CONNECTIONS:
+            idle = [connection for connection in open_connections
                     if connection is not self and getattr(connection, "waiting_since", None) is not None]
             if idle:
                 min(idle, key=lambda connection: connection.waiting_since).drop()
@@ -76,6 +78,6 @@ class GuardedH11Protocol(H11Protocol):
 
 
 def uvicorn_limits() -> dict:
-    """``uvicorn.Config`` keywords: the guarded protocol, the keep-alive timeout, no 503 below the guard's limit."""
-    return {"http": GuardedH11Protocol, "timeout_keep_alive": KEEP_ALIVE_S, "limit_concurrency": MAX_CONNECTIONS + 8,
-            "backlog": 128}
+    """``uvicorn.Config`` keywords: the guarded protocol and the keep-alive timeout. No ``limit_concurrency``: it
+    counts every connection, so the half-sent ones the guard evicts would still turn the token holder away."""
+    return {"http": GuardedH11Protocol, "timeout_keep_alive": KEEP_ALIVE_S, "backlog": 128}

@@ -336,6 +336,7 @@ class _Server(ThreadingHTTPServer):
                 idle = [(since, connection) for connection, since in self._open.items()
                         if since is not None and connection is not request]
                 evict = min(idle, key=lambda item: item[0])[1] if idle else request
+                self._open.pop(evict)
         if evict is request:
             self._refuse(request)
             return
