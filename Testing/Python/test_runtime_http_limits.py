@@ -27,7 +27,6 @@ AUTH = f"Authorization: Bearer {TOKEN}\r\n"
 def server(tmp_path, monkeypatch):
     monkeypatch.setattr(rest, "HEADER_TIMEOUT_S", 1.0)
     monkeypatch.setattr(rest, "REQUEST_DEADLINE_S", 2.0)
-    monkeypatch.setattr(rest, "MAX_CONNECTIONS", 8)
     root = tmp_path / "data"
     root.mkdir()
     write_nifti(root / "CT.nii.gz", phantom(0), oblique_lps_affine())
@@ -192,6 +191,7 @@ def test_the_token_is_checked_before_the_body_and_while_a_call_runs(server):
 
 def test_half_sent_connections_cannot_lock_the_token_holder_out(server, monkeypatch):
     monkeypatch.setattr(rest, "HEADER_TIMEOUT_S", 60.0)  # only the connection limit (8 here) can free a place
+    monkeypatch.setattr(rest, "MAX_CONNECTIONS", 8)
     stalled = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(3 * 8)]
     try:
         for client in stalled:

@@ -19,6 +19,7 @@ import json
 import queue
 import secrets
 import socket
+import sys
 import threading
 import time
 from concurrent.futures import Future
@@ -355,6 +356,12 @@ class _Server(ThreadingHTTPServer):
         except OSError:
             pass
         self.shutdown_request(request)
+
+    def handle_error(self, request, client_address) -> None:
+        """A client that went away (or was evicted) mid-answer is no error worth a traceback on stderr."""
+        if isinstance(sys.exc_info()[1], OSError):
+            return
+        super().handle_error(request, client_address)
 
     def shutdown_request(self, request) -> None:
         with self._open_lock:
