@@ -15,11 +15,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "MedOpenClaw"))
 
+from MedOpenClawLib.bench import modules  # noqa: E402
 from MedOpenClawLib.bench.cases import load_cases, load_ground_truth  # noqa: E402
 from MedOpenClawLib.bench.loaders import prepare  # noqa: E402
 from MedOpenClawLib.bench.parsers import parse_response  # noqa: E402
 from MedOpenClawLib.bench.scoring import score_case  # noqa: E402
-from MedOpenClawLib.bench.synthetic.cohort import DATASET_DIRS, CohortConfig, write_cohort  # noqa: E402
+from MedOpenClawLib.bench.synthetic.cohort import CohortConfig, write_cohort  # noqa: E402
 
 PER_MODULE = 200
 
@@ -75,9 +76,9 @@ def main() -> int:
         started = time.perf_counter()
         write_cohort(scratch / "raw", CohortConfig(seed=0, cases=6, mri_spacing_mm=2, slide_size=(2048, 1536)))
         generated = time.perf_counter() - started
-        packages = {module: scratch / "cases" / module for module in DATASET_DIRS}
+        packages = {module: scratch / "cases" / module for module in modules.names()}
         for module, out in packages.items():
-            prepare(module, scratch / "raw" / DATASET_DIRS[module], out)
+            prepare(module, scratch / "raw" / modules.get(module).dataset_dir, out)
         prepared = time.perf_counter() - started - generated
         records = {module: responses_for(module, out) for module, out in packages.items()}
         timings, summaries = {}, {}

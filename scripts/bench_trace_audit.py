@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "MedOpenClaw"))
 
 from MedOpenClawLib.audit import read_trace  # noqa: E402
-from MedOpenClawLib.bench.cases import MODULES  # noqa: E402
+from MedOpenClawLib.bench.modules import names  # noqa: E402
 from MedOpenClawLib.cli import main  # noqa: E402
 from MedOpenClawLib.trace_audit import CODES, audit_records  # noqa: E402
 
@@ -34,7 +34,7 @@ AGENTS = ("oracle", "heuristic", "random")
 def run_agents(out: Path, limit: int) -> list[Path]:
     runs = []
     for agent in AGENTS:
-        for module in MODULES:
+        for module in names():
             target = out / f"{agent}-{module}"
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
                 code = main(["bench", "run", "--module", module, "--agent", agent, "--limit", str(limit),

@@ -36,7 +36,7 @@ from MedOpenClawLib.bench.agents.answers import (  # noqa: E402
     nsclc_answer,
     ucsf_answer,
 )
-from MedOpenClawLib.bench.cases import MODULES, load_cases, load_ground_truth  # noqa: E402
+from MedOpenClawLib.bench.cases import load_cases, load_ground_truth  # noqa: E402
 from MedOpenClawLib.bench.labels import (  # noqa: E402
     BRACS_LABELS,
     LUMIERE_EVIDENCE_FIELDS,
@@ -44,6 +44,7 @@ from MedOpenClawLib.bench.labels import (  # noqa: E402
     RANO_OPTIONS,
     UCSF_OPTIONS,
 )
+from MedOpenClawLib.bench.modules import names  # noqa: E402
 from MedOpenClawLib.bench.parsers import parse_response  # noqa: E402
 from MedOpenClawLib.bench.preload import module_prompt  # noqa: E402
 from MedOpenClawLib.bench.run_command import synthetic_cases  # noqa: E402
@@ -258,7 +259,7 @@ def main() -> int:
     parser.add_argument("--size", choices=("demo", "full"), default="demo")
     parser.add_argument("--cases", type=int, default=12, help="cases per module")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--modules", nargs="+", choices=MODULES, default=list(MODULES))
+    parser.add_argument("--modules", nargs="+", choices=names(), default=list(names()))
     parser.add_argument("--out", default=str(ROOT / "bench" / "cohort_calibration.json"))
     args = parser.parse_args()
     out = Path(args.out)

@@ -17,7 +17,7 @@ from MedOpenClawLib.bench.agents.heuristic import HeuristicAgent
 from MedOpenClawLib.bench.agents.model import ModelAgent
 from MedOpenClawLib.bench.agents.oracle import OracleAgent
 from MedOpenClawLib.bench.agents.replay import ReplayAgent, episode_trace, recorded_outputs
-from MedOpenClawLib.bench.cases import MODULES
+from MedOpenClawLib.bench.modules import names
 from MedOpenClawLib.bench.preload import module_prompt
 from MedOpenClawLib.bench.runner import BenchmarkRunner, RunConfig
 from MedOpenClawLib.cli import main
@@ -113,7 +113,7 @@ def test_track_c_refuses_pathology(tmp_path, capsys):
     assert code == 2 and "radiology modules only" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("module", MODULES)
+@pytest.mark.parametrize("module", names())
 def test_oracle_is_perfect_on_the_embedded_cohort(module, tmp_path, capsys):
     """The README's main command on every module (the cohort is generated once into the shared cache)."""
     assert main(["bench", "run", "--module", module, "--agent", "oracle", "--limit", "2",

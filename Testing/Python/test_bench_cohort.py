@@ -13,10 +13,11 @@ import numpy as np
 import pytest
 from dataset_layouts import write_csv
 
+from MedOpenClawLib.bench import modules
 from MedOpenClawLib.bench.cases import CaseFormatError, load_cases, load_ground_truth
 from MedOpenClawLib.bench.loaders import prepare
 from MedOpenClawLib.bench.scoring.geometry import key_slice_in_range, mask_from_file, point_in_polygon
-from MedOpenClawLib.bench.synthetic.cohort import DATASET_DIRS, CohortConfig, write_cohort
+from MedOpenClawLib.bench.synthetic.cohort import CohortConfig, write_cohort
 from MedOpenClawLib.bench.synthetic.common import write_nifti
 from MedOpenClawLib.bench.synthetic.slides import asap_xml, deterministic_xlsx, geojson_export, write_pyramid
 
@@ -52,9 +53,9 @@ def test_cohort_is_byte_identical_from_the_same_seed(cohort, tmp_path):
     assert changed
 
 
-@pytest.mark.parametrize("module", list(DATASET_DIRS))
+@pytest.mark.parametrize("module", list(modules.names()))
 def test_loaders_read_the_cohort_and_reference_evidence_passes(cohort, tmp_path, module):
-    manifest = prepare(module, cohort / DATASET_DIRS[module], tmp_path / module)
+    manifest = prepare(module, cohort / modules.get(module).dataset_dir, tmp_path / module)
     cases = load_cases(tmp_path / module)
     assert len(cases) == 2 and len(manifest["cases"]) == 2
     for case in cases:
@@ -104,7 +105,7 @@ def test_nsclc_mask_is_placed_through_lps_geometry(cohort, tmp_path):
     from MedOpenClawLib.bench.loaders.nsclc import LOCATIONS
     from MedOpenClawLib.bench.synthetic.thorax import make_subject, subject_attributes
 
-    prepare("nsclc", cohort / DATASET_DIRS["nsclc"], tmp_path / "n")
+    prepare("nsclc", cohort / modules.get("nsclc").dataset_dir, tmp_path / "n")
     attributes = subject_attributes(SMALL.seed, SMALL.cases + 1)[0]
     subject = make_subject("R01-001", SMALL.seed, **attributes)
     truth = load_ground_truth(tmp_path / "n", "R01-001")
@@ -118,7 +119,7 @@ def test_ucsf_cases_are_written_on_the_real_sri24_grid(cohort):
     """UCSF-PDGM's 240x240x155 mm SRI24 field at the cohort's voxel size, axes stored L, P, S like BraTS."""
     import nibabel as nib
 
-    files = sorted((cohort / DATASET_DIRS["ucsf-pdgm"]).rglob("*.nii.gz"))
+    files = sorted((cohort / modules.get("ucsf-pdgm").dataset_dir).rglob("*.nii.gz"))
     assert len(files) == SMALL.cases * 5
     for path in files:
         image = nib.load(path)
@@ -312,7 +313,7 @@ def test_lumiere_cohort_filters_are_flags_with_a_count_per_step(tmp_path):
 
 def test_nsclc_fixture_quirks(cohort, tmp_path):
     raw = tmp_path / "raw"
-    shutil.copytree(cohort / DATASET_DIRS["nsclc"], raw)
+    shutil.copytree(cohort / modules.get("nsclc").dataset_dir, raw)
     clinical = next(raw.glob("NSCLCR01Radiogenomic_DATA_LABELS*.csv"))
     rows = list(csv.reader(open(clinical, encoding="utf-8")))
     assert "Histology " in rows[0]  # the distributed header keeps its trailing space
@@ -441,7 +442,7 @@ def _truncate(path: Path) -> None:
 @pytest.mark.parametrize("module", ["ucsf-pdgm", "lumiere"])
 def test_truncated_lesion_mask_skips_the_case_instead_of_crashing(cohort, tmp_path, module):
     raw = tmp_path / "raw"
-    shutil.copytree(cohort / DATASET_DIRS[module], raw)
+    shutil.copytree(cohort / modules.get(module).dataset_dir, raw)
     pattern = "*_tumor_segmentation.nii.gz" if module == "ucsf-pdgm" else "seg_mask.nii.gz"
     victim = sorted(raw.rglob(pattern))[-1]
     _truncate(victim)
@@ -454,7 +455,7 @@ def test_truncated_lesion_mask_skips_the_case_instead_of_crashing(cohort, tmp_pa
 @pytest.mark.parametrize(("module", "pattern"), [("ucsf-pdgm", "*_T1c.nii.gz"), ("lumiere", "FLAIR.nii.gz")])
 def test_truncated_image_volume_skips_the_case_at_prepare_time(cohort, tmp_path, module, pattern):
     raw = tmp_path / "raw"
-    shutil.copytree(cohort / DATASET_DIRS[module], raw)
+    shutil.copytree(cohort / modules.get(module).dataset_dir, raw)
     victim = sorted(raw.rglob(pattern))[-1]
     _truncate(victim)
     manifest = prepare(module, raw, tmp_path / "cases")
@@ -469,7 +470,7 @@ def test_nsclc_seg_is_placed_on_the_geometry_the_viewer_gives_its_ct(cohort, tmp
     import pydicom
 
     raw = tmp_path / "raw"
-    shutil.copytree(cohort / DATASET_DIRS["nsclc"], raw)
+    shutil.copytree(cohort / modules.get("nsclc").dataset_dir, raw)
     prepare("nsclc", raw, tmp_path / "cases")
     truth = load_ground_truth(tmp_path / "cases", "R01-001")
     case = next(case for case in load_cases(tmp_path / "cases") if case.case_id == "R01-001")
@@ -530,7 +531,7 @@ def test_camelyon_categories_are_physical_and_stage_the_nodes(cohort, tmp_path):
     from MedOpenClawLib.bench.synthetic.slides import METASTASIS_DIAMETER_UM, slide_mpp
     from MedOpenClawLib.bench.synthetic.tissue import max_diameter
 
-    prepare("camelyon17", cohort / DATASET_DIRS["camelyon17"], tmp_path / "c")
+    prepare("camelyon17", cohort / modules.get("camelyon17").dataset_dir, tmp_path / "c")
     mpp = slide_mpp(SMALL.slide_size)
     for case in load_cases(tmp_path / "c"):
         truth = load_ground_truth(tmp_path / "c", case.case_id)
@@ -549,7 +550,7 @@ def test_nsclc_t_stage_is_the_one_measured_on_the_mask(cohort, tmp_path):
 
     from MedOpenClawLib.bench.synthetic.thorax import t_stage_for
 
-    prepare("nsclc", cohort / DATASET_DIRS["nsclc"], tmp_path / "n")
+    prepare("nsclc", cohort / modules.get("nsclc").dataset_dir, tmp_path / "n")
     for case in load_cases(tmp_path / "n"):
         truth = load_ground_truth(tmp_path / "n", case.case_id)
         image = nib.load(truth.mask_path)

@@ -59,22 +59,9 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-MODULES = ("lumiere", "ucsf-pdgm", "nsclc", "bracs", "camelyon17")
-RADIOLOGY_MODULES = ("lumiere", "ucsf-pdgm", "nsclc")
-PATHOLOGY_MODULES = ("bracs", "camelyon17")
 MANIFEST_FORMAT = 1
 USABLE_STEP = "usable files and labels"  # the cohort-filter step of a case skipped for its own data
 CONSISTENT_STEP = "ground truth consistent with its masks"  # a reference that contradicts its own files
-# benchmark-eligible cases per module in the paper (Table 4; NSCLC without AMC, LUMIERE after its filters)
-PAPER_COUNTS = {"lumiere": 139, "ucsf-pdgm": 495, "nsclc": 162, "bracs": 113, "camelyon17": 550}
-# the order in which each module's loader applies its cohort filters (the count table follows it)
-FILTER_STEPS = {
-    "lumiere": ("RANO-rated CURRENT study", "evidence available (both segmentations)", "complete imaging",
-                USABLE_STEP, CONSISTENT_STEP, "label frequency"),
-    "nsclc": ("exclude AMC (default)", "clinical row", "DICOM SEG tumour mask on its CT", "PET and CT series",
-              USABLE_STEP, CONSISTENT_STEP),
-    "ucsf-pdgm": ("baseline scans only (_FU follow-ups excluded)", USABLE_STEP),
-}
 
 
 class CaseFormatError(ValueError):
@@ -82,8 +69,11 @@ class CaseFormatError(ValueError):
 
 
 def check_module(module: str) -> str:
-    if module not in MODULES:
-        raise CaseFormatError(f"unknown module {module!r}; expected one of {', '.join(MODULES)}")
+    """``module`` when a spec in bench.modules defines it, else UnknownModule (a CaseFormatError)."""
+    from .modules import REGISTRY, UnknownModule
+
+    if module not in REGISTRY:
+        raise UnknownModule(f"unknown module {module!r}; expected one of {', '.join(REGISTRY)}")
     return module
 
 
@@ -104,15 +94,6 @@ class Question:
     qid: str
     text: str
     options: tuple[tuple[str, str], ...]
-
-    def letter_for(self, label: str) -> str:
-        for letter, option_label in self.options:
-            if option_label == label:
-                return letter
-        raise CaseFormatError(f"{label!r} is not an option of question {self.qid}")
-
-    def label_for(self, letter: str) -> str:
-        return dict(self.options)[letter]
 
 
 @dataclass
@@ -329,7 +310,9 @@ class PackageWriter:
         """Cases remaining after each cohort-filter step, in the loader's filter order."""
         remaining = len(self.cases) + len(self.skipped)
         table = [{"step": "candidates", "excluded": 0, "remaining": remaining}]
-        order = FILTER_STEPS.get(self.module, ())
+        from .modules import get
+
+        order = get(self.module).filter_steps
         steps = sorted(dict.fromkeys(item["step"] for item in self.skipped),
                        key=lambda step: order.index(step) if step in order else len(order))
         for step in steps:
@@ -340,6 +323,8 @@ class PackageWriter:
 
     def finish(self) -> dict:
         """Write the manifest and move the staged package to ``out_dir`` (replacing an earlier package)."""
+        from .modules import get
+
         manifest = {
             "format": MANIFEST_FORMAT,
             "module": self.module,
@@ -347,7 +332,7 @@ class PackageWriter:
             "cases": [case.to_json() for case in sorted(self.cases, key=lambda c: c.case_id)],
             "skipped": sorted(self.skipped, key=lambda s: s["case_id"]),
             "filters": self.filter_table(),
-            "paper_count": PAPER_COUNTS[self.module],
+            "paper_count": get(self.module).paper_count,  # MedFlow-Bench Table 4
             **self.notes,
         }
         (self.root / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")

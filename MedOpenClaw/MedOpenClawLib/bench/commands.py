@@ -15,7 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from .cases import MODULES, CaseFormatError
+from .cases import CaseFormatError
+from .modules import get, names
 
 EXTENSION_MODULES = ("MedOpenClawLib.bench.run_command",)
 
@@ -58,7 +59,7 @@ def _add_cohort(subparsers) -> None:
     parser.add_argument("--cache-dir", help="with --where: the cache folder to show (default: MEDOPENCLAW_CACHE "
                                             "or ~/.cache/medopenclaw)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every generated subject (default 0)")
-    parser.add_argument("--modules", nargs="+", choices=MODULES, default=list(MODULES),
+    parser.add_argument("--modules", nargs="+", choices=names(), default=list(names()),
                         help="modules to write (default: all)")
     parser.add_argument("--size", choices=("demo", "full"), default="demo", help="preset of the sizes below")
     parser.add_argument("--cases", type=int, help="cases per module (default: the preset's)")
@@ -110,7 +111,7 @@ def _run_cohort(args) -> int:
 
 def _add_prepare(subparsers) -> None:
     parser = subparsers.add_parser("prepare", help="turn a dataset as distributed into case packages")
-    parser.add_argument("--module", required=True, choices=MODULES, help="the benchmark module of the dataset")
+    parser.add_argument("--module", required=True, choices=names(), help="the benchmark module of the dataset")
     parser.add_argument(
         "--source", required=True, help="dataset root as downloaded (or a synthetic cohort dir)"
     )
@@ -135,11 +136,7 @@ def _add_prepare(subparsers) -> None:
 
 def prepare_options(args) -> dict:
     """The loader options of ``bench prepare``: each cohort filter is an explicit flag of its module."""
-    if args.module == "nsclc":
-        return {"include_amc": args.include_amc}
-    if args.module == "lumiere":
-        return {"require_evidence": args.require_evidence, "min_label_cases": args.min_label_cases}
-    return {}
+    return {name: getattr(args, name) for name in get(args.module).loader_options}
 
 
 def filter_table_text(manifest: dict) -> str:
@@ -186,7 +183,7 @@ def _add_parse(subparsers) -> None:
     parser = subparsers.add_parser(
         "parse", help="parse one raw final response from stdin into canonical JSON"
     )
-    parser.add_argument("--module", required=True, choices=MODULES, help="the module whose answer format to parse")
+    parser.add_argument("--module", required=True, choices=names(), help="the module whose answer format to parse")
     parser.set_defaults(func=_run_parse)
 
 
@@ -199,7 +196,7 @@ def _run_parse(args) -> int:
 
 def _add_score(subparsers) -> None:
     parser = subparsers.add_parser("score", help="score a responses JSONL file against a case package")
-    parser.add_argument("--module", required=True, choices=MODULES, help="the module of the case package")
+    parser.add_argument("--module", required=True, choices=names(), help="the module of the case package")
     parser.add_argument("--cases", required=True, help="case package directory (from bench prepare)")
     parser.add_argument("--responses", required=True, help='JSONL lines {"case_id", "response"}')
     parser.add_argument("--out", help="run folder of the scores, readable by `bench report` (default: "

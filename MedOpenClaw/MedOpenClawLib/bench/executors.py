@@ -21,10 +21,11 @@ from ..pathology.actions import MODEL_VISIBLE_ACTIONS
 from ..worker.client import WorkerEnvironment, WorkerProcess
 from ..worker.protocol import WorkerError, WorkerFault
 from .agents.base import Agent, AgentContext
-from .cases import PATHOLOGY_MODULES, Case, load_ground_truth
+from .cases import Case, load_ground_truth
 from .episode import EpisodeConfig, EpisodeOutcome, EpisodePrompt, run_episode
 from .integrity import CaseIntegrityError
-from .preload import Attachments, PathologyRounds, PreloadError, montage_prompt, preload, viewer_kind
+from .modules import PATHOLOGY, get
+from .preload import Attachments, PathologyRounds, PreloadError, montage_prompt, preload
 from .tasks import EpisodeTask, RunConfig
 
 MAX_WORKER_ATTEMPTS = 2  # a worker fault is retried once on a fresh worker; a second makes the episode INVALID
@@ -108,10 +109,11 @@ class EpisodeJob:
                   "repeat": task.repeat, "attempt": attempt, "agent": config.agent, "track": config.track,
                   "provider": config.provider.public() if config.provider else None, "worker_pid": worker.pid,
                   "worker_node": worker.node}
-        env.start(viewer_kind(config.module), [str(case.data_root)], "B" if config.track == "B" else "A",
+        application = get(config.module).application
+        env.start(application, [str(case.data_root)], "B" if config.track == "B" else "A",
                   config.max_rounds, str(trace_path), header, config.save_images)
         attachments = preload(env, case)
-        pathology = config.module in PATHOLOGY_MODULES
+        pathology = application == PATHOLOGY
         track_c = config.track == "C"
         tools = [] if track_c else env.tools()  # Track C: one answer turn on slice montages, no tools
         if pathology:  # Table 10: the tools the paper's pathology agents see

@@ -344,20 +344,11 @@ def parse_camelyon(text: str) -> dict:
     }
 
 
-PARSERS = {
-    "ucsf-pdgm": parse_ucsf,
-    "lumiere": parse_lumiere,
-    "nsclc": parse_nsclc,
-    "bracs": parse_bracs,
-    "camelyon17": parse_camelyon,
-}
-
-
 def parse_response(module: str, text: str | None) -> dict:
     """Parse one raw final response of ``module``; never raises (a parser bug becomes an error entry)."""
-    parser = PARSERS.get(module)
-    if parser is None:
-        raise ValueError(f"unknown module {module!r}")
+    from .modules import get
+
+    parser = get(module).parse  # UnknownModule (a ValueError) for a module no spec defines
     if not isinstance(text, str):
         text = ""
     try:

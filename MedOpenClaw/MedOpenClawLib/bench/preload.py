@@ -12,9 +12,10 @@ import json
 from dataclasses import dataclass, field
 
 from ..providers.messages import ImageInput
-from .cases import PATHOLOGY_MODULES, Case
+from .cases import Case
 from .episode import Environment, EpisodePrompt, result_images
 from .integrity import verify_case_files
+from .modules import PATHOLOGY, get
 from .prompts import build_prompt, pathology_round_text
 
 BASELINE_SIZE = 512
@@ -30,10 +31,6 @@ class Attachments:
     inventory_text: str
     images: list[ImageInput] = field(default_factory=list)
     state_summaries: tuple[str, str] | None = None  # pathology: (direct, GUI) state summaries of App. H.2
-
-
-def viewer_kind(module: str) -> str:
-    return "pathology" if module in PATHOLOGY_MODULES else "radiology"
 
 
 def _system_call(env: Environment, name: str, arguments: dict) -> dict:
@@ -76,7 +73,7 @@ def preload(env, case: Case) -> Attachments:
     """Open the case for an episode: its files are first checked against the package manifest
     (CaseIntegrityError -> the episode is INVALID, never scored against ground truth of other bytes)."""
     verify_case_files(case)
-    if case.module in PATHOLOGY_MODULES:
+    if get(case.module).application == PATHOLOGY:
         return preload_pathology(env, case)
     return preload_radiology(env, case)
 
@@ -105,7 +102,7 @@ def pathology_round(case: Case, task: str, rounds_used: int, max_rounds: int, di
 
 def module_prompt(case: Case, attachments: Attachments, max_rounds: int) -> EpisodePrompt:
     """The module's App. H template with the scene inventory (or the QuPath state) and the images attached."""
-    if case.module in PATHOLOGY_MODULES:
+    if get(case.module).application == PATHOLOGY:
         system, task = build_prompt(case.module, case, max_rounds, scene_inventory=PATHOLOGY_STATE_POINTER)
         direct, gui = attachments.state_summaries or ("", "")
         return EpisodePrompt(system, pathology_round(case, task, 0, max_rounds, direct, gui), attachments.images)

@@ -1,12 +1,13 @@
 """Prompts of App. H.1 (3D Slicer radiology) and H.2 (QuPath pathology), instantiated per case.
 
-Templates live in ``MedOpenClawLib/resources/prompts/`` (``<module>.system.txt``, ``<module>.task.txt``,
-``pathology.system.txt``, ``pathology.round.txt``) and use ``string.Template`` ``$names``. Text about tools is
-marked ``[tools]...[/tools]``: kept (markers removed) when the episode offers tools, dropped for a run without
-tools (Track C), whose budget block says that no tools are available instead of counting tool rounds. The scene
-inventory (radiology) or the current viewer state (pathology) is known only once the episode has opened the case:
-pass it as ``scene_inventory``, or leave it None and the task text keeps :data:`SCENE_INVENTORY_PLACEHOLDER`, which
-:func:`fill_scene_inventory` replaces later. Baseline views are images; the episode loop attaches them.
+Templates live in ``MedOpenClawLib/resources/prompts/`` (each module spec names its system and task templates,
+e.g. ``ucsf-pdgm.system.txt`` and ``ucsf-pdgm.task.txt``; ``pathology.round.txt``) and use ``string.Template``
+``$names``. Text about tools is marked ``[tools]...[/tools]``: kept (markers removed) when the episode offers
+tools, dropped for a run without tools (Track C), whose budget block says that no tools are available instead of
+counting tool rounds. The scene inventory (radiology) or the current viewer state (pathology) is known only once
+the episode has opened the case: pass it as ``scene_inventory``, or leave it None and the task text keeps
+:data:`SCENE_INVENTORY_PLACEHOLDER`, which :func:`fill_scene_inventory` replaces later. Baseline views are
+images; the episode loop attaches them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 from pathlib import Path
 from string import Template
 
-from .cases import PATHOLOGY_MODULES, Case
+from .cases import Case
 
 PROMPT_DIR = Path(__file__).resolve().parent.parent / "resources" / "prompts"
 SCENE_INVENTORY_PLACEHOLDER = "<<SCENE_INVENTORY>>"
@@ -31,32 +32,43 @@ def _template(name: str, tools: bool = True) -> Template:
     return Template(TOOL_TEXT.sub(r"\1" if tools else "", text))
 
 
-def format_options(case: Case) -> str:
-    """Option lists in the paper's layouts: ``  A) PD`` (radiology), ``1A Right upper lobe; ...`` (NSCLC),
-    ``A. N`` (BRACS) and numbered sub-questions (CAMELYON17)."""
-    if case.module == "nsclc":
-        blocks = []
-        for number, question in enumerate(case.questions, 1):
-            choices = "; ".join(f"{number}{letter} {label}" for letter, label in question.options)
-            blocks.append(f"Q{number}. {question.text}\n{choices}")
-        return "\n\n".join(blocks)
-    if case.module == "camelyon17":
-        return "\n".join(
-            f"{number}) {question.text}\n" + "\n".join(f"{letter}. {label}" for letter, label in question.options)
-            for number, question in enumerate(case.questions, 1)
-        )
-    separator = ". " if case.module == "bracs" else ") "
-    indent = "" if case.module == "bracs" else "  "
-    return "\n".join(f"{indent}{letter}{separator}{label}" for letter, label in case.questions[0].options)
+def lettered_options(case: Case) -> str:
+    """The radiology layout of one question's options: ``  A) PD``."""
+    return "\n".join(f"  {letter}) {label}" for letter, label in case.questions[0].options)
+
+
+def dotted_options(case: Case) -> str:
+    """The BRACS layout: ``A. N``."""
+    return "\n".join(f"{letter}. {label}" for letter, label in case.questions[0].options)
+
+
+def compact_numbered_options(case: Case) -> str:
+    """The NSCLC layout: ``Q1. Tumor location`` then ``1A Right upper lobe; 1B ...`` per question."""
+    blocks = []
+    for number, question in enumerate(case.questions, 1):
+        choices = "; ".join(f"{number}{letter} {label}" for letter, label in question.options)
+        blocks.append(f"Q{number}. {question.text}\n{choices}")
+    return "\n\n".join(blocks)
+
+
+def numbered_questions(case: Case) -> str:
+    """The CAMELYON17 layout: numbered sub-questions, each with ``A. label`` options."""
+    return "\n".join(
+        f"{number}) {question.text}\n" + "\n".join(f"{letter}. {label}" for letter, label in question.options)
+        for number, question in enumerate(case.questions, 1)
+    )
 
 
 def build_prompt(module: str, case: Case, budget: int = 20, scene_inventory: str | None = None,
                  tools: bool = True) -> tuple[str, str]:
     """(system_text, task_text) of one episode; ``budget`` is the tool-round budget (the paper uses 20).
     ``tools=False`` (Track C): no tool instructions and no tool budget, for radiology modules."""
+    from .modules import PATHOLOGY, get
+
     if module != case.module:
         raise ValueError(f"case {case.case_id} belongs to {case.module}, not {module}")
-    if not tools and module in PATHOLOGY_MODULES:
+    spec = get(module)
+    if not tools and spec.application == PATHOLOGY:
         raise ValueError("pathology episodes always use the QuPath tools")
     if tools and budget < 1:
         raise ValueError("the tool budget must be at least one round")
@@ -69,17 +81,17 @@ def build_prompt(module: str, case: Case, budget: int = 20, scene_inventory: str
     fields.update(
         case_id=case.case_id,
         budget=budget,
-        options=format_options(case),
+        options=spec.format_options(case),
         open_paths=", ".join(open_paths),
         scene_inventory=SCENE_INVENTORY_PLACEHOLDER if scene_inventory is None else scene_inventory,
     )
     fields.setdefault("case_alias", case.case_id)
-    if module in PATHOLOGY_MODULES:
-        system = _template("pathology.system.txt").substitute(fields)
+    if spec.application == PATHOLOGY:
+        system = _template(spec.system_prompt).substitute(fields)
     else:
         fields["budget_block"] = _template("radiology_common.txt").substitute(fields) if tools else NO_TOOLS_BLOCK
-        system = _template(f"{module}.system.txt", tools).substitute(fields)
-    task = _template(f"{module}.task.txt", tools).substitute(fields)
+        system = _template(spec.system_prompt, tools).substitute(fields)
+    task = _template(spec.task_prompt, tools).substitute(fields)
     return system, task
 
 

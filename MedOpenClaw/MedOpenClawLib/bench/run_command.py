@@ -25,12 +25,14 @@ def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
 
 
 def cohort_fingerprint() -> str:
-    """Hash of the sources that decide a prepared package (generators, loaders, the ground-truth rules, the
-    file manifest and the DICOM geometry the NSCLC masks are placed with): a change never reuses a stale cohort."""
+    """Hash of the sources that decide a prepared package (generators, loaders, module specs and answer
+    vocabularies, the ground-truth rules, the file manifest and the DICOM geometry the NSCLC masks are placed
+    with): a change never reuses a stale cohort."""
     package = Path(__file__).resolve().parent
     digest = hashlib.sha256()
     for path in sorted([*(package / "synthetic").glob("*.py"), *(package / "loaders").glob("*.py"),
-                        package / "cases.py", package / "truth_check.py", package / "integrity.py",
+                        *(package / "modules").glob("*.py"), package / "labels.py", package / "cases.py",
+                        package / "truth_check.py", package / "integrity.py",
                         package.parent / "viewer" / "dicom_series.py"]):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]
@@ -43,8 +45,9 @@ def synthetic_cases(module: str, seed: int = 0, cases: int | None = None, cache_
     concurrent runs never see half a package. ``size`` is a :data:`synthetic.cohort.SIZES` preset; ``cases``
     overrides its case count."""
     from .loaders import prepare
+    from .modules import get
     from .progress import Activity
-    from .synthetic.cohort import DATASET_DIRS, CohortConfig, write_cohort
+    from .synthetic.cohort import CohortConfig, write_cohort
 
     config = CohortConfig.for_size(size, seed=seed, **({} if cases is None else {"cases": cases}))
     root = cache_root(cache_dir) / f"synthetic-{cohort_fingerprint()}-{size}-seed{seed}-n{config.cases}"
@@ -55,7 +58,7 @@ def synthetic_cases(module: str, seed: int = 0, cases: int | None = None, cache_
     try:
         with Activity(f"generating the synthetic {module} cohort ({config.cases} cases, {size}; cached in {root})"):
             write_cohort(staging / "raw", config, modules=[module])
-            prepare(module, staging / "raw" / DATASET_DIRS[module], staging / "cases")
+            prepare(module, staging / "raw" / get(module).dataset_dir, staging / "cases")
         package.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.replace(staging / "cases", package)
@@ -152,22 +155,22 @@ def _workers(text: str) -> int | str:
 
 def _modules(text: str) -> list[str]:
     """One ``--module`` value: a module, a comma-separated list of them, or ``all``."""
-    from .cases import MODULES
+    from .modules import names
 
     named = [name for name in text.split(",") if name]
-    unknown = sorted(set(named) - {*MODULES, "all"})
+    unknown = sorted(set(named) - {*names(), "all"})
     if unknown or not named:
         raise argparse.ArgumentTypeError(f"unknown module {', '.join(unknown) or repr(text)} (choose from "
-                                         f"{', '.join(MODULES)}, or all)")
-    return list(MODULES) if "all" in named else named
+                                         f"{', '.join(names())}, or all)")
+    return list(names()) if "all" in named else named
 
 
 def module_list(values: list[list[str]]) -> list[str]:
     """Every module the ``--module`` values name, once each, in the benchmark's order."""
-    from .cases import MODULES
+    from .modules import names
 
     named = {name for value in values for name in value}
-    return [module for module in MODULES if module in named]
+    return [module for module in names() if module in named]
 
 
 def module_cases(args, module: str, several: bool) -> Path:
@@ -296,7 +299,7 @@ def _image_history(text: str) -> int | None:
 
 
 def add_bench_subcommand(bench_subparsers) -> None:
-    from .cases import MODULES
+    from .modules import names
     from .tasks import TRACKS
 
     parser = bench_subparsers.add_parser("run", help="run agents on MedFlow-Bench episodes (resumable)",
@@ -304,7 +307,7 @@ def add_bench_subcommand(bench_subparsers) -> None:
                                          "episode finished, 1 episodes in error or not run (run the same command "
                                          "again to re-run them), 2 usage or pre-flight error, 130 interrupted.")
     parser.add_argument("--module", required=True, nargs="+", type=_modules, metavar="MODULE",
-                        help=f"benchmark module(s): {', '.join(MODULES)}, several (space- or comma-separated) or "
+                        help=f"benchmark module(s): {', '.join(names())}, several (space- or comma-separated) or "
                              "'all'; with several, each runs into --out/MODULE and --out/summary.json combines them")
     parser.add_argument("--agent", required=True, choices=[*OFFLINE_AGENT_NAMES, *MODEL_AGENTS, "replay"],
                         help="oracle, heuristic, random (offline); model; montage (Track C); replay")

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .cases import PATHOLOGY_MODULES, Case
+from .cases import Case
+from .modules import PATHOLOGY, get
 
 if TYPE_CHECKING:  # the CLI reads TRACKS at --help time: no HTTP client import for that
     from ..providers import ProviderConfig
@@ -57,7 +58,7 @@ def select_cases(cases: list[Case], limit: int | tuple[int, int] | None = None,
 def check_track(track: str, module: str) -> None:
     if track not in TRACKS:
         raise ValueError(f"track must be one of {', '.join(TRACKS)}")
-    if track == "C" and module in PATHOLOGY_MODULES:
+    if track == "C" and get(module).application == PATHOLOGY:
         raise ValueError("Track C (2D slice montages) covers the radiology modules only")
 
 

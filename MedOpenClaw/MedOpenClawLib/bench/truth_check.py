@@ -135,12 +135,11 @@ def _says_no_tumor(case: Case, truth: GroundTruth) -> bool:
     return dict(question.options).get(value, value) == NO_TUMOR
 
 
-def _localization_problems(case: Case, truth: GroundTruth) -> list[str]:
+def localization_problems(case: Case, truth: GroundTruth) -> list[str]:
+    """The lesion-mask localization block of the modules scored by RAS point and key slices."""
     from .scoring.geometry import key_slice_in_range, mask_from_file
 
     block = truth.localization
-    if case.module not in ("ucsf-pdgm", "nsclc"):
-        return []
     if block is None:
         return [] if _says_no_tumor(case, truth) else ["a tumour answer has no localization"]
     if _says_no_tumor(case, truth):
@@ -173,7 +172,8 @@ def enhancing_label_of(truth: GroundTruth) -> int:
     return int((truth.labels.get("segmentation_labels") or {}).get("enhancing", 2))
 
 
-def _lumiere_problems(truth: GroundTruth) -> list[str]:
+def lumiere_problems(case: Case, truth: GroundTruth) -> list[str]:
+    """The LUMIERE lesion-state fields against the hidden segmentations and against each other."""
     enhancing_label = enhancing_label_of(truth)
     hidden = truth.hidden_dir
     stored = truth.evidence_fields
@@ -194,7 +194,8 @@ def _lumiere_problems(truth: GroundTruth) -> list[str]:
     return problems
 
 
-def _region_problems(case: Case, truth: GroundTruth) -> list[str]:
+def region_problems(case: Case, truth: GroundTruth) -> list[str]:
+    """Pathology reference points: inside their own polygon and outside every exclusion."""
     from .scoring.geometry import point_in_polygon
 
     problems = []
@@ -207,17 +208,26 @@ def _region_problems(case: Case, truth: GroundTruth) -> list[str]:
             problems.append(f"{region.get('kind')} region {region.get('label')!r}: reference point not inside it")
         elif any(point_in_polygon(*point, polygon) for polygon in exclusions):
             problems.append(f"{region.get('kind')} region {region.get('label')!r}: reference point in an exclusion")
-    if case.module == "camelyon17":
-        category = truth.answers.get("largest_metastasis")
-        presence = truth.answers.get("tumor_presence")
-        if (category == "negative") != (presence == "no_tumor"):
-            problems.append(f"tumor_presence={presence!r} contradicts largest_metastasis={category!r}")
-        if category == "negative" and any(region.get("kind") == "tumor" for region in truth.regions):
-            problems.append("a negative slide has tumour regions")
-    size = truth.slide_size
-    if case.module in ("bracs", "camelyon17") and not (size and len(size) == 2 and min(size) > 0):
-        problems.append(f"slide_size {size} is not a positive width and height")
     return problems
+
+
+def camelyon_problems(case: Case, truth: GroundTruth) -> list[str]:
+    """A CAMELYON17 presence answer that matches its metastasis category, and no tumour on a negative slide."""
+    problems = []
+    category = truth.answers.get("largest_metastasis")
+    presence = truth.answers.get("tumor_presence")
+    if (category == "negative") != (presence == "no_tumor"):
+        problems.append(f"tumor_presence={presence!r} contradicts largest_metastasis={category!r}")
+    if category == "negative" and any(region.get("kind") == "tumor" for region in truth.regions):
+        problems.append("a negative slide has tumour regions")
+    return problems
+
+
+def slide_size_problems(case: Case, truth: GroundTruth) -> list[str]:
+    size = truth.slide_size
+    if size and len(size) == 2 and min(size) > 0:
+        return []
+    return [f"slide_size {size} is not a positive width and height"]
 
 
 def check_ground_truth(case: Case, truth: GroundTruth) -> list[str]:
@@ -225,9 +235,9 @@ def check_ground_truth(case: Case, truth: GroundTruth) -> list[str]:
 
     ``truth.hidden_dir`` must point at the case's hidden directory (where masks and segmentations are).
     """
-    problems = _answer_problems(case, truth) + _localization_problems(case, truth)
-    if case.module == "lumiere":
-        problems += _lumiere_problems(truth)
-    if case.module in ("bracs", "camelyon17"):
-        problems += _region_problems(case, truth)
+    from .modules import get
+
+    problems = _answer_problems(case, truth)
+    for check in get(case.module).truth_checks:  # the module's own rules, e.g. its localization block
+        problems += check(case, truth)
     return problems

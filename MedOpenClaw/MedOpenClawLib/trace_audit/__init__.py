@@ -100,9 +100,10 @@ def summarize_audits(audits: list) -> dict:
 
 
 def parse_answer(module: str | None, text: str | None) -> dict:
-    from ..bench.parsers import PARSERS, parse_response
+    from ..bench.modules import names
+    from ..bench.parsers import parse_response
 
-    return parse_response(module, text) if module in PARSERS else {}
+    return parse_response(module, text) if module in names() else {}
 
 
 def audit_trace_file(path: str | os.PathLike, module: str | None = None, parsed: dict | None = None) -> AuditReport:

@@ -1,7 +1,4 @@
-"""What the audit needs to know of each benchmark module, in one table.
-
-(Kept here until the per-module specs of ``bench/modules`` exist; then each entry becomes a field of its module's
-spec and this table goes.)
+"""What the audit needs to know of a benchmark module: the ``audit`` field of its spec (``bench/modules``).
 
 - ``evidence``: which answer fields carry spatial evidence -- ``radiology`` (key slices in canonical RAS mm and a
   RAS point), ``pathology`` (level-0 WSI localizations) or ``none`` (LUMIERE's yes/no evidence fields);
@@ -41,15 +38,10 @@ class AuditSpec:
         return self.timepoint is not single_study
 
 
-SPECS = {
-    "ucsf-pdgm": AuditSpec("radiology", single_study, "segmentation"),
-    "nsclc": AuditSpec("radiology", single_study, "vista3d"),
-    "lumiere": AuditSpec("none", lumiere_timepoint, "registration"),
-    "bracs": AuditSpec("pathology", single_study),
-    "camelyon17": AuditSpec("pathology", single_study),
-}
 GENERIC = AuditSpec("radiology", single_study)  # an unknown module: the generic rules only
 
 
 def spec_for(module: str | None) -> AuditSpec:
-    return SPECS.get(module or "", GENERIC)
+    from ..bench.modules import get, names
+
+    return get(module).audit if module in names() else GENERIC

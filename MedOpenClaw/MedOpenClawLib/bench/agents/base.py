@@ -94,8 +94,11 @@ class ScriptedAgent(Agent):
         self._plan: Plan | None = None
         self._ids = itertools.count()
 
-    @abstractmethod
-    def plan(self, context: AgentContext) -> Plan: ...
+    def plan(self, context: AgentContext) -> Plan:
+        """This agent's plan for the context's module: the one its module spec names."""
+        from ..modules import get
+
+        return get(context.module).plan(self.name)(self, context)
 
     def step(self, conversation: list[Message], allow_tools: bool = True) -> ModelReply:
         self.conversation = conversation  # plans that read pixels look at the images in it

@@ -47,13 +47,6 @@ def _data(result: dict, what: str) -> dict:
 class HeuristicAgent(ScriptedAgent):
     name = "heuristic"
 
-    def plan(self, context: AgentContext) -> Plan:
-        if context.module in ("bracs", "camelyon17"):
-            return self._pathology(context)
-        if context.module == "lumiere":
-            return self._lumiere(context)
-        return self._localizing(context)
-
     # ---------------------------------------------------------------------------------------- radiology
     def _sweep(self, volume: str, window: dict | None = None) -> Plan:
         """Select ``volume`` and return (stack of axial tiles, their S offsets, mm per pixel, volume summary)."""
@@ -99,12 +92,7 @@ class HeuristicAgent(ScriptedAgent):
     def _series(self, context: AgentContext, role: str) -> str | None:
         return next((v.name for v in context.case.volumes if v.role == role), None)
 
-    def _localizing(self, context: AgentContext) -> Plan:
-        if context.module == "nsclc":
-            return (yield from self._nsclc(context))
-        return (yield from self._ucsf(context))
-
-    def _ucsf(self, context: AgentContext) -> Plan:
+    def ucsf_plan(self, context: AgentContext) -> Plan:
         flair, t1c = self._series(context, "FLAIR"), self._series(context, "T1c")
         try:
             stack, offsets, mm_per_px, _ = yield from self._sweep(flair)
@@ -128,7 +116,7 @@ class HeuristicAgent(ScriptedAgent):
             letter, reason = "B", "FLAIR-bright non-enhancing mass"
         return ucsf_answer(letter, key_slices, ras, f"{RATIONALE} {reason} ({enhancement:.0f} levels).")
 
-    def _nsclc(self, context: AgentContext) -> Plan:
+    def nsclc_plan(self, context: AgentContext) -> Plan:
         pet, ct = self._series(context, "pet"), context.case.brief.get("source_volume_name")
         no_tumour = {qid: options[-1][0] for qid, _, options in NSCLC_QUESTIONS}
         try:
@@ -150,7 +138,7 @@ class HeuristicAgent(ScriptedAgent):
         }
         return nsclc_answer(letters, key_slices, ras, f"{RATIONALE} PET maximum localised on CT.")
 
-    def _lumiere(self, context: AgentContext) -> Plan:
+    def lumiere_plan(self, context: AgentContext) -> Plan:
         names = {(v.role, v.name.split("_", 1)[-1]): v.name for v in context.case.volumes}
         try:
             old_ct1, old_offsets, mm_per_px, _ = yield from self._sweep(names[("OLD", "CT1")], FIXED_WINDOW)
@@ -168,7 +156,9 @@ class HeuristicAgent(ScriptedAgent):
         return lumiere_answer(letter, fields, RATIONALE + " Enhancing and FLAIR volumes compared on fixed windows.")
 
     # ---------------------------------------------------------------------------------------- pathology
-    def _pathology(self, context: AgentContext) -> Plan:
+    def _densest_focus(self) -> Plan:
+        """Zoom into the densest tissue of the overview and read its level-0 coordinate back: (points, density
+        contrast, spot area in level-0 px, the focus_qupath result)."""
         focused = (yield [("focus_qupath", {})])[0]
         spot = self._screen_spot()
         points, zoomed_spot = [], None
@@ -188,9 +178,15 @@ class HeuristicAgent(ScriptedAgent):
         else:
             area_px = 0.0
         contrast = spot.contrast if spot is not None else 0.0
-        if context.module == "bracs":
-            label = density_label(contrast)
-            return bracs_answer(label, [] if label == "N" else points, f"{RATIONALE} density {contrast:.0f}.")
+        return points, contrast, area_px, focused
+
+    def bracs_plan(self, context: AgentContext) -> Plan:
+        points, contrast, _, _ = yield from self._densest_focus()
+        label = density_label(contrast)
+        return bracs_answer(label, [] if label == "N" else points, f"{RATIONALE} density {contrast:.0f}.")
+
+    def camelyon_plan(self, context: AgentContext) -> Plan:
+        points, contrast, area_px, focused = yield from self._densest_focus()
         if contrast < TUMOUR_CONTRAST or not points:
             return camelyon_answer("no_tumor", "negative", [], f"{RATIONALE} no dense focus ({contrast:.0f}).")
         mpp = (focused["data"]["state"].get("image") or {}).get("mpp") or 1.0

@@ -5,7 +5,6 @@ viewer_point_to_wsi_coordinate), so a Strict score of 1.0 certifies the whole pa
 
 from __future__ import annotations
 
-from ..cases import PATHOLOGY_MODULES
 from .answers import bracs_answer, camelyon_answer, lumiere_answer, nsclc_answer, ucsf_answer
 from .base import AgentContext, Plan, ScriptedAgent
 from .pathology_nav import locate_wsi_point
@@ -32,11 +31,7 @@ class OracleAgent(ScriptedAgent):
     def plan(self, context: AgentContext) -> Plan:
         if context.ground_truth is None:
             raise ValueError("the oracle agent needs the case's ground truth")
-        if context.module in PATHOLOGY_MODULES:
-            return self._pathology(context)
-        if context.module == "lumiere":
-            return self._lumiere(context)
-        return self._localizing_radiology(context)
+        return super().plan(context)
 
     def _localize(self, localization: dict) -> Plan:
         """Select the source series, centre the views on the reference voxel and read the evidence back."""
@@ -56,23 +51,28 @@ class OracleAgent(ScriptedAgent):
         ]
         return key_slices, ras
 
-    def _localizing_radiology(self, context: AgentContext) -> Plan:
+    def _localized_evidence(self, context: AgentContext) -> Plan:
+        """(key slices, RAS point, rationale) read through the tools at the reference voxel, or no evidence when
+        the case has no lesion (or a tool failed, which the rationale says)."""
         truth = context.ground_truth
-        key_slices = ras = None
-        rationale = "Reference solution."
         try:
             if truth.localization:
                 key_slices, ras = yield from self._localize(truth.localization)
-            else:
-                yield [("observe", {"size": SMALL})]
-                rationale = "Reference solution: no lesion, so no evidence block."
+                return key_slices, ras, "Reference solution."
+            yield [("observe", {"size": SMALL})]
+            return None, None, "Reference solution: no lesion, so no evidence block."
         except ToolFailed as failure:
-            rationale = f"Reference solution without evidence: {failure}"
-        if context.module == "nsclc":
-            return nsclc_answer(truth.answers, key_slices, ras, rationale)
-        return ucsf_answer(truth.answers["answer"], key_slices, ras, rationale)
+            return None, None, f"Reference solution without evidence: {failure}"
 
-    def _lumiere(self, context: AgentContext) -> Plan:
+    def ucsf_plan(self, context: AgentContext) -> Plan:
+        key_slices, ras, rationale = yield from self._localized_evidence(context)
+        return ucsf_answer(context.ground_truth.answers["answer"], key_slices, ras, rationale)
+
+    def nsclc_plan(self, context: AgentContext) -> Plan:
+        key_slices, ras, rationale = yield from self._localized_evidence(context)
+        return nsclc_answer(context.ground_truth.answers, key_slices, ras, rationale)
+
+    def lumiere_plan(self, context: AgentContext) -> Plan:
         truth = context.ground_truth
         current = [volume.name for volume in context.case.volumes if volume.role == "CURRENT"]
         if current:
@@ -82,22 +82,25 @@ class OracleAgent(ScriptedAgent):
         fields = {name: bool(value) for name, value in truth.evidence_fields.items()}
         return lumiere_answer(truth.answers["answer"], fields, "Reference solution.")
 
-    def _pathology(self, context: AgentContext) -> Plan:
-        truth = context.ground_truth
-        answers = truth.answers
-        if context.module == "bracs":
-            positive = answers["answer"] != "N"
-            regions = [region for region in truth.regions if region.get("label") == answers["answer"]]
-        else:
-            positive = answers["tumor_presence"] == "tumor_present"
-            regions = [region for region in truth.regions if region.get("kind") == "tumor"]
-        points = []
+    def _slide_evidence(self, positive: bool, regions: list[dict]) -> Plan:
+        """The first reference region's point, brought into view and read back in level-0 pixels (positive
+        slides), else one look at the viewer: the localizations of the answer."""
         if positive and regions:
             point = yield from locate_wsi_point(regions[0]["reference_point"])
-            points = [point] if point is not None else []
-        else:
-            yield [("focus_qupath", {})]
-        if context.module == "bracs":
-            return bracs_answer(answers["answer"], points, "Reference solution.", confidence=1.0)
+            return [point] if point is not None else []
+        yield [("focus_qupath", {})]
+        return []
+
+    def bracs_plan(self, context: AgentContext) -> Plan:
+        truth = context.ground_truth
+        label = truth.answers["answer"]
+        regions = [region for region in truth.regions if region.get("label") == label]
+        points = yield from self._slide_evidence(label != "N", regions)
+        return bracs_answer(label, points, "Reference solution.", confidence=1.0)
+
+    def camelyon_plan(self, context: AgentContext) -> Plan:
+        answers = context.ground_truth.answers
+        regions = [region for region in context.ground_truth.regions if region.get("kind") == "tumor"]
+        points = yield from self._slide_evidence(answers["tumor_presence"] == "tumor_present", regions)
         return camelyon_answer(answers["tumor_presence"], answers["largest_metastasis"], points,
                                "Reference solution.", confidence=1.0)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..cases import CaseFormatError, PackageWriter, check_module
+from ..cases import CaseFormatError, PackageWriter
 
 
 def prepare(module: str, source: str | os.PathLike, out: str | os.PathLike, **options) -> dict:
@@ -16,24 +16,15 @@ def prepare(module: str, source: str | os.PathLike, out: str | os.PathLike, **op
     raises CaseFormatError. The package is staged and renamed into place at the end, so any failure leaves
     ``out`` as it was.
     """
-    from .lumiere import prepare_lumiere
-    from .nsclc import prepare_nsclc
-    from .pathology import prepare_bracs, prepare_camelyon
-    from .ucsf_pdgm import prepare_ucsf
+    from ..modules import get
 
-    loaders = {
-        "lumiere": prepare_lumiere,
-        "ucsf-pdgm": prepare_ucsf,
-        "nsclc": prepare_nsclc,
-        "bracs": prepare_bracs,
-        "camelyon17": prepare_camelyon,
-    }
+    spec = get(module)  # UnknownModule for a module no spec defines
     source = Path(source).resolve()
     if not source.is_dir():
         raise CaseFormatError(f"source {source} is not a directory")
-    writer = PackageWriter(out, check_module(module), source)
+    writer = PackageWriter(out, module, source)
     try:
-        loaders[module](source, writer, **options)
+        spec.loader(source, writer, **options)
         return writer.finish()
     except ValueError as error:
         raise CaseFormatError(str(error)) from error

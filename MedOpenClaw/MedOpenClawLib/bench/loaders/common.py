@@ -1,4 +1,4 @@
-"""Helpers shared by the dataset loaders: questions per module, CSV reading, masks -> localization records."""
+"""Helpers shared by the dataset loaders: the questions of a module, CSV reading, masks -> localization records."""
 
 from __future__ import annotations
 
@@ -6,14 +6,6 @@ import csv
 from pathlib import Path
 
 from ..cases import USABLE_STEP, CaseFormatError, Question
-from ..labels import (
-    BRACS_OPTIONS,
-    METASTASIS_OPTIONS,
-    NSCLC_QUESTIONS,
-    RANO_OPTIONS,
-    TUMOR_PRESENCE_OPTIONS,
-    UCSF_OPTIONS,
-)
 from ..scoring.geometry import VoxelMask, mask_from_file, point_in_polygon, polygon_interior_point
 
 
@@ -41,20 +33,10 @@ def decoded_nifti_shape(path: Path) -> tuple[int, ...]:
 
 
 def questions_for(module: str) -> list[Question]:
-    if module == "ucsf-pdgm":
-        return [Question("answer", "Classify the case into one option", UCSF_OPTIONS)]
-    if module == "lumiere":
-        return [Question("answer", "CURRENT study's RANO response label", RANO_OPTIONS)]
-    if module == "nsclc":
-        return [Question(qid, text, options) for qid, text, options in NSCLC_QUESTIONS]
-    if module == "bracs":
-        return [Question("answer", "Single best slide-level BRACS label", BRACS_OPTIONS)]
-    if module == "camelyon17":
-        return [
-            Question("tumor_presence", "Tumor presence?", TUMOR_PRESENCE_OPTIONS),
-            Question("largest_metastasis", "Largest metastasis category for this slide?", METASTASIS_OPTIONS),
-        ]
-    raise CaseFormatError(f"unknown module {module!r}")
+    """The questions of ``module``'s cases, as its spec defines them (what the loaders write into each case)."""
+    from ..modules import get
+
+    return list(get(module).questions)
 
 
 def find_one(root: Path, pattern: str, what: str) -> Path:

@@ -20,7 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from ...result import ActionError
-from ..cases import PATHOLOGY_MODULES, Case, CaseFormatError, GroundTruth
+from ..cases import Case, CaseFormatError, GroundTruth
+from ..modules import get
+from ..modules.spec import LOC_NONE, LOC_WSI_POINT
 
 VIEW_KEYS = {"axial": "key_slice_axial_mm", "sagittal": "key_slice_sagittal_mm", "coronal": "key_slice_coronal_mm"}
 # Slicer's slice-view colours: Red = axial, Yellow = sagittal, Green = coronal
@@ -319,15 +321,16 @@ def episode_evidence(renderer: RadiologyEvidence, run, episode, records: list[di
     try:
         if case is None:
             raise CaseFormatError(f"the case package has no case {episode.case_id!r}")
-        if run.module in PATHOLOGY_MODULES:
+        rule = get(run.module).localization
+        if rule == LOC_WSI_POINT:
             if case.slide:
                 overlay, insets = pathology_views(truth, episode.parsed, case.path(case.slide), assets)
                 result["pathology_overlay"] = overlay.relative_to(page.parent).as_posix() if overlay else None
                 result["pathology_insets"] = [{**inset, "src": inset["src"].relative_to(page.parent).as_posix()}
                                               for inset in insets]
             return result
-        if run.module == "lumiere":
-            return result  # LUMIERE's evidence is lesion-state fields, nothing to draw on a slice
+        if rule == LOC_NONE:
+            return result  # e.g. LUMIERE: its evidence is lesion-state fields, nothing to draw on a slice
         answered, reference_views = renderer.render(case, truth, episode.parsed, records)
         for key, prefix, views in (("evidence", "evidence", answered), ("reference_views", "reference",
                                                                          reference_views)):

@@ -14,11 +14,11 @@ from collections import defaultdict
 from pathlib import Path
 
 from ...trace_audit import CODES, audit_records, stability
+from ..modules import title
 from .runs import Episode, Run
 from .stats import estimate
 from .tables import (
     IDENTITY_HEADER,
-    MODULE_TITLES,
     PRIVILEGED_NOTE,
     Cell,
     Column,
@@ -80,7 +80,7 @@ def findings_table(runs: list[Run]) -> Table:
             if not audited:
                 continue
             name = "|".join(map(str, key)) + f"|{module}"
-            cells = {"module": Cell(plain=MODULE_TITLES.get(module, module)), "audited": Cell(plain=len(audited))}
+            cells = {"module": Cell(plain=title(module)), "audited": Cell(plain=len(audited))}
             for column in FINDINGS_COLUMNS[2:]:
                 values = [episode.metrics[column.metric] for episode in audited
                           if episode.metrics.get(column.metric) is not None]

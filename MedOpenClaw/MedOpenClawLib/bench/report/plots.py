@@ -8,15 +8,16 @@
 
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
-from ..cases import MODULES
+from ..modules import get, names
 from .runs import Run
 from .stats import estimate
-from .tables import MODULE_TITLES, main_runs, row_key
+from .tables import main_runs, row_key
 
 PROCESS_PANELS = (("calls", "tool calls"), ("images", "images viewed"), ("tokens", "model tokens (in + out)"),
                   ("cost_usd", "cost (USD)"))
@@ -70,7 +71,7 @@ def mark_zero_and_undefined(axis, positions, values, width: float, colour) -> No
 def scores_plot(runs: list[Run], out_dir: Path) -> list[str]:
     pyplot = _pyplot()
     rows = _rows(runs)
-    modules = [module for module in MODULES if any(module in by_module for by_module in rows.values())]
+    modules = [module for module in names() if any(module in by_module for by_module in rows.values())]
     figure, axes = pyplot.subplots(3, 1, figsize=(max(7.5, 1.7 * len(modules) + 2.5), 9.5), sharex=True)
     width = 0.8 / max(len(rows), 1)
     for axis, metric in zip(axes, ("task", "strict", "loc")):
@@ -90,7 +91,7 @@ def scores_plot(runs: list[Run], out_dir: Path) -> list[str]:
         axis.set_ylabel({"task": "Task", "strict": "Strict", "loc": "Loc."}[metric])
         axis.set_ylim(0, 1.05)
         axis.grid(axis="y", alpha=0.3)
-    axes[-1].set_xticks(np.arange(len(modules)), [MODULE_TITLES[module] for module in modules])
+    axes[-1].set_xticks(np.arange(len(modules)), [get(module).title for module in modules])
     axes[0].legend(fontsize="small", loc="lower left", bbox_to_anchor=(0.0, 1.02), ncol=2)
     figure.suptitle("Scores per module (mean, 95% bootstrap CI; n/a: not defined for that module or run)", y=1.0)
     figure.tight_layout()
@@ -101,7 +102,7 @@ def task_vs_strict_plot(runs: list[Run], out_dir: Path) -> list[str]:
     pyplot = _pyplot()
     figure, axis = pyplot.subplots(figsize=(6.5, 5))
     axis.plot([0, 1], [0, 1], color="#999", linewidth=1, linestyle="--", label="Strict = Task")
-    markers = dict(zip(MODULES, "osD^v"))
+    markers = dict(zip(names(), itertools.cycle("osD^v")))
     for index, (label, by_module) in enumerate(_rows(runs).items()):
         colour = f"C{index % 10}"
         for module, module_runs in by_module.items():
@@ -116,7 +117,7 @@ def task_vs_strict_plot(runs: list[Run], out_dir: Path) -> list[str]:
                           color=colour, capsize=2, alpha=0.85)
         axis.plot([], [], "s", color=colour, label=label)
     for module, marker in markers.items():
-        axis.plot([], [], marker, color="#444", fillstyle="none", label=MODULE_TITLES[module])
+        axis.plot([], [], marker, color="#444", fillstyle="none", label=get(module).title)
     axis.set_xlim(-0.02, 1.02)
     axis.set_ylim(-0.02, 1.02)
     axis.set_xlabel("Task (answer only)")
@@ -178,7 +179,7 @@ def budget_plot(runs: list[Run], out_dir: Path) -> list[str]:
             values = [np.nan if cell.value is None else cell.value for cell in cells]
             lows = [0.0 if cell.value is None else cell.value - cell.interval[0] for cell in cells]
             highs = [0.0 if cell.value is None else cell.interval[1] - cell.value for cell in cells]
-            label = f"{row_label(by_budget[budgets[0]][0])} · {MODULE_TITLES[module]}"
+            label = f"{row_label(by_budget[budgets[0]][0])} · {get(module).title}"
             axis.errorbar(budgets, values, yerr=[lows, highs], marker="o", capsize=3, label=label)
         axis.set_title({"task": "Task", "strict": "Strict"}[metric])
         axis.set_xlabel("max tool rounds")

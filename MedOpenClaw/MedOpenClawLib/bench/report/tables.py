@@ -18,21 +18,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from ..cases import PATHOLOGY_MODULES, RADIOLOGY_MODULES
-from ..labels import LUMIERE_EVIDENCE_FIELDS, NSCLC_QUESTIONS
+from ..modules import PATHOLOGY, RADIOLOGY, get, names, of_application
 from .runs import INTEGER_METRICS, Run
 from .stats import MISSING, Estimate, average, difference, estimate
 
-MODULE_TITLES = {
-    "lumiere": "Longitudinal MRI",
-    "ucsf-pdgm": "Brain MRI",
-    "nsclc": "Lung PET/CT",
-    "bracs": "Breast WSI",
-    "camelyon17": "Lymph-node WSI",
-}
 METRIC_LABELS = {"task": "Task", "strict": "Strict", "loc": "Loc."}
-LUMIERE_LABELS = dict(zip(LUMIERE_EVIDENCE_FIELDS, ("NML", "T2 Prog.", "Cur. TL", "New TL", "Cur. NTL", "New NTL")))
-NSCLC_LABELS = dict(zip((qid for qid, _, _ in NSCLC_QUESTIONS), ("Tumor Loc.", "T Stage", "Path. N", "Hist.", "Grade")))
 IDENTITY_HEADER = ("Model", "Provider", "Agent", "Track", "Rounds")
 PRIVILEGED_NOTE = "† privileged: the reference agent reads the hidden ground truth (a check of the tools and scorers)."
 
@@ -90,27 +80,34 @@ class Table:
 
 
 # ------------------------------------------------------------------------------------------------ columns
+def defines(module: str, metric: str) -> bool:
+    """Whether ``module`` has a ``metric`` column (Loc only where the module spec has a localization rule); a run
+    of a module no spec knows keeps every column."""
+    return metric != "loc" or module not in names() or get(module).has_loc
+
+
 def score_columns(module: str, metrics: tuple[str, ...] = ("task", "strict", "loc")) -> list[Column]:
-    group = MODULE_TITLES[module]
-    if module == "lumiere":
-        metrics = tuple(metric for metric in metrics if metric != "loc")
-    return [Column(f"{module}:{metric}", group, METRIC_LABELS[metric], module, metric) for metric in metrics]
+    spec = get(module)
+    return [Column(f"{module}:{metric}", spec.title, METRIC_LABELS[metric], module, metric)
+            for metric in metrics if metric in spec.metrics]
+
+
+def detail_columns(module: str) -> list[Column]:
+    """Table 5's columns of one module: its score metrics and sub-metrics in the order its spec gives."""
+    spec = get(module)
+    labels = {metric.key: metric.label for metric in spec.sub_metrics}
+    return [Column(f"{module}:{key}", spec.title, labels[key], module, key, "sub") if key in labels
+            else score_columns(module, (key,))[0] for key in spec.detail_columns]
 
 
 def table1_columns() -> list[Column]:
-    columns = [column for module in RADIOLOGY_MODULES for column in score_columns(module)]
+    columns = [column for module in of_application(RADIOLOGY) for column in score_columns(module)]
     return columns + [Column(f"avg:{metric}", "Model Avg.", METRIC_LABELS[metric], None, metric)
                       for metric in ("task", "strict", "loc")]
 
 
 def table5_columns() -> list[Column]:
-    lumiere = [Column(f"lumiere:{name}", MODULE_TITLES["lumiere"], label, "lumiere", name, "sub")
-               for name, label in LUMIERE_LABELS.items()] + score_columns("lumiere")
-    nsclc = score_columns("nsclc", ("task",)) + [
-        Column(f"nsclc:{qid}", MODULE_TITLES["nsclc"], label, "nsclc", qid, "sub")
-        for qid, label in NSCLC_LABELS.items()
-    ] + score_columns("nsclc", ("strict", "loc"))
-    return lumiere + score_columns("ucsf-pdgm") + nsclc
+    return [column for module in of_application(RADIOLOGY) for column in detail_columns(module)]
 
 
 # ------------------------------------------------------------------------------------------------ grouping
@@ -170,7 +167,7 @@ def main_runs(runs: list[Run]) -> dict[tuple, dict[str, list[Run]]]:
 def cell_for(module_runs: list[Run] | None, column: Column, key: str) -> Cell:
     if not module_runs or column.metric is None:
         return Cell()
-    if column.metric == "loc" and column.module == "lumiere":
+    if not defines(column.module, column.metric):
         return Cell()
     return Cell(pooled(module_runs, column.metric, f"{key}|{column.id}"))
 
@@ -232,7 +229,7 @@ def table1(runs: list[Run]) -> Table:
         "Track A (viewer-native). Strict = answer plus evidence; Loc. where defined. Model Avg.: Task and "
         "Strict average the three task families, Loc. averages Brain MRI and Lung PET/CT (shown only when "
         "every part is present). Cells: mean [bootstrap 95% CI]; n = scored episodes.",
-        table1_columns(), RADIOLOGY_MODULES,
+        table1_columns(), of_application(RADIOLOGY),
     )
 
 
@@ -241,7 +238,8 @@ def table2(runs: list[Run]) -> Table:
         runs, "table2", "Table 2: Viewer-native pathology",
         "Coordinate-grounded WSI scoring. Strict = answer plus evidence; Loc. = coordinate localization on "
         "positive slides. Cells: mean [bootstrap 95% CI].",
-        [column for module in PATHOLOGY_MODULES for column in score_columns(module)], PATHOLOGY_MODULES,
+        [column for module in of_application(PATHOLOGY) for column in score_columns(module)],
+        of_application(PATHOLOGY),
     )
 
 
@@ -250,7 +248,7 @@ def table5(runs: list[Run]) -> Table:
         runs, "table5", "Table 5: Detailed viewer-native radiology metrics",
         "Table 1 expanded with the LUMIERE lesion-state evidence fields (NML = non-measurable lesion) and "
         "the NSCLC subtasks. Cells: mean [bootstrap 95% CI].",
-        table5_columns(), RADIOLOGY_MODULES,
+        table5_columns(), of_application(RADIOLOGY),
     )
 
 
@@ -265,7 +263,7 @@ def _reference_runs(runs: list[Run]) -> dict[tuple, dict[str, list[Run]]]:
 
 def _delta_cell(new_runs: list[Run] | None, reference_runs: list[Run] | None, module: str, metric: str,
                 key: str) -> Cell:
-    if not new_runs or (module == "lumiere" and metric == "loc"):
+    if not new_runs or not defines(module, metric):
         return Cell()
     new = pooled(new_runs, metric, f"{key}|new|{module}:{metric}")
     if not reference_runs:
@@ -278,7 +276,7 @@ def _track_rows(runs: list[Run], track: str):
     """(key text, module -> runs, module -> Track A control runs, identity) per row of a delta table."""
     controls = _reference_runs(runs)
     for key, by_module in main_runs([run for run in runs if run.track == track]).items():
-        present = {module: value for module, value in by_module.items() if module in RADIOLOGY_MODULES}
+        present = {module: value for module, value in by_module.items() if module in of_application(RADIOLOGY)}
         if present:
             backbone = next(iter(present.values()))[0].backbone
             yield (_key_text(key), present, controls.get(backbone, {}),
@@ -293,13 +291,13 @@ def operators_text(runs: list[Run]) -> str:
 
 
 def table3(runs: list[Run]) -> Table:
-    columns = [Column(module, MODULE_TITLES[module], "Track B", module) for module in RADIOLOGY_MODULES]
+    columns = [Column(module, get(module).title, "Track B", module) for module in of_application(RADIOLOGY)]
     rows = []
     for key, present, control, identity in _track_rows(runs, "B"):
         used = operators_text([run for value in present.values() for run in value])
         for metric in ("task", "strict", "loc"):
             cells = {module: _delta_cell(present.get(module), control.get(module), module, metric, key)
-                     for module in RADIOLOGY_MODULES}
+                     for module in of_application(RADIOLOGY)}
             rows.append(Row([*identity_header(identity), used, METRIC_LABELS[metric]], cells,
                             {**identity, "metric": metric, "operators_called": used}))
     sections = [Section(title, [row for row in rows if row.identity["privileged"] == privileged])
@@ -315,7 +313,7 @@ def table3(runs: list[Run]) -> Table:
 
 
 def table6(runs: list[Run]) -> Table:
-    columns = [column for module in RADIOLOGY_MODULES for column in score_columns(module)]
+    columns = [column for module in of_application(RADIOLOGY) for column in score_columns(module)]
     rows = []
     for key, present, control, identity in _track_rows(runs, "C"):
         cells = {column.id: _delta_cell(present.get(column.module), control.get(column.module), column.module,
@@ -335,7 +333,7 @@ def budget_table(runs: list[Run]) -> Table:
     columns = table5_columns()
     by_key: dict[tuple, list[Run]] = defaultdict(list)
     for run in runs:
-        if run.track == "A" and run.module in RADIOLOGY_MODULES:
+        if run.track == "A" and run.module in of_application(RADIOLOGY):
             by_key[row_key(run)].append(run)
     rows = []
     for key, key_runs in by_key.items():
@@ -398,7 +396,7 @@ def runs_table(runs: list[Run]) -> Table:
                 integer = column.metric in INTEGER_METRICS
                 cells[column.id] = Cell(plain=None if total is None else (int(round(total)) if integer
                                                                            else round(total, 4)))
-            elif column.metric == "loc" and run.module == "lumiere":
+            elif not defines(run.module, column.metric):
                 cells[column.id] = Cell()
             else:
                 cells[column.id] = Cell(estimate(run.values(column.metric), f"{run.name}|{column.id}"))

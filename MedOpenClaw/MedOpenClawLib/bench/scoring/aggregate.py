@@ -1,15 +1,16 @@
-"""Module-level aggregation: the paper's Task / Strict / Loc columns plus the Table 5 sub-columns.
+"""Module-level aggregation: MedFlow-Bench's Task / Strict / Loc columns plus each module spec's sub-metrics
+(the Table 5 sub-columns).
 
 INVALID episodes (environment faults) are excluded from every denominator and counted separately, as in
-MedImageOSWorld; Loc averages only over cases inside the module's Loc denominator and is null for LUMIERE.
+MedImageOSWorld; Loc averages only over cases inside the module's Loc denominator and is null for a module without a
+localization rule (LUMIERE).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..labels import LUMIERE_EVIDENCE_FIELDS, NSCLC_QUESTIONS
-from .rules import MODULES_WITH_LOC, CaseScore
+from .rules import CaseScore
 
 
 def _mean(values: list[float]) -> float | None:
@@ -37,6 +38,10 @@ def aggregate(scores: Iterable[CaseScore]) -> dict:
     if len(modules) > 1:
         raise ValueError(f"cannot aggregate scores of several modules: {sorted(modules)}")
     module = modules.pop() if modules else None
+    from ..modules import get
+
+    spec = get(module) if module is not None else None
+    has_loc = spec is not None and spec.has_loc
     valid = [score for score in scores if not score.invalid]
     loc_values = [score.loc for score in valid if score.loc is not None]
     result = {
@@ -46,18 +51,11 @@ def aggregate(scores: Iterable[CaseScore]) -> dict:
         # a case without reference evidence (a BRACS slide without a GeoJSON export) has no Strict: not counted
         "strict": _mean([score.strict for score in valid if score.strict is not None]),
         "strict_n": sum(1 for score in valid if score.strict is not None),
-        "loc": _mean(loc_values) if module in MODULES_WITH_LOC else None,
-        "loc_n": len(loc_values) if module in MODULES_WITH_LOC else 0,
+        "loc": _mean(loc_values) if has_loc else None,
+        "loc_n": len(loc_values) if has_loc else 0,
         "invalid": len(scores) - len(valid),
         "parse_failures": sum(1 for score in valid if score.parse_errors),
     }
-    if module == "nsclc":
-        for qid, _, _ in NSCLC_QUESTIONS:
-            result[qid] = _scorable_mean(valid, "questions", qid)
-    if module == "lumiere":
-        for name in LUMIERE_EVIDENCE_FIELDS:
-            result[name] = _scorable_mean(valid, "fields", name)
-    if module == "camelyon17":
-        for key in ("tumor_presence", "largest_metastasis"):
-            result[key] = _scorable_mean(valid, key)
+    for metric in spec.sub_metrics if spec is not None else ():  # e.g. the NSCLC subtasks (Table 5)
+        result[metric.key] = _scorable_mean(valid, *metric.path)
     return result

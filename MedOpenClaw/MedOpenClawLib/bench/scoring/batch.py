@@ -53,11 +53,9 @@ def read_responses(path: str | os.PathLike) -> tuple[list[dict], list[str]]:
 
 def answered(module: str, parsed: dict) -> bool:
     """Whether a parsed response holds an answer at all (process metrics count unanswered episodes)."""
-    if module == "nsclc":
-        return any(value is not None for value in (parsed.get("answers") or {}).values())
-    if module == "camelyon17":
-        return parsed.get("tumor_presence") is not None
-    return parsed.get("answer") is not None
+    from ..modules import get
+
+    return get(module).answered(parsed)
 
 
 def score_records(

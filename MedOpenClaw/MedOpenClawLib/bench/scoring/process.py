@@ -32,37 +32,13 @@ TOKEN_KEYS = {
     "output_tokens": ("output_tokens", "completion_tokens"),
 }
 
+# building blocks of the module specs' reference tools and workflow stages
 RADIOLOGY_REFERENCE = ("observe", "select_volume", "scroll", "set_slice_offset", "image_coords_to_ras")
-REFERENCE_TOOLS = {
-    "ucsf-pdgm": RADIOLOGY_REFERENCE,
-    "nsclc": (
-        "observe",
-        "select_volume",
-        "window_preset",
-        "scroll",
-        "set_slice_offset",
-        "image_coords_to_ras",
-    ),
-    "lumiere": ("observe", "select_volume", "fusion", "scroll", "select_volume", "scroll"),
-    "bracs": ("zoom", "pan", "zoom", "capture_viewer", "viewer_point_to_wsi_coordinate"),
-    "camelyon17": ("zoom", "pan", "zoom", "capture_viewer", "viewer_point_to_wsi_coordinate"),
-}
-_INSPECT = {"observe", "scroll", "set_slice_offset", "zoom", "fit", "wl", "window_preset", "jump", "pan"}
-STAGES = {
-    "ucsf-pdgm": (
-        ("inspect", _INSPECT),
-        ("switch_sequence", {"select_volume"}),
-        ("localize", {"image_coords_to_ras", "jump"}),
-    ),
-    "nsclc": (
-        ("inspect", _INSPECT),
-        ("select_source_series", {"select_volume"}),
-        ("localize", {"image_coords_to_ras", "jump"}),
-    ),
-    "lumiere": (("inspect", _INSPECT), ("compare_timepoints", {"select_volume", "fusion"})),
-    "bracs": (("navigate", {"zoom", "pan"}), ("localize", {"viewer_point_to_wsi_coordinate"})),
-    "camelyon17": (("navigate", {"zoom", "pan"}), ("localize", {"viewer_point_to_wsi_coordinate"})),
-}
+PATHOLOGY_REFERENCE = ("zoom", "pan", "zoom", "capture_viewer", "viewer_point_to_wsi_coordinate")
+INSPECT_TOOLS = frozenset({"observe", "scroll", "set_slice_offset", "zoom", "fit", "wl", "window_preset", "jump"})
+RADIOLOGY_LOCALIZE = frozenset({"image_coords_to_ras", "jump"})
+PATHOLOGY_STAGES = (("navigate", frozenset({"zoom", "pan"})),
+                    ("localize", frozenset({"viewer_point_to_wsi_coordinate"})))
 
 
 def multiset_f1(predicted: Iterable[str], reference: Iterable[str]) -> float:
@@ -107,7 +83,10 @@ def process_metrics(
     module: str, records: list[dict], answered: bool, reference: Iterable[str] | None = None
 ) -> dict:
     """Process metrics of one episode; ``answered`` is whether the final response parsed to an answer."""
-    reference = list(reference if reference is not None else REFERENCE_TOOLS[module])
+    from ..modules import get
+
+    spec = get(module)
+    reference = list(reference if reference is not None else spec.reference_tools)
     calls = [
         record for record in records if record.get("kind") == "action" and record.get("actor") == "agent"
     ]
@@ -138,7 +117,7 @@ def process_metrics(
             4,
         )
     done = {name for name, success in zip(names, ok, strict=True) if success}
-    reached = {stage: bool(done & tools) for stage, tools in STAGES[module]}
+    reached = {stage: bool(done & tools) for stage, tools in spec.stages}
     reached["answer"] = answered
     ends = [record for record in records if record.get("kind") in ("episode_end", "session_end")]
     exhausted = "budget_exhausted" in codes or any(

@@ -155,21 +155,14 @@ def score_camelyon(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
     _pathology_gate(score, truth.answers["tumor_presence"] == "no_tumor", points, tumours, exclusions, "tumor_hit")
 
 
-SCORERS = {
-    "ucsf-pdgm": score_ucsf,
-    "nsclc": score_nsclc,
-    "lumiere": score_lumiere,
-    "bracs": score_bracs,
-    "camelyon17": score_camelyon,
-}
-MODULES_WITH_LOC = ("ucsf-pdgm", "nsclc", "bracs", "camelyon17")
-
-
 def score_case(
     module: str, ground_truth: GroundTruth, parsed_response: dict | None, invalid: str | None = None
 ) -> CaseScore:
     """Score one parsed response against the hidden reference; ``invalid`` (a reason) marks an environment
     fault that excludes the episode from every denominator."""
+    from ..modules import get
+
+    spec = get(module)
     if module != ground_truth.module:
         raise ValueError(f"ground truth of {ground_truth.case_id} is {ground_truth.module}, not {module}")
     score = CaseScore(module=module, case_id=ground_truth.case_id)
@@ -178,5 +171,5 @@ def score_case(
         return score
     parsed = parsed_response or {}
     score.parse_errors = list(parsed.get("errors", []))
-    SCORERS[module](ground_truth, parsed, score)
+    spec.score(ground_truth, parsed, score)
     return score

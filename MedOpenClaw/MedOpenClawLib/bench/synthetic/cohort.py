@@ -1,7 +1,8 @@
 """The embedded default cohort: every module's synthetic dataset under one directory, from one seed.
 
-``write_cohort(out)`` writes ``out/<DATASET_DIRS[module]>/`` in each dataset's own layout, so ``bench prepare
---module M --source out/<dir>`` reads it with the same loader as the real download. Same seed and config ->
+``write_cohort(out)`` writes ``out/<dataset_dir>/`` (the directory its module spec names, e.g. ``UCSF-PDGM``) in
+each dataset's own layout, so ``bench prepare --module M --source out/<dataset_dir>`` reads it with the same loader
+as the real download. Same seed and config ->
 byte-identical files (fixed UIDs, no timestamps, gzip mtime 0).
 """
 
@@ -9,19 +10,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from ..cases import MODULES, check_module
-
-DATASET_DIRS = {
-    "lumiere": "LUMIERE",
-    "ucsf-pdgm": "UCSF-PDGM",
-    "nsclc": "NSCLC-Radiogenomics",
-    "bracs": "BRACS",
-    "camelyon17": "CAMELYON17",
-}
-
 
 SIZES = {
     "demo": {"cases": 6, "mri_spacing_mm": 2.0, "slide_size": (16384, 12288), "ct_size": 256},
@@ -48,29 +39,20 @@ class CohortConfig:
         return cls(**{**SIZES[size], **overrides})
 
 
-def write_cohort(out: str | Path, config: CohortConfig = CohortConfig(), modules=MODULES) -> dict[str, list[str]]:
-    """Write the requested modules (replacing earlier output of those modules); returns case ids per
-    module."""
-    from .brain_datasets import write_lumiere, write_ucsf
-    from .slides import write_bracs, write_camelyon
-    from .thorax import write_nsclc
+def write_cohort(out: str | Path, config: CohortConfig = CohortConfig(),
+                 modules: Iterable[str] | None = None) -> dict[str, list[str]]:
+    """Write the requested modules (default: every registered one), replacing earlier output of those modules;
+    returns case ids per module."""
+    from ..modules import get, names
 
     if config.cases < 1:
         raise ValueError("a cohort needs at least one case per module")
-    writers = {
-        "lumiere": lambda root: write_lumiere(root, config.seed, config.cases, config.mri_spacing_mm, config.workers),
-        "ucsf-pdgm": lambda root: write_ucsf(root, config.seed, config.cases, config.mri_spacing_mm, config.workers),
-        "nsclc": lambda root: write_nsclc(root, config.seed, config.cases, config.ct_size, config.workers),
-        "bracs": lambda root: write_bracs(root, config.seed, config.cases, tuple(config.slide_size), config.workers),
-        "camelyon17": lambda root: write_camelyon(
-            root, config.seed, config.cases, tuple(config.slide_size), config.workers
-        ),
-    }
     written = {}
-    for module in modules:
-        root = Path(out) / DATASET_DIRS[check_module(module)]
+    for module in names() if modules is None else modules:
+        spec = get(module)
+        root = Path(out) / spec.dataset_dir
         if root.exists():
             shutil.rmtree(root)
         root.mkdir(parents=True)
-        written[module] = writers[module](root)
+        written[module] = spec.write_synthetic(root, config)
     return written
