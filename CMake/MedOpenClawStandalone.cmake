@@ -88,6 +88,12 @@ function(medopenclaw_add_pytest_suite)
     endforeach()
   endforeach()
   list(REMOVE_DUPLICATES _areas)
+  # the lint the quality bar asks for, in the same test command as the suite (ruff is in the [test] extra)
+  add_test(
+    NAME ruff
+    COMMAND "${Python3_EXECUTABLE}" -m ruff check --no-cache MedOpenClaw MedCopilot Testing scripts
+    WORKING_DIRECTORY "${_medopenclaw_root}"
+    )
   foreach(_area IN LISTS _areas)
     add_test(
       NAME pytest_${_area}

@@ -1,6 +1,6 @@
 """Benchmark: parse and score 1,000 final responses (200 per module) against the synthetic case packages.
 
-Writes bench/scoring.json. The target (issue 3) is under 10 s on this machine for the 1,000 responses; cohort
+Writes bench/scoring.json. The target is under 10 s on this machine for the 1,000 responses; cohort
 generation and case preparation are timed separately and not part of the target.
 """
 

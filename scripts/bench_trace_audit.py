@@ -3,7 +3,7 @@ embedded synthetic cohort -- and what it costs per trace.
 
 Writes bench/trace_audit.json: per agent and module the episodes, their findings by code, the evidence fields
 grounded and ungrounded, and the audit time per trace (read + audit, mean and max) against the trace size. The
-target (issue 27) is that the privileged oracle's episodes carry no finding (the random agent, which cites evidence
+target is that the privileged oracle's episodes carry no finding (the random agent, which cites evidence
 drawn inside the volume without looking, is the positive control); ``--runs DIR ...`` audits existing
 ``bench run`` directories instead of running the agents.
 """

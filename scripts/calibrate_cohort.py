@@ -1,4 +1,4 @@
-"""Calibrate the synthetic cohort: how far do non-learning probes get on each module, next to the paper?
+"""Calibrate the synthetic cohort: how far do non-learning probes get on each module, next to MedFlow-Bench's models?
 
 Writes bench/cohort_calibration.json. For every module it generates a fresh cohort (timed, so generation time and
 disk size per case are measured, not assumed), prepares it through the real loader, then scores
@@ -8,7 +8,7 @@ disk size per case are measured, not assumed), prepares it through the real load
 - constant-answer probes: every case gets the same answer (the best single answer is reported),
 - constant-click probes: the same answer and the same evidence location on every case (the best of a grid of
   locations is reported -- an upper bound on any fixed click),
-beside the best and mean model scores of the paper (Tables 1, 2, 5). Target: no probe and no heuristic above the
+beside the best and mean model scores of MedFlow-Bench (Tables 1, 2, 5). Target: no probe and no heuristic above the
 paper's best model on that module's target metrics, oracle 1.0.
 
 Usage: nice -n 10 python scripts/calibrate_cohort.py [--size demo] [--cases 12] [--modules bracs ...]
@@ -52,7 +52,7 @@ from MedOpenClawLib.bench.runner import BenchmarkRunner, RunConfig  # noqa: E402
 from MedOpenClawLib.bench.scoring import aggregate, score_case  # noqa: E402
 from MedOpenClawLib.bench.scoring.geometry import mask_from_file  # noqa: E402
 
-# Paper, viewer-native: best and mean (general-purpose models) per module. Tables 1 and 5 (radiology), 2 (pathology).
+# MedFlow-Bench, viewer-native: best and mean (general-purpose models) per module; Tables 1, 5 (radiology), 2.
 PAPER = {
     "ucsf-pdgm": {"best": {"task": 0.73, "strict": 0.73, "loc": 0.96}, "mean": {"task": 0.48, "strict": 0.28,
                                                                               "loc": 0.43}},
@@ -238,7 +238,7 @@ def calibrate(module: str, size: str, cases: int, seed: int, scratch: Path) -> d
 
 
 def markdown_table(report: dict) -> str:
-    """The README summary: one row per module and metric, probes beside the paper's best and mean models."""
+    """The README summary: one row per module and metric, probes beside MedFlow-Bench's best and mean models."""
     columns = ("oracle", "heuristic", "random", "constant_answer", "constant_click")
     lines = ["| module | metric | " + " | ".join(name.replace("_", " ") for name in columns)
              + " | paper best | paper mean |", "|" + " --- |" * (len(columns) + 4)]

@@ -19,13 +19,14 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 AGENTS = ("oracle", "heuristic", "random")
-MODULES = ("ucsf-pdgm", "nsclc", "lumiere", "bracs", "camelyon17")
 SECTION = re.compile(r"(<!-- results -->\n).*?(<!-- /results -->)", re.S)
 
 
 def run_cohort(out: Path) -> None:
+    from MedOpenClawLib.bench.modules import names
+
     for agent in AGENTS:
-        for module in MODULES:
+        for module in names():
             subprocess.run([sys.executable, "-m", "MedOpenClawLib.cli", "bench", "run", "--module", module,
                             "--agent", agent, "--out", str(out / agent / module)], check=True,
                            stdout=subprocess.DEVNULL)

@@ -1,4 +1,4 @@
-"""Maintainer checks of the paths only the real 3D Slicer runs (docs/verify-in-slicer.md, issue 12).
+"""Maintainer checks of the paths only the real 3D Slicer runs (docs/verify-in-slicer.md).
 
     Slicer --no-main-window --python-script scripts/verify_in_slicer.py --out verify-no-main-window.json
     Slicer --python-script scripts/verify_in_slicer.py --out verify-gui.json

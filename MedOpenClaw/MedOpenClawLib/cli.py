@@ -30,13 +30,6 @@ def existing_directory(text: str) -> str:
     return text
 
 
-def existing_file(text: str) -> Path:
-    if not Path(text).is_file():
-        problem = "is not a file" if Path(text).exists() else "does not exist"
-        raise argparse.ArgumentTypeError(f"{text} {problem}")
-    return Path(text)
-
-
 class OneLineErrors(argparse.ArgumentParser):
     """Usage mistakes as one line naming the command and pointing at ``--help`` (sub-parsers inherit the class)."""
 

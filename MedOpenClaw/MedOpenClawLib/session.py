@@ -45,7 +45,7 @@ class SlicerContext:
         return state
 
     def fusion_check(self, background, foreground) -> dict:
-        """Warnings about fusing volumes that were never aligned (paper failure F3), from registered checks."""
+        """Warnings about fusing volumes that were never aligned (MedFlow-Bench failure F3), from registered checks."""
         warnings = []
         for check in self.fusion_checks:
             warnings.extend(check(background, foreground))

@@ -1,4 +1,4 @@
-"""A viewer worker whose markups sink crashes natively on a sentinel label: the test double of issue 10's
+"""A viewer worker whose markups sink crashes natively on a sentinel label: the test double of the
 VTK crashes (a label reaching a markups API segfaulted or aborted the process).
 
 The wrapped ``add_markups`` first adds the markups node to the scene, as the real sink does, and only then

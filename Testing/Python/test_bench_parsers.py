@@ -1,4 +1,5 @@
-"""Golden tests of the response parsers: every quirk of real model output listed in issue 3."""
+"""Golden tests of the response parsers: every quirk of real model output (markdown, fences, prose around the
+answer, disagreeing letters and labels)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Extension packaging: the Extensions Index entry and the CMake metadata agree, the module scripts pass the
-scripted-module contract check, and the per-feature dependencies (issue 12, item 8): heavy packages imported
+scripted-module contract check, and the per-feature dependencies: heavy packages imported
 where used, missing ones answered as ``missing_dependency``, installs asked for, torch through PyTorchUtils."""
 
 from __future__ import annotations

@@ -187,7 +187,7 @@ def test_registry_runs_unchanged_over_the_bridge(bridge, slide_root, client):
     assert registry.context.evidence_json() == {"captures": [], "recorded_views": []}
 
 
-# ---------------------------------------------------------- issue 10 items 6 and 11, issue 12 item 6
+# ---------------------------------------------------------- the bridge's Py4J surface and its refusals
 def test_memory_delete_of_the_entry_point_is_refused(bridge, client):
     """Py4J's MemoryCommand compares ids with != and would release the shared entry point ("m d t")."""
     for shared in ("t", "j", "GATEWAY_SERVER"):

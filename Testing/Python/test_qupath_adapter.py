@@ -1,4 +1,4 @@
-"""The QuPath-only adapter (issue 12, items 5-6), compiled against recording stubs of the QuPath API it may use.
+"""The QuPath-only adapter, compiled against recording stubs of the QuPath API it may use.
 
 ``scripts/build_qupath_bridge.sh --check-adapter`` compiles src/qupath against src/test/stubs (each stub names
 the QuPath source file it mirrors; a reference to any QuPath class outside them fails the build) and runs the

@@ -50,7 +50,7 @@ def test_the_check_sees_overflow_and_blank_pages(tmp_path):
 
 
 def test_the_check_sees_tables_printed_as_text(tmp_path):
-    """The fault of issue 25: the index escaped its tables' markup, so they showed as text without links."""
+    """A fault seen once: the index escaped its tables' markup, so they showed as text without links."""
     report = tmp_path / "report"
     (report / "runs" / "run").mkdir(parents=True)
     table = '<section class="table-block" id="runs"><table class="results runs"><tbody><tr><th><a href="runs/' \

@@ -1,5 +1,5 @@
-"""Provenance (run.json, `--version`, the command line without secrets) and the `bench run` conveniences of
-issue 25: --limit ranges, --case-ids, several modules in one run, vendor key variables, and the refusals that
+"""Provenance (run.json, `--version`, the command line without secrets) and the `bench run` conveniences:
+--limit ranges, --case-ids, several modules in one run, vendor key variables, and the refusals that
 leave nothing behind (a bad --cases, a package of another module)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The code paths only the real 3D Slicer application runs (issue 12, items 1-4 and 7), against the application
+"""The code paths only the real 3D Slicer application runs, against the application
 double of ``slicer_app_double`` (each behaviour there cites the Slicer source it mirrors)."""
 
 from __future__ import annotations

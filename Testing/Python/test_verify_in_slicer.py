@@ -1,5 +1,5 @@
 """scripts/verify_in_slicer.py (the maintainer's checks inside the real 3D Slicer) run against the application
-double, so the script itself is known to work before a maintainer runs it in Slicer (issue 12 deliverable)."""
+double, so the script itself is known to work before a maintainer runs it in Slicer."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""0..999 arguments are read on the image the agent saw (issue 12, item 4).
+"""0..999 arguments are read on the image the agent saw.
 
 The 3D Slicer GUI resizes a slice node whenever its view widget is resized (qMRMLSliceControllerWidget::
 setSliceViewSize calls vtkMRMLSliceLogic::ResizeSliceNode, a real slicer-core method called here exactly as the

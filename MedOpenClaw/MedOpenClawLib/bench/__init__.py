@@ -1,2 +1,2 @@
-"""MedFlow-Bench: case packages, synthetic cohort, prompts, parsers, scorers and reports (paper §4, App. C,
+"""MedFlow-Bench: case packages, synthetic cohort, prompts, parsers, scorers and reports (MedFlow-Bench §4, App. C,
 H)."""

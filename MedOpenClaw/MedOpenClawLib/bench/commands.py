@@ -140,7 +140,7 @@ def prepare_options(args) -> dict:
 
 
 def filter_table_text(manifest: dict) -> str:
-    """The per-step cohort counts with the paper's count beside the final one (printed on stderr)."""
+    """The per-step cohort counts with MedFlow-Bench's count beside the final one (printed on stderr)."""
     lines = [f"{manifest['module']} cohort filters:", f"  {'step':<48} {'excluded':>8} {'remaining':>9}"]
     for row in manifest.get("filters", []):
         lines.append(f"  {row['step']:<48} {row['excluded']:>8} {row['remaining']:>9}")

@@ -1,4 +1,4 @@
-"""One benchmark episode, following the paper's protocol (App. H): prompt with scene inventory and baseline
+"""One benchmark episode, following MedFlow-Bench's protocol (App. H): prompt with scene inventory and baseline
 views, at most N tool-calling rounds with tool results (text + images) fed back, then a final answer.
 
 Every round leaves "action receipts" in the audit trace (as in MedImageOSWorld): the raw model output,

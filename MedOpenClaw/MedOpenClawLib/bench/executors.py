@@ -116,7 +116,7 @@ class EpisodeJob:
         pathology = application == PATHOLOGY
         track_c = config.track == "C"
         tools = [] if track_c else env.tools()  # Track C: one answer turn on slice montages, no tools
-        if pathology:  # Table 10: the tools the paper's pathology agents see
+        if pathology:  # Table 10: the tools MedFlow-Bench's pathology agents see
             tools = [tool for tool in tools if tool["name"] in MODEL_VISIBLE_ACTIONS]
         max_rounds = 0 if track_c else config.max_rounds
         agent = self.make_agent(task)

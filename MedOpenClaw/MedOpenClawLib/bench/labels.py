@@ -1,4 +1,4 @@
-"""Answer vocabularies of the five modules (paper App. H.1-H.2) and the normalisers that map dataset labels
+"""Answer vocabularies of the five modules (MedFlow-Bench App. H.1-H.2) and the normalisers that map dataset labels
 onto them.
 
 One place for option letters and label text, so loaders, prompts, parsers and scorers cannot drift apart.

@@ -4,7 +4,7 @@ Three outcomes, kept apart (as inspect_ai keeps sample errors apart from scores)
 
 - *scored*: the episode finished and its answer was scored;
 - *INVALID*: an environment fault (a worker that crashed or hung twice, a case that cannot be loaded); the
-  paper excludes these from every denominator, and they are final;
+  MedFlow-Bench excludes these from every denominator, and they are final;
 - *error*: the model provider failed transiently (outage, rate limit past the retry deadline, lost connection)
   or fatally (a rejected key); the episode is re-run when the same command runs again, and the run exits non-zero
   while any remain;

@@ -1,4 +1,4 @@
-"""Episode set-up (paper App. H.1/H.4): the system preloads the case into the viewer and captures what is
+"""Episode set-up (MedFlow-Bench App. H.1/H.4): the system preloads the case into the viewer and captures what is
 attached after the text prompt -- the scene inventory and the baseline axial, sagittal and coronal views
 (radiology), or the QuPath state summaries and screenshot (pathology) -- and fills the module's prompt.
 

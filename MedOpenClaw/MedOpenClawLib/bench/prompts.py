@@ -61,7 +61,7 @@ def numbered_questions(case: Case) -> str:
 
 def build_prompt(module: str, case: Case, budget: int = 20, scene_inventory: str | None = None,
                  tools: bool = True) -> tuple[str, str]:
-    """(system_text, task_text) of one episode; ``budget`` is the tool-round budget (the paper uses 20).
+    """(system_text, task_text) of one episode; ``budget`` is the tool-round budget (MedFlow-Bench uses 20).
     ``tools=False`` (Track C): no tool instructions and no tool budget, for radiology modules."""
     from .modules import PATHOLOGY, get
 

@@ -1,7 +1,7 @@
 """The artifact graph: which transform was estimated from which volumes, which volumes it is applied to, which
 volumes were resampled through it, and which segmentations were made on which volume.
 
-From it follows the image *space* each volume's voxels are in, which is what makes the paper's failure F3
+From it follows the image *space* each volume's voxels are in, which is what makes MedFlow-Bench's failure F3
 (fusing an unregistered follow-up, binding a transform to a volume it was not estimated for) visible:
 
 - a loaded volume is in the space of its frame of reference (a case-declared frame, else the DICOM

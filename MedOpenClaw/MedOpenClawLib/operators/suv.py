@@ -2,7 +2,7 @@
 
 ``SUVbw = activity concentration [Bq/ml] * body weight [g] / injected dose decayed to the scan start [Bq]``.
 Pixel values must already be in the series' ``Units`` (rescale slope/intercept applied when loading).
-Refuses rather than guesses: an SUV computed from ungrounded units is the paper's pseudo-quantification (F2).
+Refuses rather than guesses: an SUV computed from ungrounded units is MedFlow-Bench's pseudo-quantification (F2).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The QuPath registry's named operations (paper App. B, Table 10) as audited actions over a PathologyViewer.
+"""The QuPath registry's named operations (MedFlow-Bench App. B, Table 10) as audited actions over a PathologyViewer.
 
 ``build_pathology_registry`` gives the runner an :class:`~MedOpenClawLib.registry.ActionRegistry` whose context
 (:class:`PathologyContext`) holds the viewer, the session policy and the episode's evidence (captured and
@@ -24,7 +24,7 @@ from .summaries import direct_state_summary, gui_state_summary
 from .viewer import IMAGE_TYPES, MAX_SLEEP_SECONDS, HeadlessWsiViewer, PathologyViewer, describe_view, view_record
 
 PATHOLOGY = Toolset("pathology")
-# Table 10: the direct tools the paper's BRACS / CAMELYON17 agents see; the rest serve recovery and setup.
+# Table 10: the direct tools MedFlow-Bench's BRACS / CAMELYON17 agents see; the rest serve recovery and setup.
 MODEL_VISIBLE_ACTIONS = ("zoom", "pan", "focus_qupath", "capture_viewer", "viewer_point_to_wsi_coordinate")
 _LABEL = {"type": "string", "minLength": 1, "maxLength": 80, "description": "short name for this evidence item"}
 _POINT = {"type": "number", "minimum": 0, "maximum": NORMALISED_SPAN - 1}

@@ -1,4 +1,4 @@
-"""Per-round text attachments of a pathology episode (paper App. H.2).
+"""Per-round text attachments of a pathology episode (MedFlow-Bench App. H.2).
 
 ``direct_state_summary`` reports the viewer's own state (what QuPath would report); ``gui_state_summary`` is the
 rule-based GUI/control summary derived from that state only (zoom and pan limits, blank area, overlay

@@ -27,7 +27,7 @@ DEFAULT_VIEWPORT = (1024, 768)
 
 @runtime_checkable
 class PathologyViewer(Protocol):
-    """Whole-slide viewer operations of the paper's QuPath registry (App. B); invalid calls raise ActionError
+    """Whole-slide viewer operations of MedFlow-Bench's QuPath registry (App. B); invalid calls raise ActionError
     and leave the viewer unchanged."""
 
     def view_state(self) -> ViewState: ...

@@ -1,6 +1,6 @@
-"""Trace audit: the paper's failure modes and the provenance of every evidence field, found in an audit trace.
+"""Trace audit: MedFlow-Bench's failure modes and the provenance of every evidence field, found in an audit trace.
 
-MedFlow-Bench claims that auditable traces expose what final answers hide; the paper shows it by reading a few
+MedFlow-Bench claims that auditable traces expose what final answers hide; its paper shows it by reading a few
 traces by hand (Section 6, Appendix G). This package does it for every episode, deterministically and from the trace
 alone (no ground truth, no viewer): :func:`audit_records` returns
 

@@ -1,4 +1,4 @@
-"""Failure-mode detectors F1, F3 and F4 (paper Section 6, Appendix G.1, G.3, G.4), rule by rule.
+"""Failure-mode detectors F1, F3 and F4 (MedFlow-Bench Section 6, Appendix G.1, G.3, G.4), rule by rule.
 
 Only the agent's successful calls count; volumes are named through the state recorded with each call, and a
 volume's *timepoint* is its module's rule (``specs``) applied to its name, else to the volume it was resampled from.

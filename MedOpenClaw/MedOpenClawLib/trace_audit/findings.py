@@ -1,6 +1,6 @@
 """What the trace audit reports: findings (one failure, with the records that show it) and their codes.
 
-Codes follow the paper's failure analysis (Section 6, Appendix G):
+Codes follow MedFlow-Bench's failure analysis (Section 6, Appendix G):
 
 - ``EV``: a spatial evidence field of the answer (key slice, RAS point, WSI coordinate) that nothing the agent saw
   or did grounds (Section 4's evidence-grounding bottleneck, found per field);

@@ -1,4 +1,4 @@
-"""Workflow milestones of each module's advanced operations (paper Appendix G.5, Figure 7), and their stability
+"""Workflow milestones of each module's advanced operations (MedFlow-Bench Appendix G.5, Figure 7), and their stability
 across repeated runs of one case.
 
 A workflow is an ordered list of milestones; each is reached by the first successful agent call after the previous

@@ -1,4 +1,4 @@
-"""The viewer-native tools of the paper's Table 9, with its argument names.
+"""The viewer-native tools of MedFlow-Bench's Table 9, with its argument names.
 
 Handlers validate every argument before touching the scene; the registry rolls back anything a failing
 handler changed anyway. View-changing actions return renders of the views they changed.

@@ -1,4 +1,4 @@
-"""Final-answer text in each module's required format (paper App. H), for the offline agents.
+"""Final-answer text in each module's required format (MedFlow-Bench App. H), for the offline agents.
 
 The offline agents answer in exactly the form a model must use, so their output goes through the same parsers
 and scorers as a model's.

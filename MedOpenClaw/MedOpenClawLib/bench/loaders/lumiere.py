@@ -2,7 +2,7 @@
 
 Cases are consecutive imaged timepoints (OLD, CURRENT) of a patient whose CURRENT rating normalises to a RANO
 label (``"Post-Op "``, ``"Pre-Op"`` and mixed ``"Post-Op/PD"`` ratings are not responses). Images come from
-``DeepBraTumIA-segmentation/atlas/skull_strip/{ct1,t1,t2,flair}_skull_strip.nii.gz`` (the paper's atlas-space
+``DeepBraTumIA-segmentation/atlas/skull_strip/{ct1,t1,t2,flair}_skull_strip.nii.gz`` (MedFlow-Bench's atlas-space
 skull-stripped MRI) when present, else from the native ``{CT1,T1,T2,FLAIR}.nii.gz``.
 
 Evidence fields of the CURRENT study:
@@ -153,7 +153,7 @@ def _truthy(value: str | None) -> bool:
 
 def prepare_lumiere(source: Path, writer: PackageWriter, require_evidence: bool = False,
                     min_label_cases: int = 0) -> None:
-    """Cohort filters (paper: 360 questions -> 139): ``require_evidence`` keeps pairs whose OLD and CURRENT
+    """Cohort filters (MedFlow-Bench: 360 questions -> 139): ``require_evidence`` keeps pairs whose OLD and CURRENT
     segmentations both exist (every lesion field scorable); ``min_label_cases`` drops RANO labels rarer
     than that."""
     ratings = {}

@@ -7,7 +7,7 @@ named as the viewer names it (series description, ``_2``, ``_3`` for repeats in 
 is the DICOM SEG (read with highdicom) on the CT it references -- the source series of the evidence -- written as
 NIfTI with that CT's geometry converted from DICOM LPS to RAS. Clinical labels ("Histology " with a trailing
 space, T/N stage, grade, the seven "Tumor Location (choice=...)" columns) map to the five questions of App. H.1;
-a value the paper's options cannot express ("Unknown" location or two lobes ticked, T stage "Tis", grade "Not
+a value MedFlow-Bench's options cannot express ("Unknown" location or two lobes ticked, T stage "Tis", grade "Not
 Collected") keeps the case with that question unscored. AMC cases are excluded unless ``include_amc``; every
 other exclusion is counted under the step that made it (clinical row, SEG on its CT, PET and CT series).
 """
@@ -65,7 +65,7 @@ def grade_option(value: str) -> str | None:
     return None
 
 
-NOT_SCORED = {  # clinical values outside the paper's label set (App. H.1): the case stays, the question is unscored
+NOT_SCORED = {  # clinical values outside MedFlow-Bench's label set (App. H.1): the case stays, the question is unscored
     "q2": ("TIS",),  # carcinoma in situ: the T options are T1-T4, not available, no tumour
     "q5": ("NOT COLLECTED", "NA", ""),  # the grade options have no "not collected"
 }
@@ -78,7 +78,7 @@ SERIES_STEP = "PET and CT series"
 
 def tumour_location(row: dict) -> tuple[str | None, str]:
     """(answer letter or None, the clinical value): exactly one lobe ticked is that lobe; "Unknown", two lobes
-    (a tumour across a fissure) or no tick has no option among the paper's six lobes."""
+    (a tumour across a fissure) or no tick has no option among MedFlow-Bench's six lobes."""
     checked = [name for name in (*LOCATIONS, "Unknown")
                if (column(row, f"choice={name})") or "").strip().lower() == "checked"]
     if len(checked) == 1 and checked[0] in LOCATIONS:
@@ -87,8 +87,8 @@ def tumour_location(row: dict) -> tuple[str | None, str]:
 
 
 def clinical_answers(row: dict) -> dict[str, str | None]:
-    """The five answer letters of one clinical CSV row. A value the paper's label set has no option for keeps
-    the case (the paper's 162 are all R01 cases) with that question unscored (None); any other value without an
+    """The five answer letters of one clinical CSV row. A value MedFlow-Bench's label set has no option for keeps
+    the case (MedFlow-Bench's 162 are all R01 cases) with that question unscored (None); any other value without an
     option skips the case."""
     mapped = {
         "q1": tumour_location(row)[0],

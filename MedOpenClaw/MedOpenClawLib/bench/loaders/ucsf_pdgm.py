@@ -6,7 +6,7 @@ six options of App. H.1 by keyword; "unknown" or unmapped diagnoses skip the cas
 
 Follow-up scans: the v5 CSV also has ``UCSF-PDGM-NNN_FU...`` rows (and their ``..._FU..._nifti`` folders). They
 are keyed apart from the baseline row (never overwriting it) and excluded as a cohort-filter step: the module is
-the paper's preoperative diagnosis task (495 cases), a post-treatment follow-up is not.
+MedFlow-Bench's preoperative diagnosis task (495 cases), a post-treatment follow-up is not.
 """
 
 from __future__ import annotations

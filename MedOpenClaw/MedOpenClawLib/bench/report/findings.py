@@ -1,5 +1,5 @@
-"""The trace audit in the report: finding rates per model and module (the paper's Section 6 as numbers), the
-stability of each case across repeated runs, and a milestone figure per case (the paper's Figure 7).
+"""The trace audit in the report: finding rates per model and module (MedFlow-Bench's Section 6 as numbers), the
+stability of each case across repeated runs, and a milestone figure per case (MedFlow-Bench's Figure 7).
 
 Each episode's audit is its ``result.json`` ``audit`` block, or -- for runs written before the audit existed --
 recomputed from its trace (:func:`episode_audit`). Rates are means over scored episodes with bootstrap intervals,
@@ -147,7 +147,7 @@ def milestone_plots(runs: list[Run], out_dir: Path) -> list[str]:
 
 
 def _status(audit: dict, progress: dict) -> str:
-    """A run's status word: complete, or why not (the paper's red cells: missing, incomplete, unregistered)."""
+    """A run's status word: complete, or why not (MedFlow-Bench's red cells: missing, incomplete, unregistered)."""
     if progress.get("complete"):
         return "complete"
     if any(finding.get("rule") == "F3.fusion_unregistered" for finding in audit.get("findings", [])):

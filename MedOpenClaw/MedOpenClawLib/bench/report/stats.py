@@ -45,7 +45,7 @@ def estimate(values: list[float], key: str) -> Estimate:
 
 
 def average(parts: list[Estimate]) -> Estimate:
-    """Unweighted average of several estimates (the paper's Model Avg.); missing when any part is missing."""
+    """Unweighted average of several estimates (MedFlow-Bench's Model Avg.); missing when any part is missing."""
     if not parts or any(part.value is None for part in parts):
         return MISSING
     return Estimate(float(np.mean([part.value for part in parts])), sum(part.n for part in parts),

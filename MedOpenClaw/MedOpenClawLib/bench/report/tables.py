@@ -1,4 +1,4 @@
-"""The paper's table layouts built from any set of runs (models x modules x tracks x budgets).
+"""MedFlow-Bench's table layouts built from any set of runs (models x modules x tracks x budgets).
 
 - Table 1: radiology, viewer-native (Track A): Task/Strict per module, Loc. where defined, Model Avg.
 - Table 2: pathology (BRACS = breast WSI, CAMELYON17 = lymph-node WSI): Task/Strict/Loc.
@@ -8,7 +8,7 @@
 - Table 7: the max-rounds budget study, for backbones whose runs differ only in budget.
 
 A row is one agent/model/provider on one track; several run directories of the same row and module are pooled.
-When a row has runs at several budgets, the main tables use the largest (the paper's main setting is 20 rounds)
+When a row has runs at several budgets, the main tables use the largest (MedFlow-Bench's main setting is 20 rounds)
 and the budget table shows each. Privileged runs (the oracle reads the hidden ground truth) form their own
 section. Cells without runs stay empty (rendered as an em dash); every cell keeps its n and bootstrap interval.
 """

@@ -9,7 +9,7 @@ voxel therefore passes (the viewer shows that voxel there); one voxel spacing be
 RAS-point rule: the point is mapped to continuous voxel indices with the inverse affine; it passes when a
 mask voxel contains it.
 
-Boundary rule (one for all three look-ups; the paper is silent): regions are closed sets -- a point exactly on
+Boundary rule (one for all three look-ups; MedFlow-Bench is silent): regions are closed sets -- a point exactly on
 a boundary belongs to the region, on every side alike, within 1e-6 (voxels for RAS points, mm for key slices,
 relative to the polygon's coordinates for WSI points). So a RAS point on the face shared by a mask voxel and
 the background passes whether that face is the mask's low-index or high-index side (also on the array's outer

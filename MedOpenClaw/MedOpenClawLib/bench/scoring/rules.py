@@ -1,4 +1,4 @@
-"""Table 4 of the paper, rule by rule: Task, Strict (evidence gate) and Loc for each module.
+"""MedFlow-Bench Table 4, rule by rule: Task, Strict (evidence gate) and Loc for each module.
 
 ``score_case(module, ground_truth, parsed_response)`` takes a parsed response (``parsers.parse_response``) and
 returns a :class:`CaseScore`; ``loc`` is None when the case is outside the module's Loc denominator.
@@ -69,7 +69,7 @@ def score_ucsf(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
 
 def score_nsclc(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
     answers = parsed.get("answers") or {}
-    # a question whose clinical value lies outside the paper's label set has no answer (None): not scored, and
+    # a question whose clinical value lies outside MedFlow-Bench's label set has no answer (None): not scored, and
     # recorded as None so every aggregation leaves it out of that question's denominator
     correct = {
         qid: None if truth.answers.get(qid) is None else answers.get(qid) == truth.answers[qid]

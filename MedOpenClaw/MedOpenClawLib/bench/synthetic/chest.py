@@ -162,7 +162,6 @@ class Part:
 # ------------------------------------------------------------------------------------------------ the subject
 HEART = Ellipsoid((-22, 28, -62), (62, 50, 52))
 LOBES = ("RUL", "RML", "RLL", "LUL", "LLL", "Lingula")
-BONES = ("rib", "spine", "sternum", "cortex")
 
 
 @dataclass
