@@ -15,6 +15,7 @@ from urllib.parse import urlparse
 
 from MedOpenClawLib.providers import ProviderConfig
 from MedOpenClawLib.providers.config import DEFAULT_BASE_URLS
+from MedOpenClawLib.settings import value
 
 ENV_BASE_URL = "MEDOPENCLAW_BASE_URL"
 ENV_MODEL = "MEDOPENCLAW_MODEL"
@@ -94,7 +95,7 @@ def load_settings(store: SettingsStore, environ: Mapping[str, str] | None = None
     environ = os.environ if environ is None else environ
 
     def pick(env_name: str, key: str, default: str) -> str:
-        return environ.get(env_name) or store.value(SETTINGS_PREFIX + key) or default
+        return value(env_name, environ) or store.value(SETTINGS_PREFIX + key) or default
 
     provider = pick(ENV_PROVIDER, "provider", "openai")
     settings = CopilotSettings(
@@ -108,8 +109,8 @@ def load_settings(store: SettingsStore, environ: Mapping[str, str] | None = None
             settings.timeout_s = float(timeout)
         except ValueError:
             pass  # a hand-edited settings file must not stop the panel from opening
-    if environ.get(ENV_API_KEY):
-        settings.api_key, settings.key_source = environ[ENV_API_KEY], "environment"
+    if value(ENV_API_KEY, environ):
+        settings.api_key, settings.key_source = value(ENV_API_KEY, environ), "environment"
     elif store.value(SETTINGS_PREFIX + "api_key"):
         settings.api_key, settings.key_source = store.value(SETTINGS_PREFIX + "api_key"), "settings"
     return settings

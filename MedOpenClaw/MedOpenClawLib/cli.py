@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
 import sys
 from pathlib import Path
+
+from . import settings
 
 # module path -> it defines add_commands(subparsers) registering one or more sub-commands
 COMMAND_MODULES = (
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except Exception as error:
-        if os.environ.get("MEDOPENCLAW_DEBUG"):
+        if settings.is_set("MEDOPENCLAW_DEBUG"):
             raise
         print(f"error: {describe(error)}", file=sys.stderr)
         return EXIT_USAGE

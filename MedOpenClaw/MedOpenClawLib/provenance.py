@@ -17,7 +17,7 @@ from pathlib import Path
 from . import __version__
 
 DISTRIBUTIONS = ("slicer-core", "vtk")  # the viewer stack a result depends on
-SECRET_VARIABLES = ("MEDOPENCLAW_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_API_KEY")
+VENDOR_SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")  # beside the secret MEDOPENCLAW_* settings
 SECRET_OPTION = re.compile(r"^--?[\w-]*(key|token|secret|password)[\w-]*$", re.I)
 SECRET_FIELD = re.compile(r'("[^"]*(?:key|token|secret|password)[^"]*"\s*:\s*)"[^"]*"', re.I)
 URL_CREDENTIALS = re.compile(r"(\w+://)[^/@\s]+@")
@@ -79,7 +79,10 @@ def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
 def environment_secrets() -> tuple[str, ...]:
     import os
 
-    return tuple(value for value in (os.environ.get(name, "") for name in SECRET_VARIABLES) if value)
+    from .settings import SETTINGS, value
+
+    own = [value(setting.name) for setting in SETTINGS if setting.secret]
+    return tuple(secret for secret in own + [os.environ.get(name, "") for name in VENDOR_SECRET_VARIABLES] if secret)
 
 
 def redact_argv(argv: list[str], secrets: tuple[str, ...] | None = None) -> list[str]:

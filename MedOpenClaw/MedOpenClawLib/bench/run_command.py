@@ -21,7 +21,9 @@ OFFLINE_AGENT_NAMES = ("oracle", "heuristic", "random")  # agents.OFFLINE_AGENTS
 
 
 def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
-    return Path(cache_dir or os.environ.get("MEDOPENCLAW_CACHE") or Path.home() / ".cache" / "medopenclaw")
+    from .. import settings
+
+    return Path(cache_dir or settings.value("MEDOPENCLAW_CACHE") or Path.home() / ".cache" / "medopenclaw")
 
 
 def cohort_fingerprint() -> str:

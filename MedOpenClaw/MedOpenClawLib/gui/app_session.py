@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from .. import settings
 from ..audit import AuditTrace
 from ..policy import TRACKS, DataRootPolicy
 from ..registry import ActionRegistry
@@ -22,7 +23,7 @@ from .loopback_server import LoopbackRestServer
 class AppSession:
     def __init__(self, registry: ActionRegistry):
         self.registry = registry
-        self.token = os.environ.get("MEDOPENCLAW_TOKEN") or new_token()
+        self.token = settings.value("MEDOPENCLAW_TOKEN") or new_token()
         self.server: LoopbackRestServer | None = None
 
     @classmethod

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import settings
 from .image import ImageVolume
 
 BUNDLE_SETTING = "MEDOPENCLAW_VISTA3D_BUNDLE"
@@ -108,7 +109,7 @@ class Bundle:
 
 def bundle_from_environment() -> Bundle:
     """The bundle named by ``MEDOPENCLAW_VISTA3D_BUNDLE``, or an error that says how to configure it."""
-    configured = os.environ.get(BUNDLE_SETTING, "").strip()
+    configured = settings.value(BUNDLE_SETTING)
     if not configured:
         raise Vista3DError(
             "weights_missing",

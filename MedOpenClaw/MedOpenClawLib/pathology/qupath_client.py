@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import settings
 from ..hygiene import text_problem
 from ..result import ActionError, RenderedImage
 from .geometry import ViewState
@@ -209,7 +210,7 @@ class QuPathBridgeClient:
 
 def bridge_jar() -> Path:
     """The bridge jar, built with scripts/build_qupath_bridge.sh when missing or older than its sources."""
-    override = os.environ.get("MEDOPENCLAW_BRIDGE_JAR")
+    override = settings.value("MEDOPENCLAW_BRIDGE_JAR")
     if override:
         return Path(override)
     jar = BRIDGE_DIR / "build" / "medopenclaw-qupath-bridge.jar"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from .. import settings
 from .conversation import DEFAULT_IMAGE_HISTORY, ConversationPolicy
 from .http import RetryPolicy
 from .limits import PROFILE_NAMES, ServerLimits, detect_profile, resolve_limits
@@ -142,15 +143,15 @@ class ProviderConfig:
         ``MEDOPENCLAW_API_KEY``, ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` supply the key when the requests go
         to that vendor's own API (a vendor key is never sent to another server)."""
         env = os.environ if environ is None else environ
-        model = model or env.get(ENV_PREFIX + "MODEL", "")
+        model = model or settings.value(ENV_PREFIX + "MODEL", env)
         kind = (
             provider
-            or env.get(ENV_PREFIX + "PROVIDER")
+            or settings.value(ENV_PREFIX + "PROVIDER", env)
             or ("anthropic" if model.lower().startswith("claude") else "openai")
         )
-        base_url = base_url or env.get(ENV_PREFIX + "BASE_URL") or DEFAULT_BASE_URLS.get(kind, "")
+        base_url = base_url or settings.value(ENV_PREFIX + "BASE_URL", env) or DEFAULT_BASE_URLS.get(kind, "")
         if api_key is None:
-            api_key = env.get(ENV_PREFIX + "API_KEY", "")
+            api_key = settings.value(ENV_PREFIX + "API_KEY", env)
             if not api_key and kind in VENDOR_KEY_VARIABLES and base_url == DEFAULT_BASE_URLS.get(kind):
                 api_key = env.get(VENDOR_KEY_VARIABLES[kind], "")
         return cls(kind=kind, model=model, base_url=base_url, api_key=api_key, **options)

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import threading
 from pathlib import Path
 
-from .. import catalog
+from .. import catalog, settings
 from ..catalog import APPLICATIONS, FORMATS, TRACKS
 from ..registry import ActionSpec
 from .sessions import add_session_arguments, close_session, prepare_session_arguments, session_registry
@@ -51,7 +50,7 @@ def add_commands(subparsers) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     from .rest import RestService, SceneThreadExecutor, make_http_server, new_token
 
-    token = os.environ.get("MEDOPENCLAW_TOKEN") or new_token()
+    token = settings.value("MEDOPENCLAW_TOKEN") or new_token()
     prepare_session_arguments(args)
     registry = session_registry(args, header={"front_end": "rest", "app": args.app}, save_images=args.trace is not None,
                                 background=True)
@@ -60,7 +59,7 @@ def run_serve(args: argparse.Namespace) -> int:
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     print(f"MedOpenClaw REST on http://127.0.0.1:{httpd.server_address[1]} ({args.app}, track {args.track})",
           flush=True)
-    if "MEDOPENCLAW_TOKEN" not in os.environ:
+    if not settings.is_set("MEDOPENCLAW_TOKEN"):
         print(f"bearer token: {token}", flush=True)
     try:
         executor.run()  # the scene's thread: requests are executed here, one at a time

@@ -32,7 +32,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from .. import __version__
+from .. import __version__, settings
 
 INSTRUCTIONS = {
     "radiology": "Named, audited 3D viewer actions. Screen points are 0..999 from the top-left of the displayed "
@@ -457,14 +457,14 @@ def _run(args: argparse.Namespace) -> int:
 
         from .http_guard import uvicorn_limits
 
-        token = os.environ.get("MEDOPENCLAW_TOKEN") or new_token()
+        token = settings.value("MEDOPENCLAW_TOKEN") or new_token()
         listener = loopback_socket(args.port)
         app = http_app(server, token, max_sessions=args.max_sessions, idle_s=args.session_idle)
         http = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on", **uvicorn_limits()))
         target, stop = (lambda: http.run(sockets=[listener])), http
         print(f"MedOpenClaw MCP (Streamable HTTP) on http://127.0.0.1:{listener.getsockname()[1]}{HTTP_PATH}",
               flush=True)
-        if "MEDOPENCLAW_TOKEN" not in os.environ:
+        if not settings.is_set("MEDOPENCLAW_TOKEN"):
             print(f"bearer token: {token}", flush=True)
 
     def protocol() -> None:

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from .. import settings
 from ..audit import AuditTrace
 from ..registry import ActionRegistry
 from ..replay import replay_records
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None, builders: dict[str, Callable[..., Action
     parser.add_argument("--ready-file", required=True)
     parser.add_argument("--parent-pid", type=int, help="exit when this process (the runner) is gone")
     args = parser.parse_args(argv)
-    token = os.environ.get(TOKEN_ENV)
+    token = settings.value(TOKEN_ENV)
     if not token:
         parser.error(f"{TOKEN_ENV} must be set")
     faulthandler.enable()  # a native crash leaves the Python stack in worker.log

@@ -12,7 +12,6 @@ Slicer's ``sys.path``.
 """
 
 import importlib.util
-import os
 import sys
 from pathlib import Path
 
@@ -37,6 +36,7 @@ def main() -> int:
     import argparse
 
     load_package()
+    from MedOpenClawLib import settings
     from MedOpenClawLib.worker.protocol import TOKEN_ENV
     from MedOpenClawLib.worker.service import WorkerService, serve_worker
 
@@ -45,7 +45,7 @@ def main() -> int:
     parser.add_argument("--ready-file", required=True)
     parser.add_argument("--parent-pid", type=int, help="exit when this process (the runner) is gone")
     args = parser.parse_args(sys.argv[1:])
-    token = os.environ.get(TOKEN_ENV)
+    token = settings.value(TOKEN_ENV)
     if not token:
         print(f"{TOKEN_ENV} must be set", file=sys.stderr)
         return 2
