@@ -14,10 +14,8 @@ import time
 import traceback
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, lru_cache
 from typing import Any, Protocol
-
-import jsonschema
 
 from .audit import AuditTrace, recordable
 from .hygiene import bounded_message, check_arguments, preview, refused_input
@@ -31,12 +29,20 @@ ACTORS = ("agent", "human", "system")
 def _full_match_pattern(validator, pattern: str, instance: Any, schema: dict):
     """``pattern`` with full-match semantics: Python's ``$`` also matches before a final newline, so a schema's
     ``^[a-z]+$`` would otherwise let ``"x\\n"`` through."""
+    import jsonschema
+
     if validator.is_type(instance, "string") and re.fullmatch(pattern, instance) is None:
         yield jsonschema.ValidationError(f"{preview(instance)} does not match {pattern!r}")
 
 
-# the registry's schemas: Draft 2020-12 with whole-string patterns
-FullMatchValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"pattern": _full_match_pattern})
+@lru_cache(maxsize=1)
+def full_match_validator() -> type:
+    """The registry's schema validator: Draft 2020-12 with whole-string patterns. Made on first use, so a front-end
+    that only lists actions (the MCP server answering ``tools/list`` while its viewer boots) never imports
+    jsonschema."""
+    import jsonschema
+
+    return jsonschema.validators.extend(jsonschema.Draft202012Validator, {"pattern": _full_match_pattern})
 
 
 def unrecordable_reason(error: Exception) -> tuple[str, str]:
@@ -133,19 +139,23 @@ class Action(ActionSpec):
     schema, strict JSON-schema clients flag their untyped branches) and stated in the description instead.
     """
 
-    handler: Callable[..., Result] = field(kw_only=True)
-    rules: dict = field(default_factory=dict, kw_only=True)
+    # keywords in practice (``handler=``, ``rules=``); defaults only because ActionSpec's ``tracks`` has one, and
+    # dataclass ``kw_only`` does not exist in Slicer's Python 3.9
+    handler: Callable[..., Result] | None = None
+    rules: dict = field(default_factory=dict)
 
     def __post_init__(self):
         """A declared schema is checked once, where it is declared; a description (:class:`ActionSpec`) is the
         listing of actions already checked (the catalog, a supervised child's), so listing one costs nothing."""
         super().__post_init__()
-        jsonschema.Draft202012Validator.check_schema({**self.parameters, **self.rules})
+        if not callable(self.handler):
+            raise TypeError(f"{self.name}: an action needs a handler")
+        full_match_validator().check_schema({**self.parameters, **self.rules})
 
     @cached_property
-    def validator(self) -> jsonschema.protocols.Validator:
+    def validator(self) -> Any:
         """Built once: constructing a validator per call costs more than validating."""
-        return FullMatchValidator({**self.parameters, **self.rules})
+        return full_match_validator()({**self.parameters, **self.rules})
 
 
 ROOT_RULES = {"anyOf": "Give {}.", "oneOf": "Give exactly one of: {}."}
