@@ -2,6 +2,18 @@
 
 Each record carries ``prev_hash`` and its own ``hash`` (sha256 of the canonical JSON of the record without the
 ``hash`` key), so editing, inserting or removing any record breaks the chain from that point on.
+
+Viewer state is stored as deltas, so a trace grows linearly with its calls (a full snapshot per record grew
+quadratically: every record repeated the whole evidence list). An action record holds either ``state`` (a full
+snapshot: the first action record, and whenever the deltas written since the last snapshot outweigh one) or
+``state_delta`` against the state after the previous action record::
+
+    {}                                   unchanged
+    {"$set": value}                      replaced
+    {"$append": [items]}                 a list that grew at its end
+    {"$keys": {key: delta}, "$drop": [keys]}   an object with some keys changed, added or removed
+
+:func:`action_states` and :func:`state_at` rebuild the full state after any record.
 """
 
 from __future__ import annotations
@@ -17,7 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .hygiene import preview
+from .hygiene import bounded_message, preview
+from .names import UnsafeName, regular_file
 from .result import Result
 
 GENESIS = "0" * 64
@@ -96,6 +109,84 @@ def read_anchor(trace_path: str | os.PathLike) -> dict | None:
     return anchor if isinstance(anchor, dict) else None
 
 
+def _same(old: Any, new: Any) -> bool:
+    """Equal as JSON text: ``1``, ``1.0`` and ``True`` compare equal in Python but are different records."""
+    if type(old) is not type(new):
+        return False
+    if isinstance(old, dict):
+        return old.keys() == new.keys() and all(_same(value, new[key]) for key, value in old.items())
+    if isinstance(old, list):
+        return len(old) == len(new) and all(_same(left, right) for left, right in zip(old, new))
+    return old == new
+
+
+def state_delta(old: Any, new: Any) -> dict:
+    """The delta (grammar in the module docstring) that turns ``old`` into ``new`` exactly."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        changed = {key: state_delta(old[key], value) if key in old else {"$set": value}
+                   for key, value in new.items() if key not in old or not _same(old[key], value)}
+        delta: dict = {"$keys": changed} if changed else {}
+        dropped = [key for key in old if key not in new]
+        if dropped:
+            delta["$drop"] = dropped
+        return delta
+    if _same(old, new):
+        return {}
+    if isinstance(old, list) and isinstance(new, list) and len(new) > len(old) and _same(new[:len(old)], old):
+        return {"$append": new[len(old):]}
+    return {"$set": new}
+
+
+class StateDeltaError(ValueError):
+    """A recorded delta does not apply to the state it follows (a malformed or reordered trace)."""
+
+
+def apply_state_delta(old: Any, delta: Any) -> Any:
+    """``old`` changed by ``delta``; iterative over the delta's nesting is not needed: deltas are as deep as
+    the state, which the registry builds itself. Malformed deltas raise :class:`StateDeltaError`."""
+    if not isinstance(delta, dict):
+        raise StateDeltaError(f"a state delta must be an object, not {type(delta).__name__}")
+    if not delta:
+        return old
+    if "$set" in delta:
+        return delta["$set"]
+    if "$append" in delta:
+        if not isinstance(old, list) or not isinstance(delta["$append"], list):
+            raise StateDeltaError("$append applies to a list only")
+        return old + delta["$append"]
+    if not isinstance(old, dict) or not isinstance(delta.get("$keys", {}), dict) \
+            or not isinstance(delta.get("$drop", []), list):
+        raise StateDeltaError("$keys/$drop apply to an object only")
+    new = {key: value for key, value in old.items() if key not in delta.get("$drop", [])}
+    for key, change in delta.get("$keys", {}).items():
+        new[key] = apply_state_delta(old.get(key), change)
+    return new
+
+
+def action_states(records: list[dict]) -> list[tuple[dict, dict | None]]:
+    """(action record, full state after it) for every action record, in order. Before the first full snapshot
+    (a window of a longer trace) the state is unknown: None."""
+    states: list[tuple[dict, dict | None]] = []
+    current: dict | None = None
+    for record in records:
+        if not isinstance(record, dict) or record.get("kind") != "action":
+            continue
+        if isinstance(record.get("state"), dict):
+            current = record["state"]
+        elif current is not None and "state_delta" in record:
+            current = apply_state_delta(current, record["state_delta"])
+        states.append((record, current))
+    return states
+
+
+def state_at(records: list[dict], seq: int) -> dict | None:
+    """The full viewer state after the action record numbered ``seq`` (None if it is no action record)."""
+    for record, state in action_states(records):
+        if record.get("seq") == seq:
+            return state
+    return None
+
+
 def record_hash(record: dict) -> str:
     body = {key: value for key, value in record.items() if key != "hash"}
     return sha256_bytes(canonical_json(body).encode("utf-8"))
@@ -119,6 +210,8 @@ class AuditTrace:
         self._listeners: list[Callable[[dict], None]] = []
         self._lock = threading.Lock()
         self._last_hash = GENESIS
+        self.last_state: dict | None = None  # the full state of the last action record (deltas are against it)
+        self._delta_bytes = 0  # bytes of deltas written since the last full snapshot
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.path.exists():  # a new episode on the same path: its old records and images are stale
@@ -167,6 +260,7 @@ class AuditTrace:
         extra: dict | None = None,
         round_id: object = None,
     ) -> dict:
+        state_fields, delta_bytes = self._state_fields(state)
         artifacts = list(result.artifacts)
         if self.save_images and result.images:
             artifacts.extend(self._write_images(result))
@@ -178,7 +272,7 @@ class AuditTrace:
             "status": "ok" if result.ok else "error",
             "error": result.error,
             "result": {"data": result.data, "images": [image.to_json(inline=False) for image in result.images]},
-            "state": state,
+            **state_fields,
             "artifacts": artifacts,
             "duration_ms": round(duration_ms, 3),
         }
@@ -186,7 +280,21 @@ class AuditTrace:
             record["round"] = round_id
         if extra:
             record["extra"] = redact(extra)
-        return self._append(record)
+        written = self._append(record)
+        self.last_state, self._delta_bytes = state, delta_bytes
+        return written
+
+    def _state_fields(self, state: dict) -> tuple[dict, int]:
+        """(``{"state": full}`` or ``{"state_delta": delta}``, delta bytes since the last snapshot after it): a
+        snapshot again once the deltas since the last one outweigh it, so reconstruction never starts far back
+        and the bytes stay linear in the calls (snapshot bytes never exceed delta bytes)."""
+        if self.last_state is None:
+            return {"state": state}, 0
+        delta = state_delta(self.last_state, state)
+        size = len(canonical_json(delta))
+        if self._delta_bytes + size > len(canonical_json(state)):
+            return {"state": state}, 0
+        return {"state_delta": delta}, self._delta_bytes + size
 
     def _write_images(self, result: Result) -> list[dict]:
         directory = self.image_dir
@@ -230,9 +338,42 @@ class AuditTrace:
         return [record for record in self.records if record["kind"] == "action"]
 
 
-def read_trace(path: str | os.PathLike) -> list[dict]:
+def read_trace(path: str | os.PathLike) -> list:
+    """The records of a trace file, as written (a crafted trace may hold anything: callers check types). Only a
+    regular file is opened (never a FIFO or ``/dev/zero``); a line too deeply nested for the parser raises
+    ``ValueError`` like any other malformed line."""
+    path = regular_file(path)
+    records = []
     with open(path, encoding="utf-8") as handle:
-        return [json.loads(line) for line in handle if line.strip()]
+        for number, line in enumerate(handle):
+            if line.strip():
+                try:
+                    records.append(json.loads(line))
+                except RecursionError as error:
+                    raise ValueError(f"line {number + 1} is nested too deeply") from error
+    return records
+
+
+def artifact_problem(artifacts: object, base: Path) -> str | None:
+    """Why the artifacts of a record do not check out, or None. A path is only opened when it lies in the trace's
+    folder (``base``) and is a regular file: a crafted trace can neither make verify hash ``/dev/zero`` nor use
+    it as an oracle on files elsewhere."""
+    if not isinstance(artifacts, list):
+        return "its artifacts are not a list"
+    for artifact in artifacts:
+        if not isinstance(artifact, dict) or not isinstance(artifact.get("path"), str) \
+                or not isinstance(artifact.get("sha256"), str):
+            return f"artifact {preview(artifact)} is not a {{path, sha256}} object"
+        shown = preview(artifact["path"])
+        try:
+            target = regular_file(base / artifact["path"], inside=base)
+        except (UnsafeName, OSError) as error:
+            if "outside" in str(error):
+                return f"artifact {shown} lies outside the trace's folder; it was not opened"
+            return f"artifact {shown} is missing or not a regular file"
+        if sha256_file(target) != artifact["sha256"]:
+            return f"artifact {shown} changed"
+    return None
 
 
 @dataclass
@@ -241,11 +382,14 @@ class VerifyReport:
     records: int
     first_bad_seq: int | None = None
     message: str = ""
-    anchored: bool = False  # checked against a record count and head hash held outside the trace
+    anchored: bool = False  # checked against a record count and head hash
+    # "given": kept out of band by the run's owner (--expect-head, --anchor); "sidecar": the file beside the
+    # trace, which whoever can rewrite the trace can rewrite too; "none"
+    anchor_source: str = "none"
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "records": self.records, "first_bad_seq": self.first_bad_seq, "message": self.message,
-                "anchored": self.anchored}
+                "anchored": self.anchored, "anchor_source": self.anchor_source}
 
 
 def verify_trace(path: str | os.PathLike, check_artifacts: bool = True, anchor: dict | None = None) -> VerifyReport:
@@ -253,25 +397,31 @@ def verify_trace(path: str | os.PathLike, check_artifacts: bool = True, anchor: 
     ``anchor`` (default: its sidecar) says: the chain alone cannot show records removed from the end."""
     try:
         records = read_trace(path)
-    except (OSError, json.JSONDecodeError) as error:
-        return VerifyReport(False, 0, 0, f"unreadable trace: {error}")
+    except (OSError, ValueError) as error:  # UnsafeName, JSONDecodeError and UnicodeDecodeError are ValueErrors
+        return VerifyReport(False, 0, 0, f"unreadable trace: {bounded_message(str(error))}")
     previous = GENESIS
     base = Path(path).parent
     for index, record in enumerate(records):
+        if not isinstance(record, dict) or not isinstance(record.get("hash"), str):
+            return VerifyReport(False, len(records), index, f"record {index} is not a trace record "
+                                                            f"({type(record).__name__})")
         seq = record.get("seq")
         if seq != index:
             return VerifyReport(False, len(records), index, f"record {index} has seq {seq}: a record was removed")
         if record.get("prev_hash") != previous:
             return VerifyReport(False, len(records), index, f"record {index} does not chain to its predecessor")
-        if record_hash(record) != record.get("hash"):
+        try:
+            intact = record_hash(record) == record["hash"]
+        except (ValueError, TypeError, RecursionError):  # NaN, unencodable text: not something a trace writes
+            intact = False
+        if not intact:
             return VerifyReport(False, len(records), index, f"record {index} was modified after it was written")
         if check_artifacts:
-            for artifact in record.get("artifacts", []):
-                target = base / artifact["path"]
-                if not target.exists() or sha256_file(target) != artifact["sha256"]:
-                    message = f"artifact {artifact['path']} of record {index} is missing or changed"
-                    return VerifyReport(False, len(records), index, message)
+            problem = artifact_problem(record.get("artifacts", []), base)
+            if problem:
+                return VerifyReport(False, len(records), index, f"record {index}: {problem}")
         previous = record["hash"]
+    source = "given" if anchor is not None else "sidecar"
     anchor = anchor if anchor is not None else read_anchor(path)
     if anchor is None:
         message = f"{len(records)} records, chain intact (no anchor: removing final records would go unnoticed)"
@@ -280,6 +430,14 @@ def verify_trace(path: str | os.PathLike, check_artifacts: bool = True, anchor: 
     if (expected_count is not None and expected_count != len(records)) or (
             expected_head is not None and expected_head != previous):
         message = (f"the trace holds {len(records)} records (head {previous[:12]}) but its anchor says "
-                   f"{expected_count} (head {str(expected_head)[:12]}): records were removed or added at the end")
-        return VerifyReport(False, len(records), min(len(records), expected_count or len(records)), message, True)
-    return VerifyReport(True, len(records), None, f"{len(records)} records, chain intact, anchor matches", True)
+                   f"{preview(expected_count)} (head {preview(expected_head, 12)}): records were removed or added at "
+                   "the end, or the trace was rewritten")
+        first_bad = min(len(records), expected_count) if isinstance(expected_count, int) else len(records)
+        return VerifyReport(False, len(records), first_bad, message, True, source)
+    if source == "sidecar":
+        message = (f"{len(records)} records, chain intact, sidecar anchor matches (the sidecar lies beside the trace: "
+                   "someone able to rewrite both goes unnoticed; check against a head kept elsewhere with "
+                   "--expect-head/--expect-records or --anchor)")
+    else:
+        message = f"{len(records)} records, chain intact, the anchor kept out of band matches"
+    return VerifyReport(True, len(records), None, message, True, source)

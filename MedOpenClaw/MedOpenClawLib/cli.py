@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from . import settings
+from .sinks import terminal_text
 
 # module path -> it defines add_commands(subparsers) registering one or more sub-commands
 COMMAND_MODULES = (
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:
         if settings.is_set("MEDOPENCLAW_DEBUG"):
             raise
-        print(f"error: {describe(error)}", file=sys.stderr)
+        print(f"error: {terminal_text(describe(error))}", file=sys.stderr)
         return EXIT_USAGE
 
 

@@ -9,13 +9,17 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .hygiene import preview, text_problem
+from .hygiene import preview
+from .names import name_problem
 from .result import ActionError
 
 TRACKS = ("A", "B")
 
 
 MAX_SCAN_ENTRIES = 100_000
+# evidence items one session may hold: an episode records a handful; without a ceiling a looping agent grows
+# memory, the scene's markups and every rollback checkpoint without end
+MAX_EVIDENCE_ITEMS = 1000
 
 
 @dataclass
@@ -26,6 +30,7 @@ class DirectoryScan:
     files: list[Path]
     directories: list[Path]
     skipped: int = 0
+    unsafe_names: list[str] = field(default_factory=list)  # previews of names refused by the name hygiene
 
 
 class DataRootPolicy:
@@ -44,13 +49,16 @@ class DataRootPolicy:
         artifact folder), otherwise ``path_not_allowed``; ``not_found`` if it does not exist."""
         if not isinstance(path, str) or not path:
             raise ActionError("invalid_argument", "a non-empty path string is required")
-        problem = text_problem(path)
+        problem = name_problem(path)
         if problem:
             raise ActionError("invalid_argument", f"path {preview(path)} {problem}")
         candidate = Path(path)
         if not candidate.is_absolute() and self.roots:
             candidate = self.roots[0] / candidate
         real = _real_path(candidate, path)
+        problem = name_problem(str(real))
+        if problem:  # a link whose target's name no action could type (or no viewer could take)
+            raise ActionError("unsafe_name", f"{preview(path)} leads to {preview(str(real))}, which {problem}")
         extra = tuple(Path(root).resolve() for root in extra_roots)
         if not self.allows(real, extra):
             raise ActionError(
@@ -68,7 +76,9 @@ class DataRootPolicy:
     def scan(self, directory: Path, recursive: bool = True) -> DirectoryScan:
         """Every file below ``directory`` (a path :meth:`resolve` returned), breadth-first and sorted. Each entry
         is resolved: links leading outside the roots, dangling links and loops are skipped and counted;
-        directory links inside the roots are followed once."""
+        directory links inside the roots are followed once. A name the name hygiene refuses (bytes that are not
+        UTF-8, control or bidirectional characters) is skipped and listed in ``unsafe_names``: it never reaches a
+        reader (a non-UTF-8 name aborts Slicer's archetype reader) or a volume name."""
         found = DirectoryScan([], [])
         pending, visited, entries = [directory], {directory.resolve()}, 0
         while pending:
@@ -85,6 +95,9 @@ class DataRootPolicy:
                     raise ActionError("too_many_files", f"{directory.name} holds more than {MAX_SCAN_ENTRIES} "
                                                         "entries; open a sub-folder")
                 path = Path(child.path)
+                if name_problem(child.name):
+                    found.unsafe_names.append(preview(child.name, 40))
+                    continue
                 try:
                     real = path.resolve(strict=True)
                     is_dir = real.is_dir()
@@ -127,6 +140,12 @@ class SessionPolicy:
     def __post_init__(self):
         if self.track not in TRACKS:
             raise ValueError(f"track must be one of {TRACKS}, got {self.track!r}")
+
+    def check_evidence_room(self, items: int) -> None:
+        """Refuse a new evidence item once the session holds :data:`MAX_EVIDENCE_ITEMS`."""
+        if items >= MAX_EVIDENCE_ITEMS:
+            raise ActionError("evidence_full", f"the session already holds {items} evidence items (at most "
+                                               f"{MAX_EVIDENCE_ITEMS}); give the final answer")
 
     def charge_round(self, round_id: object) -> None:
         """Count a new agent round (calls sharing a ``round_id`` count once); refuse when the budget is spent."""

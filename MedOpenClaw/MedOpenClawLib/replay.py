@@ -1,7 +1,9 @@
 """Replay: re-execute a trace's actions on a fresh session and compare every recorded viewer-state snapshot.
 
-The trace's ``session_config`` record says how to rebuild the session (application, track, data roots), so a
-trace is self-describing. Model receipts and other non-action records are skipped.
+The trace's ``session_config`` record says how to rebuild the session (application, track, viewport), except
+for what it may read: the data roots always come from the caller (the command line, the server's own
+configuration), never from the trace under check, whose recorded roots a crafted trace could widen. Model
+receipts and other non-action records are skipped.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .audit import read_trace
+from .audit import StateDeltaError, action_states, read_trace
 from .registry import ActionRegistry
 
 IGNORED_STATE_KEYS = ("time",)
@@ -39,13 +41,15 @@ def session_config(records: list[dict]) -> dict:
     raise ValueError("the trace has no session_config record; it cannot be replayed")
 
 
-def build_from_config(config: dict, data_roots: list[str | os.PathLike] | None = None,
+def build_from_config(config: dict, data_roots: list[str | os.PathLike],
                       artifacts_dir: str | os.PathLike | None = None) -> ActionRegistry:
     """A fresh headless session like the recorded one: a replay started inside the Slicer GUI (or against a
     QuPath-backed trace) never touches the user's viewer. A session that had an artifact folder gets
     ``artifacts_dir`` (artifacts get the same names there, see ``fresh_path``)."""
+    if not isinstance(config, dict):
+        raise ValueError("the trace's session_config is not an object")
     app = config.get("app", "slicer")
-    roots = data_roots or config.get("data_roots")
+    roots = list(data_roots)
     options = {"track": config.get("track", "A"), "max_rounds": config.get("max_rounds")}
     if app == "slicer":
         from .session import build_headless_slicer_registry
@@ -101,12 +105,16 @@ def replay_records(registry: ActionRegistry, records: list[dict]) -> ReplayRepor
 
     Shared by :func:`replay_trace` and by the crash supervisor, which restores a restarted viewer this way.
     """
+    try:
+        actions = action_states(records)
+    except StateDeltaError as error:
+        return ReplayReport(False, 0, None, f"the trace's state deltas do not apply: {error}")
     with images_without_pixels(registry):
-        return _replay(registry, [record for record in records if record.get("kind") == "action"])
+        return _replay(registry, actions)
 
 
-def _replay(registry: ActionRegistry, actions: list[dict]) -> ReplayReport:
-    for record in actions:
+def _replay(registry: ActionRegistry, actions: list[tuple[dict, dict | None]]) -> ReplayReport:
+    for record, expected_state in actions:
         # the recorded arguments exactly: ``[]`` must be refused again, not replayed as ``{}``
         result = registry.call(record["action"], record.get("arguments"), actor=record.get("actor", "agent"),
                                round_id=record.get("round"))
@@ -116,16 +124,17 @@ def _replay(registry: ActionRegistry, actions: list[dict]) -> ReplayReport:
             return ReplayReport(False, len(actions), record["seq"],
                                 f"{record['action']}: recorded {record.get('status')}, replayed {status}"
                                 f" ({(result.error or {}).get('message', '')})")
-        difference = first_difference(record.get("state"), actual_state)
+        difference = first_difference(expected_state, actual_state)
         if difference:
             return ReplayReport(False, len(actions), record["seq"], f"{record['action']}: {difference}",
-                                record.get("state"), actual_state)
+                                expected_state, actual_state)
     return ReplayReport(True, len(actions), None, f"all {len(actions)} action snapshots match")
 
 
-def replay_trace(path: str | os.PathLike, data_roots: list[str | os.PathLike] | None = None,
+def replay_trace(path: str | os.PathLike, data_roots: list[str | os.PathLike],
                  artifacts_dir: str | os.PathLike | None = None) -> ReplayReport:
-    """``artifacts_dir`` receives what the replayed session writes (default: a temporary folder)."""
+    """Replay with the session reading only ``data_roots`` (the caller's, never the trace's);
+    ``artifacts_dir`` receives what the replayed session writes (default: a temporary folder)."""
     if artifacts_dir is None:
         with tempfile.TemporaryDirectory(prefix="medopenclaw-replay-") as scratch:
             return replay_trace(path, data_roots, scratch)

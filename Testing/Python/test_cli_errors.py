@@ -19,7 +19,7 @@ HEAVY = ("slicer", "slicer_core", "vtk", "vtkmodules", "torch", "monai")
 
 
 @pytest.mark.parametrize("argv", [
-    ["replay", "/nonexistent/trace.jsonl"],
+    ["replay", "/nonexistent/trace.jsonl", "--data-root", "/nonexistent"],
     ["bench", "score", "--module", "lumiere", "--cases", "/nonexistent", "--responses", "/nonexistent.jsonl"],
     ["bench", "report", "/nonexistent"],
     ["bench", "prepare", "--module", "lumiere", "--source", "/nonexistent", "--out", "{tmp}/prepared"],

@@ -8,7 +8,7 @@ import threading
 import pytest
 from gui_fixtures import slicer_session
 
-from MedOpenClawLib.audit import AuditTrace
+from MedOpenClawLib.audit import AuditTrace, state_at
 from MedOpenClawLib.gui.audit_table import AuditFilter, AuditTableModel, LiveAuditFeed
 from MedOpenClawLib.gui.view_restore import plan_restore, restore_view
 
@@ -95,11 +95,11 @@ def test_restore_this_view_uses_audited_human_actions(session):
     state = session.context.state()
     assert state["active_volume"] == "FLAIR"
     assert state["views"]["axial"]["offset_mm"] == pytest.approx(4.0)
-    assert state["views"]["axial"]["field_of_view_mm"] == pytest.approx(bookmark["state"]["views"]["axial"]
-                                                                       ["field_of_view_mm"])
+    recorded = state_at(session.trace.records, bookmark["seq"])
+    assert state["views"]["axial"]["field_of_view_mm"] == pytest.approx(recorded["views"]["axial"]["field_of_view_mm"])
     added = session.trace.records[before:]
     assert added and all(r["actor"] == "human" and r["extra"]["restore_view_of"] == bookmark["seq"] for r in added)
-    assert plan_restore(session.context.state(), bookmark["state"]) == []  # nothing left to do
+    assert plan_restore(session.context.state(), recorded) == []  # nothing left to do
 
 
 def test_restore_refuses_records_without_state(session):

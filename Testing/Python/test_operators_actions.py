@@ -13,7 +13,7 @@ import torch
 from conftest_operators import lesion_volume, phantom_volume, rotation_matrix
 from runtime_fixtures import call_error, call_ok, write_dicom_series
 
-from MedOpenClawLib.audit import AuditTrace, verify_trace
+from MedOpenClawLib.audit import AuditTrace, state_at, verify_trace
 from MedOpenClawLib.operators import scene_nodes, vista3d
 from MedOpenClawLib.session import build_slicer_registry
 
@@ -70,7 +70,7 @@ def test_registration_workflow_and_fusion_warnings(session):
     record = registry.trace.actions()[-1]
     assert record["action"] == "register_volumes" and record["result"]["data"]["matrix_ras"] == result.data[
         "matrix_ras"]
-    graph = record["state"]["artifacts"]
+    graph = state_at(registry.trace.records, record["seq"])["artifacts"]
     assert graph["transforms"][0]["moving"] == result.data["inputs"]["moving_volume_id"]
 
     resampled = call_ok(registry, "resample_volume", volume_name="followup", transform_name=transform_id,

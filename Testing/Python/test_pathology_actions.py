@@ -8,7 +8,7 @@ import conftest_pathology
 import pytest
 from conftest_pathology import REGIONS, SLIDE_SIZE
 
-from MedOpenClawLib.audit import AuditTrace, verify_trace
+from MedOpenClawLib.audit import AuditTrace, action_states, verify_trace
 from MedOpenClawLib.pathology.actions import MODEL_VISIBLE_ACTIONS, PathologyContext, build_pathology_registry
 from MedOpenClawLib.pathology.summaries import direct_state_summary, gui_state_summary
 from MedOpenClawLib.pathology.viewer import HeadlessWsiViewer
@@ -207,9 +207,9 @@ def test_budget_and_audit(slide_root, tmp_path):
     assert registry.call("pan", {"direction": "up", "amount": 0.1}, round_id=2).ok
     refused = registry.call("pan", {"direction": "up", "amount": 0.1}, round_id=3)
     assert refused.error["code"] == "budget_exhausted"
-    actions = registry.trace.actions()
-    assert [record["status"] for record in actions] == ["ok", "ok", "ok", "error"]
-    assert actions[1]["state"]["viewer"]["view"]["downsample"] < actions[0]["state"]["viewer"]["view"]["downsample"]
+    actions = action_states(registry.trace.records)
+    assert [record["status"] for record, _ in actions] == ["ok", "ok", "ok", "error"]
+    assert actions[1][1]["viewer"]["view"]["downsample"] < actions[0][1]["viewer"]["view"]["downsample"]
     assert verify_trace(tmp_path / "t.jsonl").ok
 
 

@@ -7,7 +7,15 @@ import json
 import pytest
 from runtime_fixtures import lesion_center_ras, oblique_lps_affine, phantom, write_nifti
 
-from MedOpenClawLib.audit import AuditTrace, anchor_path, read_anchor, read_trace, record_hash, verify_trace
+from MedOpenClawLib.audit import (
+    AuditTrace,
+    action_states,
+    anchor_path,
+    read_anchor,
+    read_trace,
+    record_hash,
+    verify_trace,
+)
 from MedOpenClawLib.cli import main
 from MedOpenClawLib.session import build_slicer_registry
 
@@ -62,7 +70,9 @@ def test_trace_records_every_action_with_state_and_artifacts(recorded):
     actions = [record for record in records if record["kind"] == "action"]
     assert len(actions) == 31
     assert [record["kind"] for record in records[:2]] == ["session_start", "session_config"]
-    assert all("state" in record and record["hash"] == record_hash(record) for record in actions)
+    assert all(("state" in record or "state_delta" in record) and record["hash"] == record_hash(record)
+               for record in actions)
+    assert all(isinstance(state, dict) and state.get("views") for _, state in action_states(records))
     failed = [record for record in actions if record["status"] == "error"]
     assert [(record["action"], record["error"]["code"]) for record in failed] == [("set_slice_offset",
                                                                                     "out_of_range")]
@@ -71,8 +81,8 @@ def test_trace_records_every_action_with_state_and_artifacts(recorded):
 
 
 def test_replay_of_a_thirty_action_trace_matches(recorded, capsys):
-    path, _ = recorded
-    assert main(["replay", str(path)]) == 0
+    path, root = recorded
+    assert main(["replay", str(path), "--data-root", str(root)]) == 0
     assert json.loads(capsys.readouterr().out)["actions"] == 31
 
 
@@ -80,7 +90,7 @@ def test_replay_reports_first_differing_snapshot(recorded, capsys):
     path, root = recorded
     records = read_trace(path)
     write_nifti(root / "FLAIR.nii.gz", phantom(2)[:, :, :20], oblique_lps_affine())  # the data changed
-    assert main(["replay", str(path)]) == 1
+    assert main(["replay", str(path), "--data-root", str(root)]) == 1
     report = json.loads(capsys.readouterr().out)
     assert report["first_mismatch_seq"] == records[2]["seq"]  # open_case: FLAIR has other bounds now
     assert report["message"].startswith("open_case: ") and report["expected"] != report["actual"]
@@ -170,7 +180,7 @@ def test_replay_of_a_pathology_trace_uses_the_recorded_viewport(tmp_path, capsys
                             ("record_view_as_evidence", {"label": "focus"}), ("zoom", {"amount": -1})]:
         registry.call(name, arguments)
     assert read_trace(path)[1]["payload"]["viewport"] == [640, 480]
-    assert main(["replay", str(path)]) == 0, capsys.readouterr().out
+    assert main(["replay", str(path), "--data-root", str(root)]) == 0, capsys.readouterr().out
 
 
 def test_replay_charges_the_round_budget_as_the_episode_did(tmp_path, capsys):
@@ -184,7 +194,7 @@ def test_replay_charges_the_round_budget_as_the_episode_did(tmp_path, capsys):
     assert registry.call("get_slice_offset_range", {"view": "axial"}, round_id=2).ok
     assert registry.call("ping", {}, round_id=3).error["code"] == "budget_exhausted"
     assert [record.get("round") for record in read_trace(path) if record["kind"] == "action"] == [1, 1, 2, 3]
-    assert main(["replay", str(path)]) == 0, capsys.readouterr().out
+    assert main(["replay", str(path), "--data-root", str(root)]) == 0, capsys.readouterr().out
 
 
 def test_a_new_trace_on_an_old_path_removes_the_old_images(recorded):

@@ -22,7 +22,7 @@ from runtime_fixtures import (
     write_nifti,
 )
 
-from MedOpenClawLib.audit import AuditTrace, read_trace, verify_trace
+from MedOpenClawLib.audit import AuditTrace, read_trace, state_at, verify_trace
 from MedOpenClawLib.hygiene import MAX_DEPTH, check_arguments
 from MedOpenClawLib.policy import DataRootPolicy, SessionPolicy
 from MedOpenClawLib.registry import ActionRegistry, Toolset
@@ -181,7 +181,7 @@ def test_registry_call_never_raises_and_always_audits_with_rollback(tmp_path, re
     assert not result.ok and result.error["code"] == code
     assert registry.context.value == 1, "the change was not rolled back"
     records = read_trace(registry.trace.path)
-    assert records[-1]["status"] == "error" and records[-1]["state"] == {"value": 1}
+    assert records[-1]["status"] == "error" and state_at(records, records[-1]["seq"]) == {"value": 1}
     assert verify_trace(registry.trace.path).ok
 
 
@@ -289,12 +289,12 @@ def test_refusals_echo_a_bounded_preview_of_the_input(session):
         assert len(message) < 300
 
 
-def test_replay_of_refused_calls_matches(tmp_path, session):
+def test_replay_of_refused_calls_matches(tmp_path, session, data_root):
     """Item 9: a call whose arguments were ``[]`` was replayed as ``{}`` and reported a false mismatch."""
     assert session.call("observe", []).error["code"] == "invalid_argument"
     assert session.call("observe", {"view": [[[[]]]] * 2}).error["code"] == "invalid_argument"
     assert session.call("jump", {"ras": [float("nan"), 0, 0]}).error["code"] == "invalid_argument"
-    report = replay_trace(session.trace.path)
+    report = replay_trace(session.trace.path, [data_root])
     assert report.ok, report.message
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import runtime_fixtures
 from runtime_fixtures import oblique_lps_affine, phantom, write_nifti
 
-from MedOpenClawLib.audit import AuditTrace
+from MedOpenClawLib.audit import AuditTrace, action_states
 from MedOpenClawLib.policy import SessionPolicy
 from MedOpenClawLib.registry import ActionRegistry, Toolset
 from MedOpenClawLib.result import ActionError, Result
@@ -107,7 +107,7 @@ def test_failed_or_crashing_handler_is_rolled_back_and_audited():
     crashed = registry.call("increment", {"crash": True})
     assert crashed.error["code"] == "internal_error" and "ZeroDivisionError" in crashed.error["message"]
     assert registry.context.counter == 1
-    statuses = [(record["action"], record["status"], record["state"]) for record in trace.actions()]
+    statuses = [(record["action"], record["status"], state) for record, state in action_states(trace.records)]
     assert statuses == [("increment", "ok", {"counter": 1}), ("increment", "error", {"counter": 1}),
                         ("increment", "error", {"counter": 1})]
 

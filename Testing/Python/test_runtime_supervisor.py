@@ -78,7 +78,7 @@ def test_segfault_answers_viewer_crashed_and_restores_the_session(tmp_path, data
     assert crash["payload"]["arguments"]["label"] == "CRASH:segv"
     assert "Segmentation fault" in (tmp_path / "viewer" / "worker.log").read_text()  # faulthandler's stack
     assert verify_trace(tmp_path / "trace.jsonl").ok
-    replayed = replay_trace(tmp_path / "trace.jsonl")
+    replayed = replay_trace(tmp_path / "trace.jsonl", [data_root])
     assert replayed.ok, replayed.message
 
 
@@ -124,7 +124,7 @@ def test_supervised_session_matches_the_in_process_one(tmp_path, data_root):
         assert registry.state() == before
         refused = registry.call("set_slice_offset", {"view": "axial", "offset": 1e6})
         assert refused.error["code"] == "out_of_range"  # errors of the restored viewer are the usual ones
-    assert verify_trace(tmp_path / "trace.jsonl").ok and replay_trace(tmp_path / "trace.jsonl").ok
+    assert verify_trace(tmp_path / "trace.jsonl").ok and replay_trace(tmp_path / "trace.jsonl", [data_root]).ok
 
 
 def test_hang_is_stopped_and_repeated_crashes_close_the_session(tmp_path, data_root):
@@ -144,7 +144,7 @@ def test_hang_is_stopped_and_repeated_crashes_close_the_session(tmp_path, data_r
 
     kinds = [record["kind"] for record in read_trace(tmp_path / "trace.jsonl")]
     assert kinds.count(VIEWER_CRASHED) == 2 and kinds.count(VIEWER_UNAVAILABLE) == 1
-    assert verify_trace(tmp_path / "trace.jsonl").ok and replay_trace(tmp_path / "trace.jsonl").ok
+    assert verify_trace(tmp_path / "trace.jsonl").ok and replay_trace(tmp_path / "trace.jsonl", [data_root]).ok
 
 
 def test_a_restore_that_diverges_from_the_trace_closes_the_session(tmp_path, data_root):
@@ -180,7 +180,7 @@ def test_pathology_viewer_is_restored_after_a_crash(tmp_path, slide_root, slide_
         assert crashed.error["code"] == VIEWER_CRASHED and "SIGSEGV" in crashed.error["message"]
         assert registry.state() == before
         assert ok(registry, "record_view_as_evidence", label="second").data["recorded_view"]["index"] == 1
-    assert verify_trace(tmp_path / "wsi.jsonl").ok and replay_trace(tmp_path / "wsi.jsonl").ok
+    assert verify_trace(tmp_path / "wsi.jsonl").ok and replay_trace(tmp_path / "wsi.jsonl", [slide_root]).ok
 
 
 # ------------------------------------------------------------------------------------------ the real front-ends
@@ -214,7 +214,7 @@ def test_rest_serve_answers_viewer_crashed_over_a_real_socket(tmp_path, data_roo
     finally:
         server.terminate()
         server.wait(timeout=30)
-    assert verify_trace(trace).ok and replay_trace(trace).ok
+    assert verify_trace(trace).ok and replay_trace(trace, [data_root]).ok
 
 
 def test_mcp_stdio_answers_viewer_crashed_with_the_official_client(tmp_path, data_root):
@@ -240,4 +240,4 @@ def test_mcp_stdio_answers_viewer_crashed_with_the_official_client(tmp_path, dat
     assert not opened.is_error and crashed.is_error and not listed.is_error
     assert json.loads(crashed.content[0].text)["error"]["code"] == VIEWER_CRASHED
     assert json.loads(listed.content[0].text)["data"]["evidence"] == []
-    assert verify_trace(trace).ok and replay_trace(trace).ok
+    assert verify_trace(trace).ok and replay_trace(trace, [data_root]).ok

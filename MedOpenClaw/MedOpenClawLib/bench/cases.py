@@ -59,6 +59,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..hygiene import preview
+from ..names import UnsafeName, case_id_problem, check_case_id, check_relative, confined, remove_confined
+from ..sinks import write_json
+
 MANIFEST_FORMAT = 1
 USABLE_STEP = "usable files and labels"  # the cohort-filter step of a case skipped for its own data
 CONSISTENT_STEP = "ground truth consistent with its masks"  # a reference that contradicts its own files
@@ -66,6 +70,14 @@ CONSISTENT_STEP = "ground truth consistent with its masks"  # a reference that c
 
 class CaseFormatError(ValueError):
     """A case package (or one of its files) does not follow the documented layout."""
+
+
+def checked_case_id(value: object) -> str:
+    """The case-id validator of :mod:`..names`, raising this module's error (a manifest or response entry)."""
+    try:
+        return check_case_id(value)
+    except UnsafeName as error:
+        raise CaseFormatError(str(error)) from error
 
 
 def check_module(module: str) -> str:
@@ -112,15 +124,36 @@ class Case:
     cases_dir: Path | None = None
 
     def path(self, relative: str) -> Path:
-        """Absolute path of a manifest path (they are stored relative to the cases directory)."""
+        """Absolute path of a manifest path (stored relative to the cases directory); it must lie in the case's
+        ``data/<case_id>`` folder, links resolved, whatever the manifest says."""
         if self.cases_dir is None:
             raise CaseFormatError("case was not loaded from a cases directory")
-        return (self.cases_dir / relative).resolve()
+        try:
+            check_relative(relative, self.data_dir, f"case {self.case_id} path")
+            root = confined(self.cases_dir / "data", self.case_id).resolve()
+            real = (self.cases_dir / relative).resolve()
+        except UnsafeName as error:
+            raise CaseFormatError(str(error)) from error
+        if real != root and root not in real.parents:
+            raise CaseFormatError(f"case {self.case_id}: {relative} leads outside its data folder")
+        return real
 
     @property
     def data_root(self) -> Path:
         """The directory to allow in the runner's DataRootPolicy for this case."""
         return self.path(self.data_dir)
+
+    def check_paths(self) -> None:
+        """Every manifest path of the case lies in ``data/<case_id>`` (absolute paths and '..' refused)."""
+        try:
+            checked_case_id(self.case_id)
+            if self.data_dir != f"data/{self.case_id}":
+                raise UnsafeName(f"case {self.case_id}: data_dir must be data/{self.case_id}, not {self.data_dir!r}")
+            for relative in [*self.open_paths, *(volume.path for volume in self.volumes), *self.files,
+                             *([self.slide] if self.slide is not None else [])]:
+                check_relative(relative, self.data_dir, f"case {self.case_id} path")
+        except UnsafeName as error:
+            raise CaseFormatError(str(error)) from error
 
     def to_json(self) -> dict:
         body = asdict(self)
@@ -133,10 +166,13 @@ class Case:
 
     @classmethod
     def from_json(cls, body: dict, cases_dir: Path | None = None) -> Case:
+        """A manifest entry, its case id and every path checked (:meth:`check_paths`)."""
+        if not isinstance(body, dict):
+            raise CaseFormatError(f"malformed case entry: {type(body).__name__}, not an object")
         try:
-            return cls(
+            case = cls(
                 module=check_module(body["module"]),
-                case_id=str(body["case_id"]),
+                case_id=checked_case_id(body["case_id"]),
                 data_dir=str(body["data_dir"]),
                 open_paths=[str(path) for path in body["open_paths"]],
                 volumes=[VolumeRef(**volume) for volume in body.get("volumes", [])],
@@ -149,8 +185,12 @@ class Case:
                 files=dict(body.get("files", {})),
                 cases_dir=cases_dir,
             )
-        except (KeyError, TypeError) as error:
-            raise CaseFormatError(f"malformed case entry {body.get('case_id')!r}: {error}") from error
+        except (KeyError, TypeError, ValueError) as error:
+            if isinstance(error, CaseFormatError):
+                raise
+            raise CaseFormatError(f"malformed case entry {preview(body.get('case_id'))}: {error}") from error
+        case.check_paths()
+        return case
 
 
 @dataclass
@@ -216,7 +256,10 @@ def load_cases(cases_dir: str | os.PathLike) -> list[Case]:
 
 def load_ground_truth(cases_dir: str | os.PathLike, case_id: str) -> GroundTruth:
     """The hidden reference of ``case_id``; only scorers and the privileged oracle agent call this."""
-    hidden_dir = Path(cases_dir).resolve() / "hidden" / case_id
+    try:
+        hidden_dir = confined(Path(cases_dir) / "hidden", checked_case_id(case_id))
+    except UnsafeName as error:
+        raise CaseFormatError(str(error)) from error
     path = hidden_dir / "ground_truth.json"
     try:
         body = json.loads(path.read_text(encoding="utf-8"))
@@ -262,10 +305,18 @@ class PackageWriter:
         (self.root / "hidden").mkdir()
 
     def data_dir(self, case_id: str) -> Path:
-        return self.root / "data" / case_id
+        return confined(self.root / "data", checked_case_id(case_id))
 
     def hidden_dir(self, case_id: str) -> Path:
-        return self.root / "hidden" / case_id
+        return confined(self.root / "hidden", checked_case_id(case_id))
+
+    def admit(self, case_id: str) -> bool:
+        """Whether a dataset's case id (a CSV cell, a folder name) can name a case; one that cannot is skipped
+        with the reason and nothing on disk is touched. Loaders call this first for every candidate."""
+        problem = case_id_problem(case_id)
+        if problem is not None:
+            self.skip(case_id, problem)
+        return problem is None
 
     def relative(self, path: str | os.PathLike) -> str:
         return Path(path).resolve().relative_to(self.root).as_posix()
@@ -288,9 +339,7 @@ class PackageWriter:
             self.skip(case.case_id, "ground truth contradicts itself: " + "; ".join(problems), CONSISTENT_STEP)
             return False
         case.files = file_records(self.data_dir(case.case_id), self.root)
-        (hidden / "ground_truth.json").write_text(
-            json.dumps(truth.to_json(), indent=1, sort_keys=True) + "\n"
-        )
+        write_json(hidden / "ground_truth.json", truth.to_json())
         case.cases_dir = self.target
         self.cases.append(case)
         return True
@@ -300,9 +349,12 @@ class PackageWriter:
         carries its own step); partially written files of it are removed so the package stays clean."""
         step = getattr(reason, "step", step)
         reason = str(reason)
-        for directory in (self.data_dir(case_id), self.hidden_dir(case_id)):
-            if directory.exists():
-                shutil.rmtree(directory)
+        problem = case_id_problem(case_id)
+        if problem is None:  # an unsafe id names no folder of this package: there is nothing to remove
+            for tree in ("data", "hidden"):
+                remove_confined(self.root / tree, case_id)
+        else:
+            case_id, reason = preview(case_id), reason if reason == problem else f"{problem}; {reason}"
         self.cases = [case for case in self.cases if case.case_id != case_id]
         self.skipped.append({"case_id": case_id, "reason": reason, "step": step})
 
@@ -335,7 +387,7 @@ class PackageWriter:
             "paper_count": get(self.module).paper_count,  # MedFlow-Bench Table 4
             **self.notes,
         }
-        (self.root / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+        write_json(self.root / "manifest.json", manifest)
         previous = None
         if self.target.exists():
             previous = Path(tempfile.mkdtemp(prefix=f".{self.target.name}.old-", dir=self.target.parent))

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import sys
 from pathlib import Path
 
+from ..sinks import json_text, terminal_text
 from .cases import CaseFormatError
 from .modules import get, names
 
@@ -39,11 +39,11 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _print_json(value: dict) -> None:
-    print(json.dumps(value, sort_keys=True))
+    print(json_text(value, indent=None), end="")
 
 
 def _fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {terminal_text(message)}", file=sys.stderr)
     return 2
 
 
@@ -165,7 +165,7 @@ def _run_prepare(args) -> int:
         manifest = prepare(args.module, args.source, args.out, **prepare_options(args))
     except (CaseFormatError, OSError) as error:  # the staged package is gone, --out is as it was
         return _fail(str(error))
-    print(filter_table_text(manifest), file=sys.stderr)
+    print("\n".join(terminal_text(line) for line in filter_table_text(manifest).splitlines()), file=sys.stderr)
     _print_json(
         {
             "module": args.module,
@@ -219,7 +219,7 @@ def _run_score(args) -> int:
     except (CaseFormatError, OSError) as error:
         return _fail(str(error))
     for problem in result.problems:
-        print(f"warning: {problem}", file=sys.stderr)
+        print(f"warning: {terminal_text(problem)}", file=sys.stderr)
     _print_json(result.summary)
     return 0
 

@@ -17,6 +17,7 @@ from functools import partial
 from pathlib import Path
 
 from ..audit import read_anchor
+from ..names import confined
 from ..pathology.actions import MODEL_VISIBLE_ACTIONS
 from ..worker.client import WorkerEnvironment, WorkerProcess
 from ..worker.protocol import WorkerError, WorkerFault
@@ -103,7 +104,7 @@ class EpisodeJob:
         config = self.config
         case = task.case
         out = Path(config.out)
-        trace_path = out / "episodes" / task.episode_id / f"trace-{attempt}.jsonl"
+        trace_path = confined(out / "episodes", task.episode_id, f"trace-{attempt}.jsonl")
         env = WorkerEnvironment(worker)
         header = {"episode_id": task.episode_id, "case_id": case.case_id, "module": config.module,
                   "repeat": task.repeat, "attempt": attempt, "agent": config.agent, "track": config.track,

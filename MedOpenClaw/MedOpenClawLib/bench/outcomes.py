@@ -20,11 +20,12 @@ the same :class:`Tally`, so they always agree.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..names import confined
 from ..providers.messages import Usage
+from ..sinks import write_json
 
 SCORED, INVALID, ERROR, REJECTED = "scored", "invalid", "error", "rejected"
 PROVIDER_FAILURES = (ERROR, REJECTED)
@@ -32,11 +33,9 @@ EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 
 def write_json_atomic(path: Path, value: dict) -> None:
-    """Write-then-rename: a reader (or a resumed run) sees the whole file or none of it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(value, indent=1, sort_keys=True, default=str) + "\n", encoding="utf-8")
-    os.replace(temporary, path)
+    """Write-then-rename (:func:`..sinks.write_json`, strict JSON): a reader (or a resumed run) sees the whole
+    file or none of it."""
+    write_json(path, value)
 
 
 def outcome_of(record: dict) -> str:
@@ -59,7 +58,8 @@ class EpisodeStore:
         self.out = Path(out)
 
     def directory(self, episode_id: str) -> Path:
-        return self.out / "episodes" / episode_id
+        """``--out/episodes/<episode_id>``, confined there whatever the id holds (:func:`..names.confined`)."""
+        return confined(self.out / "episodes", episode_id)
 
     def result_path(self, episode_id: str) -> Path:
         return self.directory(episode_id) / "result.json"

@@ -109,7 +109,16 @@ def parse_float(value: str | None, what: str, errors: list[str]) -> float | None
     if re.match(r",\d", value[match.end():]):  # "12,5" or "1,234.5": reading 12 or 1 would be a silent error
         errors.append(f"{what}: ambiguous number (decimal comma or thousands separator): {value[:60]!r}")
         return None
-    return float(match.group(0))
+    return _finite([float(match.group(0))], what, value, errors)[0]
+
+
+def _finite(numbers: list[float], what: str, text: str, errors: list[str]) -> list:
+    """``numbers`` if all are finite; otherwise None for each, with an error (``1e999`` reads as infinity, which
+    no score may hold and strict JSON cannot write)."""
+    if all(math.isfinite(number) for number in numbers):
+        return numbers
+    errors.append(f"{what}: not a finite number: {text[:60]!r}")
+    return [None] * len(numbers)
 
 
 _TRIPLE = re.compile(r"[\[(]\s*(" + NUMBER + r")\s*[,;\s]\s*(" + NUMBER + r")\s*[,;\s]\s*(" + NUMBER + r")\s*[\])]")
@@ -125,15 +134,20 @@ def parse_ras(value: str | None, errors: list[str]) -> list[float] | None:
         return None
     numbers = re.findall(NUMBER, value)
     if len(numbers) == 3:
-        return [float(number) for number in numbers]
+        return _finite_triple(numbers, value, errors)
     triple = _TRIPLE.search(value)
     if triple:
-        return [float(number) for number in triple.groups()]
+        return _finite_triple(triple.groups(), value, errors)
     named = [pattern.search(value) for pattern in _AXIS_VALUE.values()]
     if all(named):
-        return [float(match.group(1)) for match in named]
+        return _finite_triple([match.group(1) for match in named], value, errors)
     errors.append(f"ras: expected three numbers, got {value[:80]!r}")
     return None
+
+
+def _finite_triple(numbers, value: str, errors: list[str]) -> list[float] | None:
+    finite = _finite([float(number) for number in numbers], "ras", value, errors)
+    return None if None in finite else finite
 
 
 def parse_yes_no(value: str | None, what: str, errors: list[str]) -> bool | None:

@@ -15,6 +15,7 @@ import threading
 import time
 from typing import TextIO
 
+from ..sinks import one_line
 from .episode import EpisodeOutcome
 from .outcomes import ERROR, INVALID, Tally
 from .tasks import EpisodeTask
@@ -92,9 +93,9 @@ class Progress:
         with self._lock:
             if self.tty:
                 self.stream.write("\r\x1b[2K")
-            self.stream.write(text + "\n")
+            self.stream.write(one_line(text) + "\n")
             if self.tty:
-                self.stream.write(self.line())
+                self.stream.write(one_line(self.line()))
             self.stream.flush()
 
     def start(self) -> None:
@@ -106,6 +107,9 @@ class Progress:
             self.stream.flush()
 
     def _write(self, text: str) -> None:
+        """One progress line; folder names, episode ids and a model's tool-call names pass through it, so its
+        text is stripped of control characters first (:func:`...sinks.one_line`)."""
+        text = one_line(text)
         if self.tty:
             self.stream.write("\r\x1b[2K" + text)
         else:

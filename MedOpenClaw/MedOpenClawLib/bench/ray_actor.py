@@ -13,21 +13,28 @@ import socket
 import tempfile
 from pathlib import Path
 
+from ..names import UnsafeName, plain_files
 from ..worker.client import WorkerProcess
 from ..worker.protocol import WorkerError, WorkerFault, WorkerHung
-from .integrity import file_records
+from .integrity import sha256_of
 
 RESULT_OK, RESULT_REFUSED, RESULT_FAULT = "ok", "refused", "fault"
 
 
 # ------------------------------------------------------------------------------------------ case files
 def tree_files(root: Path) -> list[Path]:
-    return sorted(path for path in Path(root).rglob("*") if path.is_file())
+    """The regular files of a case tree (:func:`..names.plain_files`): a link anywhere in it refuses the tree,
+    so a refused link never arrives on a node as a plain file."""
+    try:
+        return plain_files(root)
+    except UnsafeName as error:
+        raise ValueError(str(error)) from error
 
 
 def tree_records(root: Path) -> dict[str, dict]:
     """Size and sha256 of every file under ``root`` (relative paths): what a node must hold there."""
-    return file_records(Path(root), Path(root))
+    return {path.relative_to(root).as_posix(): {"size": path.stat().st_size, "sha256": sha256_of(path)}
+            for path in tree_files(Path(root))}
 
 
 def tree_signature(root: Path) -> tuple:

@@ -207,14 +207,23 @@ class CaseShipper:
     """Driver side of case transfer: the file records of each data root once per run; the files go into the
     object store only for a node that lacks them, and are dropped once written there."""
 
-    def __init__(self):
+    def __init__(self, cases_dir: Path):
+        self.data = (Path(cases_dir) / "data").resolve()
         self.records: dict[str, dict[str, dict]] = {}
         self._lock = threading.Lock()
 
     def expected(self, root: str) -> dict[str, dict]:
+        """The records of a case root, which must be one folder directly in the package's ``data/`` (no link
+        on the way): a node writes it at this absolute path, so nothing else may ever be shipped."""
+        path = Path(root)
+        if path.parent.resolve() != self.data or path.is_symlink() or path.resolve().parent != self.data:
+            raise WorkerFault(f"case root {root} is not a folder of the package's data directory {self.data}")
         with self._lock:
             if root not in self.records:
-                self.records[root] = tree_records(Path(root))
+                try:
+                    self.records[root] = tree_records(Path(root))
+                except (OSError, ValueError) as error:
+                    raise WorkerFault(f"case root {root} cannot be shipped: {error}") from error
             return self.records[root]
 
     def ensure(self, worker: RayWorker, root: str) -> None:
@@ -259,7 +268,7 @@ class RayExecutor(LocalExecutor):
         self.resources = actor_resources(api_bound(config), config.track, bool(config.slicer), cluster,
                                          num_gpus=num_gpus)
         self.placement_timeout_s = placement_timeout_s
-        self.cases = CaseShipper()
+        self.cases = CaseShipper(config.cases_dir)
         capacity = self.resources.fits(cluster)
         if capacity == 0:
             self._disconnect()

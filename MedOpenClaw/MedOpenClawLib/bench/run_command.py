@@ -16,6 +16,8 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from ..sinks import terminal_text
+
 MODEL_AGENTS = ("model", "montage")  # agents that call a model provider
 OFFLINE_AGENT_NAMES = ("oracle", "heuristic", "random")  # agents.OFFLINE_AGENTS, named without importing them
 
@@ -110,7 +112,8 @@ def provider_config(args):
     if args.prices:
         config.price = load_price(args.prices, config.model)
         if config.price is None:
-            print(f"warning: {args.prices} has no price for {config.model}: costs are not reported", file=sys.stderr)
+            print(terminal_text(f"warning: {args.prices} has no price for {config.model}: costs are not reported"),
+                  file=sys.stderr)
     return config
 
 
@@ -221,7 +224,7 @@ def _run(args) -> int:
         if provider is not None and not args.no_preflight:
             warning = make_provider(provider).preflight()
             if warning:
-                print(f"warning: {warning}", file=sys.stderr)
+                print(f"warning: {terminal_text(warning)}", file=sys.stderr)
         resume = shlex.join(["medopenclaw", *args.argv]) if getattr(args, "argv", None) else "the same command"
         packages = {module: module_cases(args, module, len(modules) > 1) for module in modules}
         for module, cases_dir in packages.items():
@@ -240,10 +243,10 @@ def _run(args) -> int:
             if summary.get("interrupted") or summary.get("stopped"):
                 break  # Ctrl-C or the error policy ends the whole run, not one module
     except ProviderError as error:
-        print(f"error: model pre-flight failed: {error}", file=sys.stderr)
+        print(f"error: model pre-flight failed: {terminal_text(error)}", file=sys.stderr)
         return EXIT_USAGE
     except ValueError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {terminal_text(error)}", file=sys.stderr)
         return EXIT_USAGE
     if len(modules) > 1:
         summary = combined_summary(summaries)
@@ -252,7 +255,7 @@ def _run(args) -> int:
     print(json.dumps(summary, sort_keys=True))  # the last stdout line: the aggregate, keys as `bench score`
     status = exit_status(summary)
     if status == EXIT_ERRORS and summary.get("stopped"):
-        print(f"error: run stopped: {summary['stopped']}", file=sys.stderr)
+        print(f"error: run stopped: {terminal_text(summary['stopped'])}", file=sys.stderr)
     return status
 
 

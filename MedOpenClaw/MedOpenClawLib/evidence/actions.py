@@ -46,6 +46,7 @@ def add_markups(ctx, class_name: str, kind: str, label: str, points=()) -> objec
 
 
 def capture(ctx, kind: str, label: str, data: dict, node=None, view: str | None = None) -> Result:
+    ctx.policy.check_evidence_room(len(ctx.evidence.items))
     view_state = {"active_volume": ctx.engine.state()["active_volume"]}
     if view:
         view_state["view"] = view

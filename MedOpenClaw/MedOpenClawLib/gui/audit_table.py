@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..audit import AuditTrace
+from ..audit import AuditTrace, state_at
 
 COLUMNS = ("seq", "time", "actor", "action", "arguments", "status", "duration")
 ARGUMENTS_PREVIEW_CHARS = 80
@@ -161,12 +161,19 @@ class AuditTableModel:
     def record_at(self, row: int) -> dict:
         if not 0 <= row < len(self._visible):
             raise IndexError(f"row {row} is not shown (the table has {len(self._visible)} rows)")
-        return self._visible[row]
+        return self._with_state(self._visible[row])
 
     def record(self, seq: int) -> dict:
         if seq not in self._by_seq:
             raise KeyError(f"no record with seq {seq}")
-        return self._by_seq[seq]
+        return self._with_state(self._by_seq[seq])
+
+    def _with_state(self, record: dict) -> dict:
+        """An action record with its full viewer state (traces store deltas; see :mod:`..audit`), rebuilt
+        on demand so the table never holds a snapshot per record."""
+        if record.get("kind") != "action" or "state" in record:
+            return record
+        return {**record, "state": state_at(self._records, record.get("seq"))}
 
     def actors(self) -> list[str]:
         return sorted({record.get("actor", "") for record in self._records} - {""})

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..audit import state_at
 from ..registry import ActionRegistry
 
 VIEWS = ("axial", "sagittal", "coronal")
@@ -117,7 +118,7 @@ def compare_views(actual: dict, target: dict) -> list[str]:
 def restore_view(registry: ActionRegistry, record: dict, max_passes: int = 3) -> RestoreOutcome:
     """Plan, run, and re-plan from the resulting state (a volume switch resets the views); stops at the
     first failed action, which the registry has already rolled back."""
-    target = record.get("state") or {}
+    target = record.get("state") or state_at(registry.trace.records, record.get("seq")) or {}
     if record.get("kind") != "action" or not target.get("views"):
         raise ValueError(f"record #{record.get('seq')} has no viewer state to restore")
     outcome = RestoreOutcome(record["seq"], [])

@@ -213,6 +213,7 @@ def focus_qupath(context: PathologyContext) -> Result:
     required=["label"],
 )
 def capture_viewer(context: PathologyContext, label: str) -> Result:
+    context.policy.check_evidence_room(len(context.captures) + len(context.recorded_views))
     state = context.viewer.view_state()
     if not state.has_image:
         raise ActionError("no_image", "no image is open; call load_case or load_image first")
@@ -272,6 +273,7 @@ def viewer_point_to_wsi_coordinate(context: PathologyContext, x: float, y: float
     required=["label"],
 )
 def record_view_as_evidence(context: PathologyContext, label: str) -> Result:
+    context.policy.check_evidence_room(len(context.captures) + len(context.recorded_views))
     record = {"index": len(context.recorded_views), **context.viewer.record_view(label)}
     context.recorded_views.append(record)
     return Result(True, {"recorded_view": record})

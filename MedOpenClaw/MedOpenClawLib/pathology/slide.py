@@ -23,6 +23,10 @@ DEFAULT_CACHE_BYTES = 256 * 1024 * 1024
 BACKGROUND_RGB = (255, 255, 255)
 # Largest single-level read a render may ask for (pixels); beyond it the slide lacks a coarse enough level.
 MAX_READ_PIXELS = 64 * 1024 * 1024
+# Largest unit (tile or strip) a reader may be made to decode at once: the file chooses its tile size, and one
+# 16384^2 tile costs 1 GiB and tens of seconds per read. Real scanners write 240-1024 px tiles.
+MAX_NATIVE_TILE_PIXELS = 2048 * 2048
+MAX_TIFF_PAGES = 256  # pyramid levels, label, macro and thumbnail pages of a real slide number a dozen
 # Convention when only the pixel size is known: 0.25 µm/px is a 40x scan (10 µm / mpp).
 MICRONS_AT_1X = 10.0
 
@@ -82,6 +86,38 @@ def _float_property(properties, *keys: str) -> float | None:
     return None
 
 
+def check_native_tiles(path: str) -> None:
+    """Refuse a TIFF-family slide whose tiles (or strips) would decode to more than
+    :data:`MAX_NATIVE_TILE_PIXELS` each, reading only its IFD headers (``tifffile``) before any reader decodes
+    a pixel. Files that are not TIFF (MIRAX, VMS index files) are left to their readers; NDPI's one-JPEG levels
+    are read by OpenSlide through restart markers, never whole, and are not checked."""
+    try:
+        import tifffile
+    except ImportError:
+        return
+    try:
+        handle = tifffile.TiffFile(path)
+    except Exception:  # not a TIFF (or not one tifffile can parse): the backends decide
+        return
+    with handle:
+        if handle.is_ndpi:
+            return
+        for index, page in enumerate(handle.pages):
+            if index >= MAX_TIFF_PAGES:
+                raise ActionError("slide_too_complex", f"{Path(path).name} holds more than {MAX_TIFF_PAGES} pages")
+            if page is None or not hasattr(page, "imagewidth"):
+                continue
+            if page.is_tiled:
+                width, height, unit = page.tilewidth, page.tilelength, "tile"
+            else:
+                width, height, unit = page.imagewidth, min(page.rowsperstrip or page.imagelength, page.imagelength), \
+                    "strip"
+            if width * height > MAX_NATIVE_TILE_PIXELS:
+                raise ActionError("slide_tile_too_large", f"{Path(path).name}: page {index} is stored as {width}x"
+                                  f"{height} px {unit}s, each decoded whole; at most {MAX_NATIVE_TILE_PIXELS} "
+                                  "pixels per tile are read (re-save the slide tiled, e.g. 512 px tiles)")
+
+
 def _open_backend(path: str):
     """Return (handle, backend name); OpenSlide first, tiffslide when OpenSlide is absent or refuses the file."""
     errors = []
@@ -113,6 +149,7 @@ class Slide:
         path = str(path)
         if not os.path.isfile(path):
             raise ActionError("not_found", f"no slide file at {path!r}")
+        check_native_tiles(path)
         self._handle, backend = _open_backend(path)
         self._lock = threading.Lock()
         self._tiles: OrderedDict[tuple[int, int, int], np.ndarray] = OrderedDict()

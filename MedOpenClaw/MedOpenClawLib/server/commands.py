@@ -29,7 +29,8 @@ def add_commands(subparsers) -> None:
 
     replay = subparsers.add_parser("replay", help="re-execute a trace on a fresh scene and compare snapshots")
     replay.add_argument("trace", type=Path, help="an audit trace (JSONL) to re-execute")
-    replay.add_argument("--data-root", action="append", default=None, help="override the recorded data roots")
+    replay.add_argument("--data-root", action="append", required=True,
+                        help="directory the replayed session may read (repeat); never taken from the trace")
     replay.set_defaults(func=run_replay)
 
     trace = subparsers.add_parser("trace", help="audit trace utilities")

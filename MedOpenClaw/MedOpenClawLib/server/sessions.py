@@ -26,6 +26,17 @@ VOLUME_SUFFIXES = (".nii", ".nii.gz", ".nrrd", ".nhdr", ".mha", ".mhd", ".dcm")
 # records a long-running front-end keeps in memory; the trace file keeps them all
 TRACE_WINDOW = 1000
 
+# a served session's default round budget: an agent in a loop must end somewhere (a benchmark episode uses 20)
+DEFAULT_ROUNDS = 500
+
+
+def round_budget(text: str) -> int | None:
+    """``--max-rounds``: a non-negative integer; 0 means no budget."""
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 (no budget) or a positive number of rounds")
+    return value or None
+
 
 def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     from ..cli import existing_directory
@@ -38,7 +49,9 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
                              "and no volumes, else radiology)")
     parser.add_argument("--track", choices=("A", "B"), default="A",
                         help="A: the viewer-native actions; B: also the advanced analysis operators")
-    parser.add_argument("--max-rounds", type=int, default=None, help="tool-call budget of each session")
+    parser.add_argument("--max-rounds", type=round_budget, default=DEFAULT_ROUNDS, metavar="N",
+                        help=f"tool-call rounds an agent may use in each session (default {DEFAULT_ROUNDS}; 0: no "
+                             "budget). Human and system calls are not charged")
     parser.add_argument("--trace", type=Path, default=None, help="audit trace JSONL (default: none on disk)")
     parser.add_argument("--in-process", action="store_true",
                         help="run the viewer in this process (no crash containment; for debugging)")

@@ -40,7 +40,8 @@ from ..worker.protocol import WorkerError, WorkerFault, WorkerHung
 
 VIEWER_CRASHED = "viewer_crashed"
 VIEWER_UNAVAILABLE = "viewer_unavailable"
-REPLAY_KEYS = ("seq", "kind", "action", "arguments", "actor", "round", "status", "state", "duration_ms")
+REPLAY_KEYS = ("seq", "kind", "action", "arguments", "actor", "round", "status", "state", "state_delta",
+               "duration_ms")
 
 
 def worker_command(ready_file: str) -> list[str]:

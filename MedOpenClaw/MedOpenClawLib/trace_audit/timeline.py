@@ -20,6 +20,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ..audit import StateDeltaError, action_states
+
 # canonical RAS axis index per view (axial = S, sagittal = R, coronal = A), as in viewer.geometry.CANONICAL_AXIS
 AXIS_INDEX = {"axial": 2, "sagittal": 0, "coronal": 1}
 SLICE_VIEWS = tuple(AXIS_INDEX)
@@ -124,6 +126,10 @@ class Timeline:
             self.final_seq = last_model[1]
             if self.final_text is None:
                 self.final_text = last_model[0]
+        try:  # traces carry state deltas (see ..audit): rebuilt once, keyed by record
+            self._states = {id(record): state for record, state in action_states(self.records)}
+        except StateDeltaError:
+            self._states = {}
         self.shown = self._shown()
         self.viewed_fields = self._viewed_fields()
 
@@ -143,8 +149,8 @@ class Timeline:
         )
 
     def state_after(self, call: Call) -> dict:
-        """The viewer state snapshot recorded with ``call`` (the one accessor of trace state)."""
-        return as_dict(call.record.get("state"))
+        """The viewer state after ``call`` (the one accessor of trace state), rebuilt from the trace's deltas."""
+        return as_dict(self._states.get(id(call.record)))
 
     @property
     def module(self) -> str | None:

@@ -105,7 +105,7 @@ def ping(ctx) -> Result:
 def open_case(ctx, dicom_dir: str, spacing: float | None = None, slice_planes=None, view_layout=None,
               keep_loaded: bool = False, size: int = 512) -> Result:
     path = ctx.policy.data_roots.resolve(dicom_dir)
-    discovery = discover_sources(path, ctx.policy.data_roots.scan)
+    discovery = discover_sources(path, ctx.policy.data_roots)
     nodes, load_warnings = ctx.engine.open(discovery.sources, keep_loaded)
     if view_layout:
         ctx.engine.set_layout(view_layout)
@@ -116,6 +116,11 @@ def open_case(ctx, dicom_dir: str, spacing: float | None = None, slice_planes=No
         data["skipped_entries"] = discovery.skipped_entries
         warnings.insert(0, f"{discovery.skipped_entries} entries under {path.name} lead outside the data roots or "
                            "cannot be read; they were skipped")
+    if discovery.unsafe_names:
+        data["unsafe_names"] = len(discovery.unsafe_names)
+        shown = ", ".join(discovery.unsafe_names[:3]) + (", ..." if len(discovery.unsafe_names) > 3 else "")
+        warnings.insert(0, f"{len(discovery.unsafe_names)} entries under {path.name} have names no action could "
+                           f"use (not UTF-8, control or bidirectional characters) and were skipped: {shown}")
     if warnings:
         data["warnings"] = warnings
     return render(ctx, slice_planes or VIEWS, size, data)

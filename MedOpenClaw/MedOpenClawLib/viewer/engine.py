@@ -26,7 +26,7 @@ from .geometry import (
     vtk_to_numpy_matrix,
 )
 from .image_geometry import ImageLog, SliceImageGeometry
-from .loading import VolumeSource, load_sources
+from .loading import VolumeSource, check_session_size, load_sources
 
 LAYOUTS = {
     "conventional": (slicer.vtkMRMLLayoutNode.SlicerLayoutConventionalView, VIEWS),
@@ -97,6 +97,7 @@ class ViewerEngine:
         already in the scene are removed -- after the new volumes loaded, so a case that fails to open leaves
         the previous one in place."""
         previous = set() if keep_loaded else self.managed_node_ids()
+        check_session_size(self.app, sources, keep_loaded)
         nodes, warnings = load_sources(self.app, sources, avoid_names=keep_loaded)
         for node_id in previous:
             node = self.scene.GetNodeByID(node_id)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,12 +20,19 @@ import SimpleITK as sitk
 import vtk
 from vtk.util import numpy_support
 
-from ..policy import DirectoryScan
+from ..hygiene import preview
+from ..names import name_problem
+from ..policy import DataRootPolicy
 from ..result import ActionError
 from .dicom_series import LPS_TO_RAS, VolumePlan, resample_along_normal, split_series
 from .native_messages import captured_native_messages
 
 VOLUME_SUFFIXES = (".nii.gz", ".nii", ".nrrd", ".nhdr", ".mha", ".mhd")
+# decode ceilings, checked on the header before a voxel is read (a 509 KiB gzip NIfTI can claim 2^29 voxels)
+MAX_VOXELS_PER_VOLUME = 2**28  # 512 x 512 x 1024; 1 GiB as float32
+MAX_VOXELS_PER_SESSION = 2**29  # every volume loaded at once (open_case keep_loaded adds up)
+MAX_VOLUMES_PER_SESSION = 64
+HEADER_BYTES = 1 << 16  # NRRD and MetaImage headers are text before the data (or the whole detached header)
 # DICOM attributes kept on the volume node, under Slicer's "DICOM." attribute prefix
 DICOM_ATTRIBUTES = {
     "0008|0060": "Modality",
@@ -48,6 +54,7 @@ class VolumeSource:
     files: tuple[str, ...] = ()
     series_uid: str = ""
     plan: VolumePlan | None = field(default=None, compare=False)  # DICOM: slice order and geometry
+    voxels: int = field(default=0, compare=False)  # from the header, before decoding
 
     @property
     def stem(self) -> str:
@@ -72,27 +79,36 @@ class Discovery:
     sources: list[VolumeSource]
     skipped_entries: int = 0
     warnings: list[str] = field(default_factory=list)
+    unsafe_names: list[str] = field(default_factory=list)
 
 
-def discover_sources(path: Path, scan: Callable[[Path], DirectoryScan]) -> Discovery:
+def discover_sources(path: Path, roots: DataRootPolicy) -> Discovery:
     """Every volume under ``path``: the file itself, or each volume file and DICOM volume below a directory.
-    ``scan`` is the data-root policy's confined directory scan, so nothing found through a link that leads
-    outside the roots is ever read."""
+    ``roots`` is the data-root policy: its confined scan finds the files (nothing reached through a link that
+    leads outside is read, no unsafe name is kept), and every file a header names is resolved through it too
+    (:func:`check_source`). A source that fails its header check is left out with the reason."""
     if path.is_file():
         if not is_volume_file(path):
             raise ActionError("unsupported_format", f"{path.name}: expected NIfTI, NRRD or MetaImage")
-        return Discovery([VolumeSource("file", path)])
-    listing = scan(path)
+        return Discovery([check_source(VolumeSource("file", path), roots)])
+    listing = roots.scan(path)
     files_by_directory: dict[Path, list[Path]] = {}
     for file in listing.files:
         files_by_directory.setdefault(file.parent, []).append(file)
-    discovery = Discovery([], listing.skipped)
+    discovery = Discovery([], listing.skipped, unsafe_names=listing.unsafe_names)
     refused: list[str] = []
     warnings = sitk.ProcessObject.GetGlobalWarningDisplay()
     sitk.ProcessObject.SetGlobalWarningDisplay(False)  # GDCM warns on every folder without DICOM files
     try:
         for directory in sorted(listing.directories):
             refused += directory_sources(directory, files_by_directory.get(directory, []), discovery)
+        checked = []
+        for source in discovery.sources:
+            try:
+                checked.append(check_source(source, roots))
+            except ActionError as error:
+                refused.append(error.message)
+        discovery.sources = checked
     finally:
         sitk.ProcessObject.SetGlobalWarningDisplay(warnings)
     discovery.warnings += [f"not loaded: {reason}" for reason in refused]
@@ -105,6 +121,83 @@ def discover_sources(path: Path, scan: Callable[[Path], DirectoryScan]) -> Disco
 
 
 IGNORED_FILES = ("DICOMDIR", "README", "LICENSE")
+
+
+def header_fields(path: Path, separator: str) -> dict[str, str]:
+    """The ``key<separator>value`` lines of a NRRD (``:``) or MetaImage (``=``) text header, lower-cased keys,
+    read from at most :data:`HEADER_BYTES` (the header ends at the first blank line, or at MetaImage's
+    ``ElementDataFile``, after which the data may follow)."""
+    with open(path, "rb") as handle:
+        head = handle.read(HEADER_BYTES)
+    fields = {}
+    for raw in head.split(b"\n"):
+        line = raw.rstrip(b"\r").decode("utf-8", "surrogateescape")
+        if not line.strip():
+            break
+        key, found, value = line.partition(separator)
+        if found:
+            fields[key.strip().lower()] = value.strip()
+        if key.strip().lower() == "elementdatafile":
+            break
+    return fields
+
+
+def referenced_data_file(path: Path) -> str | None:
+    """The data file a detached header names (NRRD ``data file:``, MetaImage ``ElementDataFile``), or None when
+    the data is in the file itself. The multi-file forms (``LIST``, ``%d`` patterns) are refused: each would
+    name files no check has seen."""
+    name = path.name.lower()
+    if name.endswith((".nrrd", ".nhdr")):
+        fields = header_fields(path, ":")
+        value = fields.get("data file", fields.get("datafile"))
+    elif name.endswith((".mha", ".mhd")):
+        value = header_fields(path, "=").get("elementdatafile")
+        value = None if value == "LOCAL" else value
+        if value is None and name.endswith(".mhd"):
+            raise ActionError("unsupported_format", f"{path.name}: a MetaImage header without ElementDataFile")
+    else:
+        return None
+    if value is not None and (value.upper().startswith("LIST") or "%" in value or len(value.split()) > 1):
+        raise ActionError("unsupported_format", f"{path.name}: multi-file data ({preview(value)}) is not supported; "
+                                                "give one data file")
+    return value
+
+
+def check_source(source: VolumeSource, roots: DataRootPolicy) -> VolumeSource:
+    """The path resolver for every file a reader will open, and the voxel ceiling, before anything is decoded:
+    a detached header's data file must resolve inside the data roots and be a regular file (never
+    ``/etc/shadow``, ``../`` or ``/dev/zero``), and the header's size must stay under
+    :data:`MAX_VOXELS_PER_VOLUME`. Returns the source with its voxel count."""
+    if source.kind == "dicom":
+        first, count = Path(source.files[0]), len(source.files)
+    else:
+        first, count = source.path, 1
+        data_file = referenced_data_file(source.path)
+        if data_file is not None:
+            problem = name_problem(data_file)
+            if problem:
+                raise ActionError("unsafe_name", f"{source.path.name}: its data file {preview(data_file)} {problem}")
+            target = Path(data_file) if Path(data_file).is_absolute() else source.path.parent / data_file
+            try:
+                real = roots.resolve(str(target))
+            except ActionError as error:
+                raise ActionError(error.code, f"{source.path.name}: its data file {error.message}") from error
+            if not real.is_file():
+                raise ActionError("unsupported_format", f"{source.path.name}: its data file is not a regular file")
+    reader = sitk.ImageFileReader()
+    reader.SetFileName(str(first))
+    try:
+        reader.ReadImageInformation()
+    except RuntimeError as error:
+        raise ActionError("unreadable_volume", f"{first.name}: cannot read its header "
+                                               f"({str(error).strip().splitlines()[-1][-160:]})") from error
+    voxels = int(np.prod([int(size) for size in reader.GetSize()], dtype=object)) * count \
+        * max(int(reader.GetNumberOfComponents()), 1)
+    if voxels > MAX_VOXELS_PER_VOLUME:
+        size = " x ".join(str(value) for value in reader.GetSize())
+        raise ActionError("volume_too_large", f"{source.path.name}: its header declares {voxels} voxels ({size}"
+                          f"{f' x {count} files' if count > 1 else ''}); at most {MAX_VOXELS_PER_VOLUME} are loaded")
+    return VolumeSource(source.kind, source.path, source.files, source.series_uid, source.plan, voxels)
 
 
 def directory_sources(directory: Path, allowed: list[Path], discovery: Discovery) -> list[str]:
@@ -238,6 +331,21 @@ def set_node_image(node, array_kji: np.ndarray, ijk_to_ras: np.ndarray) -> None:
         for column in range(4):
             matrix.SetElement(row, column, float(ijk_to_ras[row, column]))
     node.SetIJKToRASMatrix(matrix)
+
+
+def check_session_size(app, sources: list[VolumeSource], keep_loaded: bool) -> None:
+    """Refuse (before decoding) sources that would take the scene past :data:`MAX_VOXELS_PER_SESSION` or
+    :data:`MAX_VOLUMES_PER_SESSION`, counting the volumes kept when ``keep_loaded``."""
+    scene = app.scene
+    kept = [scene.GetNthNodeByClass(i, "vtkMRMLScalarVolumeNode")
+            for i in range(scene.GetNumberOfNodesByClass("vtkMRMLScalarVolumeNode"))] if keep_loaded else []
+    kept_voxels = sum(node.GetImageData().GetNumberOfPoints() for node in kept if node.GetImageData() is not None)
+    voxels = kept_voxels + sum(source.voxels for source in sources)
+    if len(kept) + len(sources) > MAX_VOLUMES_PER_SESSION or voxels > MAX_VOXELS_PER_SESSION:
+        total = len(kept) + len(sources)
+        raise ActionError("session_too_large", f"loading {len(sources)} more volume(s) would hold {total}"
+                          f" volumes and {voxels} voxels (at most {MAX_VOLUMES_PER_SESSION} and "
+                          f"{MAX_VOXELS_PER_SESSION}); open the case without keep_loaded")
 
 
 def load_sources(app, sources: list[VolumeSource], avoid_names: bool = True) -> tuple[list, list[str]]:

@@ -93,8 +93,9 @@ class WorkerService:
             )
             if not request.get("with_record"):
                 return result
-            record = self.env.registry.trace.records[-1]
-            return {"result": result, "record": {key: record.get(key) for key in SUPERVISED_RECORD_KEYS}}
+            trace = self.env.registry.trace
+            record = {key: trace.records[-1].get(key) for key in SUPERVISED_RECORD_KEYS}
+            return {"result": result, "record": {**record, "state": trace.last_state}}  # the record may hold a delta
         if op == "restore":
             report = replay_records(self.env.registry, list(request.get("records") or []))
             return {"report": report.to_json(), "state": self.env.registry.state()}

@@ -173,6 +173,8 @@ def prepare_lumiere(source: Path, writer: PackageWriter, require_evidence: bool 
     for patient_dir, studies in patients.items():
         for old, current in zip(studies, studies[1:], strict=False):
             case_id = f"{patient_dir.name}__{old.name}__to__{current.name}"
+            if not writer.admit(case_id):
+                continue
             row = ratings.get((patient_dir.name, current.name))
             try:
                 if row is None:

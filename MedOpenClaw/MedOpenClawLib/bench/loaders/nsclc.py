@@ -163,6 +163,8 @@ def prepare_nsclc(source: Path, writer: PackageWriter, include_amc: bool = False
         row["path"] = metadata_path.parent / location
         series_by_subject.setdefault(row.get("Subject ID", ""), []).append(row)
     for case_id in sorted(set(series_by_subject) | set(clinical)):
+        if not writer.admit(case_id):
+            continue
         if case_id.upper().startswith("AMC") and not include_amc:
             writer.skip(case_id, "AMC case excluded by default (use --include-amc)", "exclude AMC (default)")
             continue

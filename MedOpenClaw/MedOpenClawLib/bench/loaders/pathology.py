@@ -24,6 +24,7 @@ import json
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
+from ...hygiene import bounded_message
 from ..cases import Case, CaseFormatError, GroundTruth, PackageWriter, place_file
 from ..labels import normalize_bracs_label
 from .common import SkipCase, find_one, questions_for, read_csv_rows, region_records
@@ -88,7 +89,16 @@ def bracs_labels(xlsx: Path) -> dict[str, str | None]:
 
 
 def geojson_regions(path: Path) -> list[tuple[str, str, list]]:
-    body = json.loads(path.read_text(encoding="utf-8"))
+    """The BRACS regions of a QuPath GeoJSON export. A malformed export (not JSON, a feature that is no object,
+    nesting deeper than the parser's recursion) skips its slide with the reason instead of ending prepare."""
+    try:
+        return _geojson_regions(json.loads(path.read_text(encoding="utf-8")))
+    except (RecursionError, ValueError, TypeError, AttributeError, KeyError, IndexError) as error:
+        raise SkipCase(f"malformed GeoJSON {path.name}: {type(error).__name__}: {bounded_message(str(error), 160)}") \
+            from error
+
+
+def _geojson_regions(body: object) -> list[tuple[str, str, list]]:
     features = body.get("features", []) if isinstance(body, dict) else body
     regions = []
     for feature in features:
@@ -126,6 +136,8 @@ def prepare_bracs(source: Path, writer: PackageWriter) -> None:
     qpdata = sum(1 for _ in source.rglob("*.qpdata"))
     for slide in sorted(source.rglob("BRACS_*.svs")):
         case_id = slide.stem
+        if not writer.admit(case_id):
+            continue
         try:
             label = labels.get(case_id)
             if label is None:
@@ -197,6 +209,8 @@ def prepare_camelyon(source: Path, writer: PackageWriter) -> None:
     notes: dict[str, int] = {}
     for slide in sorted(source.rglob("patient_*_node_*.tif")):
         case_id = slide.stem
+        if not writer.admit(case_id):
+            continue
         try:
             category = labels.get(case_id)
             if category not in METASTASIS_CATEGORIES:

@@ -63,6 +63,8 @@ def prepare_ucsf(source: Path, writer: PackageWriter) -> None:
             metadata[key] = row
     for folder in sorted(path for path in source.rglob("UCSF-PDGM-*_nifti") if path.is_dir()):
         case_id = folder.name[: -len("_nifti")]
+        if not writer.admit(case_id):
+            continue
         key = subject_key(case_id)
         try:
             if key is not None and key[1]:

@@ -6,11 +6,11 @@ RUNS are ``bench run`` output directories or directories holding such runs at an
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 from ...provenance import provenance as report_provenance
+from ...sinks import write_json
 from ..cases import CaseFormatError
 from .formats import csv_text, latex, markdown, results_json, results_schema
 from .pages import slug, write_pages
@@ -51,9 +51,8 @@ def write_report(inputs: list[str | os.PathLike] | str | os.PathLike, out: str |
     provenance = report_provenance(command)
     (out_dir / "results.md").write_text(markdown(tables), encoding="utf-8")
     (out_dir / "results.csv").write_text(csv_text(tables), encoding="utf-8")
-    (out_dir / "results.json").write_text(json.dumps(results_json(tables, run_records, provenance), indent=1,
-                                                     ensure_ascii=False) + "\n", encoding="utf-8")
-    (out_dir / "results.schema.json").write_text(json.dumps(results_schema(), indent=1) + "\n", encoding="utf-8")
+    write_json(out_dir / "results.json", results_json(tables, run_records, provenance))
+    write_json(out_dir / "results.schema.json", results_schema())
     (out_dir / "results.tex").write_text(latex(tables), encoding="utf-8")
     plots = write_plots(runs, out_dir / "plots")
     episodes = write_pages(runs, tables, plots, pages, out_dir, evidence, provenance)

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ...audit import action_states
 from ...result import ActionError
 from ..cases import Case, CaseFormatError, GroundTruth
 from ..modules import get
@@ -82,9 +83,9 @@ def draw_orientation(draw, xy_to_ras: np.ndarray, size: int) -> None:
 
 def last_viewer_state(records: list[dict]) -> dict | None:
     """The viewer state after the last action that recorded one: what the agent saw last."""
-    for record in reversed(records):
-        if record.get("kind") == "action" and isinstance(record.get("state"), dict) and record["state"].get("views"):
-            return record["state"]
+    for _, state in reversed(action_states(records)):
+        if isinstance(state, dict) and state.get("views"):
+            return state
     return None
 
 

@@ -12,6 +12,7 @@ import io
 import json
 from importlib import resources
 
+from ...sinks import csv_cell, one_line
 from .stats import Estimate
 from .tables import Cell, Column, Row, Table
 
@@ -129,7 +130,8 @@ def body_cells(table: Table, row: Row) -> list[str]:
 
 # ------------------------------------------------------------------------------------------------ Markdown
 def _md_escape(text: str) -> str:
-    return text.replace("|", "\\|")
+    """A Markdown table cell: one line (a newline would start a new row), no controls, pipes escaped."""
+    return one_line(text).replace("|", "\\|")
 
 
 def markdown(tables: list[Table]) -> str:
@@ -186,7 +188,7 @@ def csv_text(tables: list[Table]) -> str:
                     if column.id not in row.cells:
                         continue
                     body = cell_json(row.cells[column.id])
-                    writer.writerow({
+                    writer.writerow({key: csv_cell(value) for key, value in {
                         "table": table.id, "section": section.title, "row": " / ".join(filter(None, row.header)),
                         "model": identity.get("model"), "provider": identity.get("provider"),
                         "agent": identity.get("agent"), "track": identity.get("track"),
@@ -194,7 +196,7 @@ def csv_text(tables: list[Table]) -> str:
                         "privileged": identity.get("privileged"), "group": column.group, "column": column.label,
                         "metric": identity.get("metric") or column.metric or column.id,
                         **{key: body.get(key) for key in CSV_FIELDS[12:]},
-                    })
+                    }.items()})
     return buffer.getvalue()
 
 
@@ -229,7 +231,9 @@ LATEX_ARROWS = {"↑": r"$\uparrow$", "↓": r"$\downarrow$", "↔": r"$\leftrig
 
 
 def latex_escape(text: str) -> str:
-    return "".join(LATEX_SPECIALS.get(character, LATEX_ARROWS.get(character, character)) for character in text)
+    """LaTeX text on one line (a blank line would end the paragraph inside a cell), specials escaped."""
+    return "".join(LATEX_SPECIALS.get(character, LATEX_ARROWS.get(character, character))
+                   for character in one_line(text))
 
 
 def latex_cell(cell: Cell, column: Column, count: int | None = None) -> str:

@@ -203,14 +203,24 @@ def load_run(path: Path, name: str) -> Run:
 
 
 def is_privileged(identity: dict) -> bool:
-    """Whether the run's agent read the hidden ground truth (the oracle), directly or through a replay of one."""
+    """Whether the run's agent read the hidden ground truth (the oracle), directly or through a chain of replays
+    of one. The chain is followed iteratively and each run once: a ``replay_from`` naming its own run (or any
+    cycle) ends the chain as not privileged instead of recursing without end."""
     from ..agents import OFFLINE_AGENTS
 
-    agent = OFFLINE_AGENTS.get(str(identity.get("agent")))
-    if agent is not None:
-        return bool(agent.privileged)
-    if identity.get("agent") == "replay" and identity.get("replay_from"):
-        return is_privileged(_read_json(Path(identity["replay_from"]) / "run.json"))
+    seen: set[Path] = set()
+    while isinstance(identity, dict):
+        agent = OFFLINE_AGENTS.get(str(identity.get("agent")))
+        if agent is not None:
+            return bool(agent.privileged)
+        source = identity.get("replay_from")
+        if identity.get("agent") != "replay" or not isinstance(source, str) or not source:
+            return False
+        run_file = (Path(source) / "run.json").resolve()
+        if run_file in seen:
+            return False
+        seen.add(run_file)
+        identity = _read_json(run_file)
     return False
 
 

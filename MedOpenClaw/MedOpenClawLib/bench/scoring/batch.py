@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...audit import read_trace
+from ...names import confined
+from ...sinks import write_json
 from ..cases import CaseFormatError, load_cases, load_ground_truth
 from ..parsers import parse_response
 from .aggregate import aggregate
@@ -133,15 +135,10 @@ def write_scored_run(out: str | os.PathLike, result: BatchResult, module: str, c
         episode = f"{score.case_id}__r1"
         body = {"episode_id": episode, "case_id": score.case_id, "response": result.responses.get(score.case_id),
                 "invalid": score.invalid_reason, "score": score.to_json()}
-        _write_json(out / "episodes" / episode / "result.json", body)
-    _write_json(out / "run.json", identity)
-    _write_json(out / "summary.json", {**result.summary, "episode_ids": [f"{s.case_id}__r1" for s in result.scores]})
+        write_json(confined(out / "episodes", episode, "result.json"), body)  # ids checked by the manifest reader
+    write_json(out / "run.json", identity)
+    write_json(out / "summary.json", {**result.summary, "episode_ids": [f"{s.case_id}__r1" for s in result.scores]})
     return out
-
-
-def _write_json(path: Path, body: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(body, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def score_file(module: str, cases_dir: str | os.PathLike, responses: str | os.PathLike) -> BatchResult:
