@@ -32,6 +32,7 @@ from typing import Any
 from .hygiene import bounded_message, preview
 from .names import UnsafeName, regular_file
 from .result import Result
+from .sinks import write_json
 
 GENESIS = "0" * 64
 SECRET_KEYS = ("api_key", "authorization", "token", "password", "secret")
@@ -329,10 +330,7 @@ class AuditTrace:
 
     def _write_anchor(self, count: int, head: str) -> None:
         """Atomically, so a reader never sees a half-written anchor; a truncated trace then disagrees with it."""
-        target = anchor_path(self.path)
-        partial = target.with_name(target.name + ".partial")
-        partial.write_text(json.dumps({"records": count, "head": head}), encoding="utf-8")
-        os.replace(partial, target)
+        write_json(anchor_path(self.path), {"records": count, "head": head}, indent=None)
 
     def actions(self) -> list[dict]:
         return [record for record in self.records if record["kind"] == "action"]

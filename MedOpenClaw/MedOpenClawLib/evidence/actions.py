@@ -4,7 +4,6 @@ against the displayed volume so an agent cannot record evidence outside the imag
 
 from __future__ import annotations
 
-import json
 import math
 import re
 
@@ -14,6 +13,7 @@ import slicer
 from ..audit import fresh_path, sha256_file
 from ..registry import Toolset
 from ..result import ActionError, Result
+from ..sinks import write_json
 from ..viewer.actions import POINT_1000, RAS, SIZE, VIEW, VOLUME_NAME, render, screen_points_to_ras, with_reference
 from ..viewer.geometry import CANONICAL_AXIS, VIEWS, lies_inside
 from ..viewer.image_geometry import IMAGE_ID
@@ -226,7 +226,7 @@ def export_evidence(ctx, name: str = "evidence") -> Result:
             raise ActionError("write_failed", f"could not write {target.name}")
         files.append(target)
     summary = folder / "evidence.json"
-    summary.write_text(json.dumps({"evidence": ctx.evidence.to_json()}, indent=2, default=str))
+    write_json(summary, {"evidence": ctx.evidence.to_json()}, indent=2)
     files.insert(0, summary)
     artifacts = [{"kind": "evidence", "path": str(path), "sha256": sha256_file(path)} for path in files]
     return Result(ok=True, data={"folder": str(folder), "files": [str(path) for path in files]}, artifacts=artifacts)

@@ -7,7 +7,6 @@ recorded views), and produces the per-round observation (screenshot + App. H.2 s
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ from ..audit import AuditTrace, fresh_path, sha256_bytes
 from ..policy import DataRootPolicy, SessionPolicy
 from ..registry import ActionRegistry, Toolset
 from ..result import ActionError, RenderedImage, Result
+from ..sinks import write_json
 from .cases import resolve_case_image, resolve_slide
 from .geometry import MIN_DOWNSAMPLE, NORMALISED_SPAN, PAN_DIRECTIONS, PAN_UNITS, ZOOM_DIRECTIONS, ZOOM_UNITS, ViewState
 from .render import normalised_rect
@@ -80,10 +80,7 @@ class PathologyContext:
         return {"captures": list(self.captures), "recorded_views": list(self.recorded_views)}
 
     def export_evidence(self, path: str | os.PathLike) -> Path:
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(self.evidence_json(), indent=2), encoding="utf-8")
-        return target
+        return write_json(path, self.evidence_json(), indent=2)
 
     # -- helpers for handlers ----------------------------------------------------------------------------------
     def view_data(self, **extra) -> dict:
