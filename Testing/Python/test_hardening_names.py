@@ -12,9 +12,9 @@ import pytest
 from MedOpenClawLib.bench.cases import Case, CaseFormatError, PackageWriter, load_ground_truth
 from MedOpenClawLib.bench.ray_actor import pack_tree
 from MedOpenClawLib.bench.ray_executor import CaseShipper
-from MedOpenClawLib.bench.worker import WorkerFault
 from MedOpenClawLib.cli import main
 from MedOpenClawLib.names import UnsafeName, check_case_id, confined, name_problem, remove_confined
+from MedOpenClawLib.worker.protocol import WorkerFault
 
 
 def _victim(root: Path) -> Path:
