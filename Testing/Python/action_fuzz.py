@@ -5,12 +5,21 @@ and ``scripts/fuzz_actions.py`` (>= 10,000 calls, crashes caught by running the 
 Arguments are drawn from each action's own JSON schema, then mutated: a leaf replaced by a value JSON admits
 but the runtime must refuse (NaN, huge numbers, lone surrogates, NUL, printf directives, deep nesting), paths
 drawn from a pool that includes links leading out of the data root, names drawn from what the scene holds.
+
+The data root also holds hostile *files* (:func:`write_hostile_files`): detached headers naming data outside the
+root or ``/dev/zero``, file names that are not UTF-8 or hold controls and bidirectional overrides, a tiny gzip
+NIfTI claiming 2^29 voxels, a gzip bomb, an archive, a slide stored as one 4096^2 tile. None of them may ever be
+loaded, and every name in the scene must pass the name hygiene. :data:`HOSTILE_REPLIES` are model replies that
+the answer parsers and the tool-argument decoder must survive with strict-JSON output.
 """
 
 from __future__ import annotations
 
+import gzip
 import json
+import os
 import random
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +28,7 @@ import numpy as np
 from runtime_fixtures import oblique_lps_affine, phantom, write_dicom_series, write_nifti
 
 from MedOpenClawLib.audit import AuditTrace
+from MedOpenClawLib.names import name_problem
 from MedOpenClawLib.registry import ActionRegistry
 
 
@@ -48,6 +58,7 @@ class DataLayout:
     artifacts: Path
     inside_paths: list[str]
     escape_paths: list[str]
+    refused_files: list[str] = field(default_factory=list)  # inside the root, but never to be loaded
 
     @property
     def path_pool(self) -> list[str]:
@@ -93,7 +104,66 @@ def write_layout(base: Path, pathology: bool = True) -> DataLayout:
             (hidden / "slide.tif").symlink_to(outside / "secret.tif")
         inside += [str(case / "slide.tif"), str(case), "slides/case_a"]
         escapes += [str(hidden), str(hidden / "slide.tif"), str(outside / "secret.tif")]
-    return DataLayout(root, outside, artifacts, inside, escapes)
+    refused = write_hostile_files(root, outside, pathology)
+    return DataLayout(root, outside, artifacts, inside + [str(root / "hostile")] + refused, escapes, refused)
+
+
+NRRD = ("NRRD0004\ntype: uint8\ndimension: 3\nsizes: 4 4 4\nspace: left-posterior-superior\n"
+        "space directions: (1,0,0) (0,1,0) (0,0,1)\nencoding: raw\ndata file: {}\n\n")
+MHD = "ObjectType = Image\nNDims = 3\nDimSize = 4 4 4\nElementType = MET_UCHAR\nElementDataFile = {}\n"
+HOSTILE_NAMES = (b"caf\xe9.nii.gz", b"T1\nx.nii.gz", b"T1\x1b]0;owned\x07.nii.gz", "T1\u202egpj.nii.gz".encode())
+
+
+def nifti_claiming(shape: tuple[int, ...], payload: int) -> bytes:
+    """A gzip NIfTI whose header declares ``shape`` (uint8) followed by ``payload`` zero bytes."""
+    import nibabel as nib
+
+    header = nib.Nifti1Header()
+    header.set_data_shape(shape)
+    header.set_data_dtype(np.uint8)
+    header["vox_offset"] = 352
+    return gzip.compress(header.binaryblock + b"\0" * 4 + bytes(payload), compresslevel=9)
+
+
+def write_hostile_files(root: Path, outside: Path, pathology: bool) -> list[str]:
+    """The hostile files of the data root (see the module docstring); returns the paths that must never load."""
+    folder = root / "hostile"
+    folder.mkdir(exist_ok=True)
+    (outside / "secret.raw").write_bytes(bytes(range(64)))
+    headers = {"abs.nhdr": NRRD.format(outside / "secret.raw"), "rel.nhdr": NRRD.format("../../outside/secret.raw"),
+               "list.nhdr": NRRD.format("LIST"), "zero.nhdr": NRRD.format("/dev/zero"),
+               "abs.mhd": MHD.format(outside / "secret.raw"), "zero.mhd": MHD.format("/dev/zero")}
+    for name, text in headers.items():
+        (folder / name).write_text(text)
+    (folder / "huge.nii.gz").write_bytes(nifti_claiming((1024, 1024, 512), 1 << 16))
+    (folder / "bomb.nii.gz").write_bytes(nifti_claiming((4, 4, 4), 32 << 20))  # 32 MiB after the voxels
+    with zipfile.ZipFile(folder / "case.zip", "w") as archive:
+        archive.writestr("../../escape.nii.gz", b"not extracted, never read")
+    source = (root / "ct" / "CT.nii.gz").read_bytes()
+    for name in HOSTILE_NAMES:
+        with open(os.path.join(os.fsencode(folder), name), "wb") as handle:
+            handle.write(source)
+    refused = [str(folder / name) for name in headers] + [str(folder / "huge.nii.gz"), str(folder / "case.zip")]
+    refused += [os.fsdecode(os.path.join(os.fsencode(folder), name)) for name in HOSTILE_NAMES]
+    if pathology:
+        import tifffile
+
+        tile = root / "slides" / "case_tile"
+        tile.mkdir(parents=True, exist_ok=True)
+        if not (tile / "one_tile.tif").exists():
+            tifffile.imwrite(tile / "one_tile.tif", np.zeros((4096, 4096, 3), np.uint8), tile=(4096, 4096),
+                             compression="zlib", photometric="rgb")
+        refused += [str(tile / "one_tile.tif"), str(tile)]
+    return refused
+
+
+# model replies the answer parsers and the tool-argument decoder must survive (strict-JSON output, no exception)
+HOSTILE_REPLIES = [
+    "[" * 1500 + "]" * 1500, '{"a":' * 1500 + "1" + "}" * 1500, "9" * 5000, '{"x": ' + "9" * 5000 + "}",
+    "ANSWER: A\nKEY_SLICE_AXIAL_MM: 1e999\nRAS: [1e999, -1e999, NaN]", '{"answer": NaN, "localizations": [[1e999, 0]]}',
+    "ANSWER: \x1b]0;owned\x07B\u202e", "\ud800" * 10, "```json\n" + "[" * 3000 + "\n```", '"' + "[" * 2000 + '"',
+    "ANSWER: " + "A" * 200_000, '{"tumor_presence": {"$ref": "#"}, "largest_metastasis": [[[[[]]]]]}', "",
+]
 
 
 @dataclass
@@ -293,6 +363,8 @@ class Tally:
     non_json_results: int = 0
     root_escapes: int = 0
     unaudited: int = 0
+    hostile_files_loaded: int = 0  # a file of DataLayout.refused_files in the scene
+    unsafe_scene_names: int = 0  # a volume name that fails the name hygiene
     codes: dict[str, int] = field(default_factory=dict)
     examples: list[dict] = field(default_factory=list)
 
@@ -356,3 +428,35 @@ def checked_call(session: Session, name: str, arguments: Any, tally: Tally) -> N
     if escaped:
         tally.root_escapes += 1
         tally.problem("root_escape", name, arguments, ", ".join(escaped)[:300])
+    hostile = sorted(set(loaded_paths(session)) & set(session.layout.refused_files))
+    if hostile:
+        tally.hostile_files_loaded += 1
+        tally.problem("hostile_file_loaded", name, arguments, ", ".join(hostile)[:300])
+    engine = getattr(session.registry.context, "engine", None)
+    unsafe = [node.GetName() for node in engine.volume_nodes() if name_problem(node.GetName())] if engine else []
+    if unsafe:
+        tally.unsafe_scene_names += 1
+        tally.problem("unsafe_scene_name", name, arguments, ascii(unsafe)[:300])
+
+
+def check_model_reply(text: str, tally: Tally) -> None:
+    """A model reply through every answer parser and the tool-argument decoder: nothing may raise, and what they
+    return must be strict JSON (counted under ``escapes`` and ``non_json_results``)."""
+    from MedOpenClawLib.bench.cases import MODULES
+    from MedOpenClawLib.bench.parsers import parse_response
+    from MedOpenClawLib.providers.messages import parse_tool_arguments
+
+    for reader, call in [(f"parse_response[{module}]", lambda module=module: parse_response(module, text))
+                         for module in MODULES] + [("parse_tool_arguments", lambda: parse_tool_arguments(text))]:
+        tally.calls += 1
+        try:
+            value = call()
+        except Exception as error:
+            tally.escapes += 1
+            tally.problem("escape", reader, text, f"{type(error).__name__}: {str(error)[:200]}")
+            continue
+        if not strict_json(value):
+            tally.non_json_results += 1
+            tally.problem("non_json_result", reader, text)
+            continue
+        tally.ok += 1
