@@ -4,8 +4,13 @@ Each batch of calls runs in a child process, so a native crash (SIGSEGV/SIGABRT 
 counted as a crash instead of ending the run. Per call the child checks: registry.call never raises, every call
 is audited, no internal_error, a refused call leaves the state unchanged, state and result are strict JSON
 (finite numbers), and nothing outside the data roots was read into the scene. Per batch: its trace verifies
-(anchored) and replays. A final child measures memory growth over repeated passes of the same calls.
-Everything must be zero/pass (the JSON's ``pass``). Run it niced: ``nice -n 10 python scripts/fuzz_actions.py``.
+(anchored) and replays. The data root holds hostile files (``action_fuzz.write_hostile_files``): none may load,
+and no unsafe name may reach the scene. Hostile model replies go through every answer parser and the
+tool-argument decoder. A memory child measures growth over repeated passes of the same calls; a long-session
+child makes thousands of valid calls (bookmarks, points, scrolls, zooms) and records peak RSS and trace bytes per
+call early and late (linear growth: the late figure stays near the early one) and that the trace still rebuilds
+the final state exactly. Everything must be zero/pass (the JSON's ``pass``). Run it niced:
+``nice -n 10 python scripts/fuzz_actions.py``.
 """
 
 from __future__ import annotations
@@ -96,6 +101,59 @@ def child_memory(seed: int, calls: int, passes: int, workdir: Path) -> dict:
             "tally": tally.to_json()}
 
 
+LONG_CALLS = (("bookmark_view", {"view": "axial", "label": "b"}), ("record_point", {"ras": [0.0, 0.0, 0.0]}),
+              ("scroll", {"view": "axial", "direction": "up", "size": 64}), ("zoom", {"view": "coronal", "factor": 1.1,
+                                                                                 "size": 64}),
+              ("scroll", {"view": "axial", "direction": "down", "size": 64}), ("bookmark_view", {"view": "coronal"}))
+
+
+def child_long_session(calls: int, workdir: Path) -> dict:
+    """Peak RSS and trace bytes per call over ``calls`` valid calls on one session (the evidence ceiling refuses
+    items past it; those refusals are valid calls too), and an exact rebuild of the final state from the trace."""
+    import action_fuzz as fuzz
+
+    from MedOpenClawLib.audit import read_trace, state_at
+
+    layout = fuzz.write_layout(workdir / "data", pathology=False)
+    trace_path = workdir / "trace-long.jsonl"
+    session = fuzz.build_session("A", layout, trace_path)
+    registry = session.registry
+    assert registry.call("open_case", {"dicom_dir": str(layout.root / "ct"), "size": 64}).ok
+    window = max(calls // 10, 1)
+    sizes, codes, started = [], {}, time.perf_counter()
+    for index in range(calls):
+        name, arguments = LONG_CALLS[index % len(LONG_CALLS)]
+        before = trace_path.stat().st_size
+        result = registry.call(name, {**arguments, **({"label": f"{name}{index}"} if "label" in arguments else {})})
+        sizes.append(trace_path.stat().st_size - before)
+        if not result.ok:
+            codes[result.error["code"]] = codes.get(result.error["code"], 0) + 1
+    elapsed = time.perf_counter() - started
+    early, late = sum(sizes[:window]) / window, sum(sizes[-window:]) / window
+    records = read_trace(trace_path)
+    rebuilt = state_at(records, records[-1]["seq"]) == registry.state()
+    return {"calls": calls, "seconds": round(elapsed, 1), "trace_bytes": trace_path.stat().st_size,
+            "trace_bytes_per_call_first_tenth": round(early, 1), "trace_bytes_per_call_last_tenth": round(late, 1),
+            "late_over_early": round(late / early, 3), "peak_rss_mib": round(peak_rss_mib(), 1),
+            "evidence_items": len(registry.context.evidence.items), "refusals": codes,
+            "final_state_rebuilt_exactly": rebuilt}
+
+
+def peak_rss_mib() -> float:
+    """Peak resident set size of this process (Linux reports KiB)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def model_replies() -> dict:
+    """Every hostile model reply through every answer parser and the tool-argument decoder."""
+    import action_fuzz as fuzz
+
+    tally = fuzz.Tally()
+    for text in fuzz.HOSTILE_REPLIES:
+        fuzz.check_model_reply(text, tally)
+    return tally.to_json()
+
+
 def run_child(arguments: list[str], timeout: float) -> tuple[dict | None, str]:
     """The child's report, or why there is none: ``signal N`` (a native crash), ``exit N``, ``timeout``."""
     command = [sys.executable, str(Path(__file__).resolve()), "--child", *arguments]
@@ -119,6 +177,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=20261201)
     parser.add_argument("--memory-calls", type=int, default=400)
     parser.add_argument("--memory-passes", type=int, default=6)
+    parser.add_argument("--long-calls", type=int, default=3000, help="valid calls of the long-session child")
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "fuzz.json")
     parser.add_argument("--child", nargs="+", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -128,12 +187,16 @@ def main() -> int:
         workdir = Path(rest[-1])
         if mode == "batch":
             report = child_batch(rest[0], int(rest[1]), int(rest[2]), workdir)
+        elif mode == "long":
+            report = child_long_session(int(rest[0]), workdir)
         else:
             report = child_memory(int(rest[0]), int(rest[1]), int(rest[2]), workdir)
         print(json.dumps(report, default=str), flush=True)
         return 0
 
     import action_fuzz as fuzz
+
+    from MedOpenClawLib.sinks import write_json
 
     started = time.perf_counter()
     totals = fuzz.Tally()
@@ -166,6 +229,14 @@ def main() -> int:
         memory_dir.mkdir()
         memory, failure = run_child(["memory", str(args.seed), str(args.memory_calls), str(args.memory_passes),
                                      str(memory_dir)], timeout=1800)
+        long_dir = Path(scratch) / "long"
+        long_dir.mkdir()
+        long_session, failure_long = run_child(["long", str(args.long_calls), str(long_dir)],
+                                               timeout=args.long_calls + 900)
+    if long_session is None:
+        crashes.append({"kind": "long_session", "failure": failure_long[-800:]})
+        long_session = {}
+    replies = model_replies()
     if memory is None:
         crashes.append({"kind": "memory", "failure": failure[-800:]})
         memory = {}
@@ -176,7 +247,10 @@ def main() -> int:
     replay_ok = all(batch["replay"]["ok"] for batch in batches)
     memory_ok = bool(memory) and memory["growth_mib_per_1000_calls"] < 1.0
     zero_keys = ("internal_errors", "escapes", "refused_changed_state", "non_finite_state", "non_json_results",
-                 "root_escapes", "unaudited")
+                 "root_escapes", "unaudited", "hostile_files_loaded", "unsafe_scene_names")
+    long_ok = bool(long_session) and long_session["late_over_early"] < 1.5 and long_session[
+        "final_state_rebuilt_exactly"]
+    replies_ok = replies["escapes"] == 0 and replies["non_json_results"] == 0
     result = {
         "generated_by": "scripts/fuzz_actions.py",
         "seed": args.seed,
@@ -188,6 +262,11 @@ def main() -> int:
         "trace_verify": {"sessions": len(batches), "ok": verify_ok},
         "replay": {"sessions": len(batches), "ok": replay_ok},
         "memory": {**memory, "ok": memory_ok, "limit_mib_per_1000_calls": 1.0},
+        "long_session": {**long_session, "ok": long_ok, "limit_late_over_early": 1.5},
+        "model_replies": {"replies": len(fuzz.HOSTILE_REPLIES),
+                          "parser_calls": replies["calls"], "escapes": replies["escapes"],
+                          "non_json_results": replies["non_json_results"], "examples": replies["examples"],
+                          "ok": replies_ok},
         "error_codes": counts["error_codes"],
         "batches": batches,
         "crash_details": crashes,
@@ -196,9 +275,8 @@ def main() -> int:
         "machine": {"platform": platform.platform(), "python": platform.python_version(), "cpus": os.cpu_count()},
     }
     result["pass"] = (not crashes and all(result[key] == 0 for key in zero_keys) and verify_ok and replay_ok
-                      and memory_ok and result["calls"] >= args.calls)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=2, default=str) + "\n")
+                      and memory_ok and long_ok and replies_ok and result["calls"] >= args.calls)
+    write_json(args.out, result, indent=2)
     print(json.dumps({key: result[key] for key in ("calls", "crashes", *zero_keys, "pass")}))
     return 0 if result["pass"] else 1
 
