@@ -442,12 +442,12 @@ def checked_call(session: Session, name: str, arguments: Any, tally: Tally) -> N
 def check_model_reply(text: str, tally: Tally) -> None:
     """A model reply through every answer parser and the tool-argument decoder: nothing may raise, and what they
     return must be strict JSON (counted under ``escapes`` and ``non_json_results``)."""
-    from MedOpenClawLib.bench.cases import MODULES
+    from MedOpenClawLib.bench.modules import names
     from MedOpenClawLib.bench.parsers import parse_response
     from MedOpenClawLib.providers.messages import parse_tool_arguments
 
     for reader, call in [(f"parse_response[{module}]", lambda module=module: parse_response(module, text))
-                         for module in MODULES] + [("parse_tool_arguments", lambda: parse_tool_arguments(text))]:
+                         for module in names()] + [("parse_tool_arguments", lambda: parse_tool_arguments(text))]:
         tally.calls += 1
         try:
             value = call()
