@@ -93,7 +93,7 @@ def summarize(action: str, arguments: dict, data: dict) -> str:
             continue
         if isinstance(value, float):
             value = round(value, 1)
-        elif isinstance(value, list | tuple):
+        elif isinstance(value, (list, tuple)):  # not ``list | tuple``: Python 3.9 in Slicer 5.8
             value = [round(item, 1) if isinstance(item, float) else item for item in value]
         details.append(f"{key}={value}")
     return f"{action} " + ", ".join(details) if details else action

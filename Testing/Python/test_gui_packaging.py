@@ -79,34 +79,91 @@ def test_a_feature_without_its_packages_answers_missing_dependency(monkeypatch):
 
 
 class PyTorchUtilsDouble:
-    """SlicerPyTorch's PyTorchUtils/PyTorchUtils.py: ``PyTorchUtilsLogic.torchInstalled()`` and
-    ``installTorch(askConfirmation=False, forceComputationBackend=None, torchVersionRequirement=None, ...)``."""
+    """SlicerPyTorch's PyTorchUtils/PyTorchUtils.py: ``installTorch(askConfirmation=False,
+    forceComputationBackend=None, torchVersionRequirement=None)`` asks the user, returns None when declined (no
+    torch installed) and the imported ``torch`` module once light-the-torch installed it."""
 
     calls: list = []
+    accept = True
+    present: set = set()  # what ``dependencies.installed`` sees in the test
 
     class PyTorchUtilsLogic:
-        @staticmethod
-        def torchInstalled():
-            return False
-
-        def installTorch(self, askConfirmation=False, forceComputationBackend=None, torchVersionRequirement=None,
-                         torchvisionVersionRequirement=None):
+        def installTorch(self, askConfirmation=False, forceComputationBackend=None, torchVersionRequirement=None):
             PyTorchUtilsDouble.calls.append((askConfirmation, torchVersionRequirement))
+            if not PyTorchUtilsDouble.accept:
+                return None
+            PyTorchUtilsDouble.present.add("torch")
+            return sys.modules.get("torch") or object()
 
 
-def test_install_asks_first_and_takes_torch_through_pytorchutils(monkeypatch):
-    monkeypatch.setattr(dependencies, "installed", lambda name: name not in {"torch", "monai"})
-    pip, asked = [], []
-    assert install(["vista3d"], lambda missing: asked.append(missing) or False, pip.append) == list(FEATURES["vista3d"])
+@pytest.fixture()
+def fresh_slicer(monkeypatch):
+    """A Slicer without torch and monai: the test's pip double and PyTorchUtils add them when they install."""
+    PyTorchUtilsDouble.calls, PyTorchUtilsDouble.accept, PyTorchUtilsDouble.present = [], True, set()
+    real = dependencies.installed
+    monkeypatch.setattr(dependencies, "installed", lambda name: real(name) and (
+        name not in {"torch", "monai"} or name in PyTorchUtilsDouble.present))
+    pip = []
+
+    def pip_install(arguments):
+        """slicer.util.pip_install: the requirements, and a constraints file's content when one is passed."""
+        if "--constraint" in arguments:
+            arguments = [*arguments[:-2], Path(arguments[-1]).read_text().strip()]
+        pip.append(arguments)
+        PyTorchUtilsDouble.present.update(dependencies.requirement_name(a) for a in arguments if "==" not in a)
+
+    return pip, pip_install
+
+
+def test_install_asks_first_and_takes_torch_through_pytorchutils(fresh_slicer):
+    pip, pip_install = fresh_slicer
+    asked = []
+    assert install(["vista3d"], lambda missing: asked.append(missing) or False, pip_install) == list(
+        FEATURES["vista3d"])
     assert asked == [list(FEATURES["vista3d"])] and pip == [], "nothing is installed without the user's consent"
 
-    PyTorchUtilsDouble.calls = []
-    install(["vista3d"], lambda missing: True, pip.append, find_module=lambda name: PyTorchUtilsDouble)
-    assert PyTorchUtilsDouble.calls == [(True, ">=2.2")] and pip == [["monai>=1.4"]]
+    assert install(["vista3d"], lambda missing: True, pip_install, find_module=lambda name: PyTorchUtilsDouble) == []
+    torch_version = dependencies.installed_version("torch")
+    assert PyTorchUtilsDouble.calls == [(True, ">=2.2")]
+    assert pip == [["monai>=1.4", f"torch=={torch_version}"]], "monai is installed against the torch that is there"
 
-    pip.clear()
-    install(["vista3d"], lambda missing: True, pip.append, find_module=lambda name: None)  # no SlicerPyTorch
-    assert pip == [["torch>=2.2", "monai>=1.4"]]
+
+def test_declining_torch_installs_nothing_that_would_pull_it(fresh_slicer):
+    pip, pip_install = fresh_slicer
+    PyTorchUtilsDouble.accept = False
+    missing = install(["vista3d"], lambda missing: True, pip_install, find_module=lambda name: PyTorchUtilsDouble)
+    assert PyTorchUtilsDouble.calls == [(True, ">=2.2")] and pip == [] and missing == list(FEATURES["vista3d"])
+
+
+def test_without_pytorchutils_torch_comes_first_then_its_dependents(fresh_slicer):
+    pip, pip_install = fresh_slicer
+    assert install(["vista3d"], lambda missing: True, pip_install, find_module=lambda name: None) == []
+    assert pip == [["torch>=2.2"], ["monai>=1.4", f"torch=={dependencies.installed_version('torch')}"]]
+
+
+def test_a_torch_too_old_is_missing_and_never_replaced(fresh_slicer, monkeypatch):
+    pip, pip_install = fresh_slicer
+    PyTorchUtilsDouble.present.add("torch")
+    real_version = dependencies.installed_version
+    monkeypatch.setattr(dependencies, "installed_version",
+                        lambda requirement: "2.1.2+cu118" if requirement.startswith("torch") else real_version(
+                            requirement))
+    assert missing_for(["vista3d"]) == list(FEATURES["vista3d"])
+    with pytest.raises(ActionError) as refused:
+        require("vista3d")
+    assert "torch>=2.2 (2.1.2+cu118 is installed)" in refused.value.message
+    install(["vista3d"], lambda missing: True, pip_install, find_module=lambda name: PyTorchUtilsDouble)
+    assert PyTorchUtilsDouble.calls == [] and pip == [], "a driver-matched torch is not replaced behind the user"
+
+
+def test_a_feature_needing_a_newer_python_is_refused_and_not_installed(monkeypatch):
+    monkeypatch.setattr(dependencies, "MIN_PYTHON", {"dicom_seg": (99, 0)})
+    with pytest.raises(ActionError) as refused:
+        require("dicom_seg")
+    assert refused.value.code == "missing_dependency" and "needs Python 99.0 or later" in refused.value.message
+    pip = []
+    monkeypatch.setattr(dependencies, "installed", lambda name: name != "highdicom")
+    assert install(["dicom_seg"], lambda missing: True, pip.append) == [] and pip == []
 
 
 BLOCKED = """

@@ -161,7 +161,7 @@ def _runs(distances: np.ndarray, thickness: float | None) -> list[slice]:
     gaps = np.diff(distances)
     limit = GAP_SPLIT_RATIO * (float(np.median(gaps)) if len(distances) > 2 else thickness)
     cuts = [0, *[index + 1 for index, gap in enumerate(gaps) if gap > limit], len(distances)]
-    return [slice(start, stop) for start, stop in zip(cuts, cuts[1:], strict=False)]
+    return [slice(start, stop) for start, stop in zip(cuts, cuts[1:])]  # no zip(strict=): Python 3.9 in Slicer 5.8
 
 
 def _plan(headers: list[SliceHeader]) -> VolumePlan:
