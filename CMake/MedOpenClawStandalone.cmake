@@ -105,3 +105,29 @@ function(medopenclaw_add_pytest_suite)
       SKIP_RETURN_CODE 5)
   endforeach()
 endfunction()
+
+#-----------------------------------------------------------------------------
+# One ctest per supported 3D Slicer release (Testing/SlicerReleases/slicer-*.txt): the in-Slicer code under that
+# release's Python and bundled packages, in the venv scripts/setup_slicer_pythons.sh made (SKIP without it).
+function(medopenclaw_add_slicer_release_tests)
+  if(NOT BUILD_TESTING)
+    return()
+  endif()
+  if(DEFINED ENV{MEDOPENCLAW_SLICER_VENVS})
+    set(_venvs "$ENV{MEDOPENCLAW_SLICER_VENVS}")
+  else()
+    set(_venvs "${_medopenclaw_root}/.venv-slicer")
+  endif()
+  file(GLOB _releases CONFIGURE_DEPENDS "${_medopenclaw_root}/Testing/SlicerReleases/slicer-*.txt")
+  foreach(_requirements IN LISTS _releases)
+    get_filename_component(_release "${_requirements}" NAME_WLE)
+    set(_python "${_venvs}/${_release}/bin/python")
+    add_test(
+      NAME slicer_python_${_release}
+      COMMAND sh -c "[ -x \"$0\" ] || { echo \"no venv for ${_release}: run scripts/setup_slicer_pythons.sh\"; exit 5; }; exec \"$0\" \"$1\""
+              "${_python}" "${_medopenclaw_root}/scripts/check_slicer_release.py"
+      WORKING_DIRECTORY "${_medopenclaw_root}"
+      )
+    set_tests_properties(slicer_python_${_release} PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 5)
+  endforeach()
+endfunction()

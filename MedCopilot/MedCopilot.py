@@ -67,12 +67,13 @@ class MedCopilotWidget(ScriptedLoadableModuleWidget):
         self.panel.attach(session.registry)
 
     def cleanup(self):
+        if self.panel is None:  # the packages were declined: setup() built no panel and added no listener
+            return
         from MedOpenClawLib.gui.app_session import remove_session_listener
 
         remove_session_listener(self.onSessionChanged)
-        if self.panel is not None:
-            self.panel.stop()
-            self.panel.timer.stop()
+        self.panel.stop()
+        self.panel.timer.stop()
 
 
 class MedCopilotLogic(ScriptedLoadableModuleLogic):
@@ -100,6 +101,9 @@ class MedCopilotTest(ScriptedLoadableModuleTest):
         slicer.mrmlScene.Clear()
 
     def runTest(self):
+        from MedOpenClaw import MedOpenClawTest
+
+        MedOpenClawTest().setUpRequirements()
         self.setUp()
         self.test_ApprovedProposalRunsOnTheAppScene()
 

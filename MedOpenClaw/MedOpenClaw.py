@@ -75,11 +75,12 @@ class MedOpenClawWidget(ScriptedLoadableModuleWidget):
         self.auditPanel.attach(session)
 
     def cleanup(self):
+        if self.auditPanel is None:  # the packages were declined: setup() built no panel and added no listener
+            return
         from MedOpenClawLib.gui.app_session import remove_session_listener
 
         remove_session_listener(self.onSessionChanged)
-        if self.auditPanel is not None:
-            self.auditPanel.detach()
+        self.auditPanel.detach()
 
 
 class MedOpenClawLogic(ScriptedLoadableModuleLogic):
@@ -92,13 +93,25 @@ class MedOpenClawLogic(ScriptedLoadableModuleLogic):
 
     def ensureDependencies(self, features=("core",), askUser=True):
         """Install the packages ``features`` lack, only after the user agrees (never silently); torch through
-        SlicerPyTorch's PyTorchUtils when that extension is installed."""
+        SlicerPyTorch's PyTorchUtils when that extension is installed. Whether everything is there afterwards.
+
+        Under ``--testing`` ``confirmOkCancelDisplay`` answers OK by itself, so nothing is installed from the
+        dialog then (the test classes set their requirements up first, with ``askUser=False``, as
+        SlicerTotalSegmentator's test does); a failed install (offline) is logged, not raised out of setup().
+        """
+        import logging
+
         from MedOpenClawLib.dependencies import FEATURE_NAMES, install
 
         names = ", ".join(FEATURE_NAMES[feature] for feature in features)
 
         def confirm(missing):
-            return not askUser or slicer.util.confirmOkCancelDisplay(
+            if not askUser:
+                return True
+            if slicer.app.commandOptions().testingEnabled:  # the test mode PyTorchUtils checks the same way
+                logging.warning(f"{names}: not installing {', '.join(missing)} without asking (--testing)")
+                return False
+            return slicer.util.confirmOkCancelDisplay(
                 f"{names} needs these Python packages:\n\n" + "\n".join(missing) + "\n\nInstall them now?",
                 "MedOpenClaw dependencies",
             )
@@ -107,7 +120,11 @@ class MedOpenClawLogic(ScriptedLoadableModuleLogic):
             with _waitCursor():
                 slicer.util.pip_install(requirements)
 
-        return not install(features, confirm, pipInstall)
+        try:
+            return not install(features, confirm, pipInstall)
+        except Exception as error:  # slicer.util.pip_install raises CalledProcessError (offline, no wheel)
+            logging.error(f"Installing the Python packages of {names} failed: {error}")
+            return False
 
     def sessionsDirectory(self):
         default = os.path.join(slicer.app.defaultScenePath, "MedOpenClaw", "sessions")
@@ -157,7 +174,13 @@ class MedOpenClawTest(ScriptedLoadableModuleTest):
     def setUp(self):
         slicer.mrmlScene.Clear()
 
+    def setUpRequirements(self):
+        """Install the module's packages before anything imports them (the SlicerTotalSegmentator pattern)."""
+        self.assertTrue(MedOpenClawLogic().ensureDependencies(("core",), askUser=False),
+                        "MedOpenClaw's Python packages could not be installed")
+
     def runTest(self):
+        self.setUpRequirements()
         self.setUp()
         self.test_ActionsOnTheAppSceneAreAudited()
         self.setUp()

@@ -1,5 +1,10 @@
 #!/usr/bin/env bash
-# Build the MedOpenClaw QuPath bridge with javac (Java 17+) and the py4j jar shipped in the `py4j` pip wheel.
+# Build the MedOpenClaw QuPath bridge with javac and the py4j jar shipped in the `py4j` pip wheel.
+#
+# The bridge is compiled for Java 17 (--release 17), so one jar runs in QuPath 0.5 (built with JDK 17, class
+# files version 61) and 0.6 (JDK 21, version 65). Compiling against QuPath 0.6's jars, and the --check-adapter
+# stubs (compiled at version 65, as QuPath 0.6 is), needs javac 21 or newer: javac 17 stops with "class file has
+# wrong version 65.0, should be 61.0".
 #
 #   scripts/build_qupath_bridge.sh                 core + file-backed viewer + bounded gateway (runs in CI)
 #   QUPATH_JARS=/path/to/QuPath/lib/app scripts/build_qupath_bridge.sh
@@ -12,7 +17,8 @@
 # Outputs (MedOpenClaw/QuPathBridge/build/, git-ignored):
 #   medopenclaw-qupath-bridge.jar      core, file-backed ViewerPort, FileBridgeMain, bounded gateway
 #   medopenclaw-qupath-extension.jar   the above + QuPathViewerPort + QuPath extension (only with QUPATH_JARS)
-# Environment: PYTHON (interpreter with py4j installed, default python3), JAVAC, JAR, MEDOPENCLAW_BRIDGE_BUILD.
+# Environment: PYTHON (interpreter with py4j installed, default python3), JAVAC, JAVA, JAR (default: those on
+# PATH), MEDOPENCLAW_BRIDGE_BUILD.
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,6 +27,32 @@ out="${MEDOPENCLAW_BRIDGE_BUILD:-$bridge/build}"
 python="${PYTHON:-python3}"
 javac="${JAVAC:-javac}"
 jar="${JAR:-jar}"
+java="${JAVA:-java}"
+
+javac_major() {  # "javac 21.0.5" -> 21
+  "$javac" -version 2>&1 | sed -nE 's/^javac ([0-9]+).*/\1/p'
+}
+
+class_version() {  # the class-file major version of the first class in the jars of folder $1 (0: none)
+  "$python" - "$1" <<'PY'
+import glob, struct, sys, zipfile
+for path in sorted(glob.glob(sys.argv[1] + "/*.jar")):
+    with zipfile.ZipFile(path) as archive:
+        name = next((n for n in archive.namelist() if n.endswith(".class") and "module-info" not in n), None)
+        if name:
+            print(struct.unpack(">H", archive.read(name)[6:8])[0])
+            sys.exit()
+print(0)
+PY
+}
+
+need_javac_21() {  # $1: what needs it
+  if (( $(javac_major) < 21 )); then
+    echo "build_qupath_bridge: $1 needs javac 21 or newer (QuPath 0.6 is built with JDK 21, class files version" \
+         "65); $javac is $("$javac" -version 2>&1). Install openjdk-21-jdk-headless or set JAVAC and JAVA." >&2
+    exit 1
+  fi
+}
 
 py4j_jar="$("$python" -c 'from py4j.java_gateway import find_jar_path; print(find_jar_path())')"
 if [[ -z "$py4j_jar" || ! -f "$py4j_jar" ]]; then
@@ -40,13 +72,17 @@ if [[ "${1:-}" == "--check-adapter" ]]; then
   rm -rf "$stubs" "$out/check-classes"
   mkdir -p "$stubs/classes" "$out/check-classes"
   mapfile -t stub_sources < <(find "$bridge/src/test/stubs" -name '*.java' | sort)
-  "$javac" --release 17 -encoding UTF-8 -d "$stubs/classes" "${stub_sources[@]}"
+  need_javac_21 "--check-adapter (stubs compiled at class version 65, as QuPath 0.6 is)"
+  "$javac" --release 21 -encoding UTF-8 -d "$stubs/classes" "${stub_sources[@]}"
   "$jar" --create --file "$stubs/qupath-stubs.jar" -C "$stubs/classes" .
   QUPATH_JARS="$stubs"
 fi
 
 if [[ -n "${QUPATH_JARS:-}" ]]; then
   mkdir -p "$out/qupath-classes"
+  if (( $(class_version "$QUPATH_JARS") >= 65 )); then
+    need_javac_21 "compiling against $QUPATH_JARS"
+  fi
   mapfile -t qupath_sources < <(find "$bridge/src/qupath/java" -name '*.java' | sort)
   "$javac" --release 17 -encoding UTF-8 -cp "$py4j_jar:$out/classes:$QUPATH_JARS/*" -d "$out/qupath-classes" \
     "${qupath_sources[@]}"
@@ -62,6 +98,6 @@ if [[ "${1:-}" == "--check-adapter" ]]; then
   "$javac" --release 17 -Xlint:all -Werror -encoding UTF-8 -cp "$classpath" -d "$out/check-classes" \
     "${check_sources[@]}"
   for check in org.medopenclaw.qupath.gui.QuPathViewerPortCheck org.medopenclaw.qupath.OwnerOnlyFileCheck; do
-    java -cp "$out/check-classes:$classpath" "$check"
+    "$java" -cp "$out/check-classes:$classpath" "$check"
   done
 fi

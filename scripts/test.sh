@@ -3,6 +3,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$root/scripts/setup_env.sh"
+bash "$root/scripts/setup_slicer_pythons.sh"  # the Python of each supported Slicer release (cached)
 venv="${MEDOPENCLAW_VENV:-$root/.venv}"
 build="${MEDOPENCLAW_BUILD_DIR:-$root/build}"
 export PATH="$venv/bin:$PATH"

@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -215,10 +214,16 @@ class AuditTrace:
         self._delta_bytes = 0  # bytes of deltas written since the last full snapshot
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            if self.path.exists():  # a new episode on the same path: its old records and images are stale
+            try:  # created here, exclusively: an audit trace is never overwritten, nor its images or anchor
+                with self.path.open("x", encoding="utf-8"):
+                    pass
+            except FileExistsError:
+                raise FileExistsError(f"{self.path} already holds an audit trace; traces are never overwritten, "
+                                      "choose another path") from None
+            if anchor_path(self.path).exists() or (self.image_dir.exists() and any(self.image_dir.iterdir())):
                 self.path.unlink()
-                shutil.rmtree(self.image_dir, ignore_errors=True)
-            anchor_path(self.path).unlink(missing_ok=True)
+                raise FileExistsError(f"{self.path}'s anchor or images are left from another trace; choose "
+                                      "another path")
         self.record_event("session_start", header or {})
 
     @property

@@ -70,7 +70,7 @@ class _Size:
 
 
 class LayoutManager:
-    """qSlicerLayoutManager: created by the main window only (Base/QTGUI/qSlicerMainWindow.cxx,
+    """qSlicerLayoutManager: created by the main window only (Base/QTApp/qSlicerMainWindow.cxx,
     qSlicerMainWindowPrivate::setupUi: ``new qSlicerLayoutManager(layoutFrame)``, then
     ``qSlicerApplication::setLayoutManager``, which hands its slice logic collection to the application logic,
     Base/QTGUI/qSlicerApplication.cxx). qMRMLLayoutManager creates one slice node and logic per view."""
@@ -165,6 +165,14 @@ class Modules:
 
 
 @dataclass
+class _CommandOptions:
+    """qSlicerCoreCommandOptions (Base/QTCore/qSlicerCoreCommandOptions.cpp): the flags a script reads."""
+
+    runPythonAndExit: bool = False  # noqa: N815 - Slicer's name
+    testingEnabled: bool = False  # noqa: N815 - Slicer's name
+
+
+@dataclass
 class _LoadableModule:
     _logic: object
 
@@ -184,9 +192,19 @@ class Application:
         self._layout_manager = LayoutManager(self.scene, self.app_logic) if main_window else None
         self.modules = Modules(self.color_logic, self.volumes_logic, self.segmentations_logic)
         self.cli = CliRunner(self.scene, self.app_logic)
+        self._options = _CommandOptions()
+        self.exit_status: int | None = None  # set by exit(); None: the event loop keeps running
 
     def layoutManager(self):  # noqa: N802 - Qt's name
         return self._layout_manager
+
+    def commandOptions(self):  # noqa: N802 - Qt's name
+        """qSlicerCoreCommandOptions; ``slicer.util.exit`` clears ``runPythonAndExit`` before ``exit``."""
+        return self._options
+
+    def exit(self, status: int = 0) -> None:
+        """QCoreApplication::exit: the event loop ends with ``status`` once the running script returns."""
+        self.exit_status = status
 
     def applicationLogic(self):  # noqa: N802 - Qt's name
         return self.app_logic

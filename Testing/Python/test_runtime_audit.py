@@ -197,9 +197,10 @@ def test_replay_charges_the_round_budget_as_the_episode_did(tmp_path, capsys):
     assert main(["replay", str(path), "--data-root", str(root)]) == 0, capsys.readouterr().out
 
 
-def test_a_new_trace_on_an_old_path_removes_the_old_images(recorded):
+def test_a_new_trace_on_an_old_path_is_refused_and_the_old_one_kept(recorded):
     path, _ = recorded
     old_images = path.with_name(path.stem + "_images")
-    assert any(old_images.iterdir())
-    AuditTrace(path, save_images=True)
-    assert not old_images.exists() and len(read_trace(path)) == 1
+    before, images = path.read_bytes(), sorted(old_images.iterdir())
+    with pytest.raises(FileExistsError, match="never overwritten"):
+        AuditTrace(path, save_images=True)
+    assert path.read_bytes() == before and sorted(old_images.iterdir()) == images and verify_trace(path).ok

@@ -177,7 +177,7 @@ def test_the_double_resets_views_when_update_display_is_left_on(gui, data_root):
 class PythonQtSocketNotifier:
     """PythonQt's QSocketNotifier: ``activated`` is overloaded (``activated(int)`` and, since Qt 5.15,
     ``activated(QSocketDescriptor, QSocketNotifier::Type)``); Slicer's WebServer module connects it by its explicit
-    signature (Modules/Scripted/WebServer/WebServerLib/SlicerHTTPServer.py), the only form that reaches the slot."""
+    signature (Modules/Scripted/WebServer/WebServer.py, class SlicerHTTPServer), the only form that reaches the slot."""
 
     def __init__(self):
         self.slots = []

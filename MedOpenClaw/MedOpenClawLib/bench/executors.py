@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from ..audit import read_anchor
+from ..audit import fresh_path, read_anchor
 from ..names import confined
 from ..pathology.actions import MODEL_VISIBLE_ACTIONS
 from ..worker.client import WorkerEnvironment, WorkerProcess
@@ -25,7 +25,7 @@ from .agents.base import Agent, AgentContext
 from .cases import Case, load_ground_truth
 from .episode import EpisodeConfig, EpisodeOutcome, EpisodePrompt, run_episode
 from .integrity import CaseIntegrityError
-from .modules import PATHOLOGY, get
+from .modules import PATHOLOGY, RADIOLOGY, get
 from .preload import Attachments, PathologyRounds, PreloadError, montage_prompt, preload
 from .tasks import EpisodeTask, RunConfig
 
@@ -39,9 +39,15 @@ class WorkerUnavailable(Exception):
     episode goes back to the queue for the others, without spending one of the episode's attempts."""
 
 
+def worker_slicer(config: RunConfig) -> str | None:
+    """The 3D Slicer a run's workers use: ``--slicer`` hosts radiology episodes only. Slicer's Python has no slide
+    reader (openslide/tiffslide), so pathology episodes run on the headless worker, whose Python reads slides."""
+    return config.slicer if get(config.module).application == RADIOLOGY else None
+
+
 def local_worker(config: RunConfig, directory: Path) -> WorkerProcess:
-    """A viewer worker process on this machine (headless slicer-core, or ``--slicer``)."""
-    return WorkerProcess(directory, config.slicer, config.startup_timeout_s, config.call_timeout_s).start()
+    """A viewer worker process on this machine (headless slicer-core, or ``--slicer`` for radiology)."""
+    return WorkerProcess(directory, worker_slicer(config), config.startup_timeout_s, config.call_timeout_s).start()
 
 
 @dataclass
@@ -104,7 +110,8 @@ class EpisodeJob:
         config = self.config
         case = task.case
         out = Path(config.out)
-        trace_path = confined(out / "episodes", task.episode_id, f"trace-{attempt}.jsonl")
+        # an earlier invocation that died mid-episode left this attempt's trace: it is kept, never overwritten
+        trace_path = fresh_path(confined(out / "episodes", task.episode_id), f"trace-{attempt}", ".jsonl")
         env = WorkerEnvironment(worker)
         header = {"episode_id": task.episode_id, "case_id": case.case_id, "module": config.module,
                   "repeat": task.repeat, "attempt": attempt, "agent": config.agent, "track": config.track,

@@ -33,7 +33,7 @@ from pathlib import Path
 from ..worker.client import WorkerLink
 from ..worker.protocol import WorkerError, WorkerFault, WorkerHung
 from .concurrency import WORKER_MEMORY_BYTES, api_bound, cpus_per_worker, resolve_workers
-from .executors import EpisodeJob, LocalExecutor, RoundListener, WorkerUnavailable
+from .executors import EpisodeJob, LocalExecutor, RoundListener, WorkerUnavailable, worker_slicer
 from .ray_actor import RESULT_FAULT, RESULT_OK, RESULT_REFUSED, WorkerHost, pack_tree, tree_records
 
 SLICER_RESOURCE = "slicer"  # custom resource advertised by nodes that have a 3D Slicer application
@@ -265,7 +265,7 @@ class RayExecutor(LocalExecutor):
                          logging_level="WARNING", log_to_driver=False)
             self._connected_here = True
         cluster = ray.cluster_resources()
-        self.resources = actor_resources(api_bound(config), config.track, bool(config.slicer), cluster,
+        self.resources = actor_resources(api_bound(config), config.track, bool(worker_slicer(config)), cluster,
                                          num_gpus=num_gpus)
         self.placement_timeout_s = placement_timeout_s
         self.cases = CaseShipper(config.cases_dir)
@@ -284,7 +284,7 @@ class RayExecutor(LocalExecutor):
         from ray.exceptions import GetTimeoutError
 
         config = self.job.config
-        actor = self._actor_class.remote(config.slicer, config.startup_timeout_s, config.call_timeout_s)
+        actor = self._actor_class.remote(worker_slicer(config), config.startup_timeout_s, config.call_timeout_s)
         while True:
             try:
                 ray.get(actor.__ray_ready__.remote(), timeout=self.placement_timeout_s)

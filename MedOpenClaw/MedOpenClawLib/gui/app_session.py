@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .. import settings
-from ..audit import AuditTrace
+from ..audit import AuditTrace, fresh_path
 from ..policy import TRACKS, DataRootPolicy
 from ..registry import ActionRegistry
 from ..server.rest import RestService, new_token
@@ -35,10 +35,10 @@ class AppSession:
         max_rounds: int | None = None,
         app=None,
     ) -> AppSession:
-        """A new trace under ``sessions_dir/<timestamp>/`` (rendered views saved beside it for the audit)."""
+        """A new trace under a new ``sessions_dir/<timestamp>[-n]/`` (rendered views saved beside it)."""
         if track not in TRACKS:
             raise ValueError(f"track must be one of {TRACKS}")
-        directory = Path(sessions_dir) / time.strftime("%Y%m%d-%H%M%S")
+        directory = new_session_directory(Path(sessions_dir))
         trace = AuditTrace(directory / "trace.jsonl", header={"front_end": "slicer"}, save_images=True)
         registry = build_slicer_registry(data_roots or [], track=track, trace=trace, max_rounds=max_rounds,
                                          app=app, artifacts_dir=directory / "artifacts")
@@ -110,3 +110,17 @@ def on_session_changed(listener: Callable[[AppSession], None]) -> None:
 def remove_session_listener(listener: Callable[[AppSession], None]) -> None:
     if listener in _listeners:
         _listeners.remove(listener)
+
+
+def new_session_directory(sessions_dir: Path) -> Path:
+    """``sessions_dir/<YYYYmmdd-HHMMSS>``, created here, or ``-2``, ``-3``... when another session took that second
+    (a quick track switch, the module's sub-tests): no session ever writes into another's folder."""
+    sessions_dir.mkdir(parents=True, exist_ok=True)
+    stem = time.strftime("%Y%m%d-%H%M%S")
+    while True:
+        candidate = fresh_path(sessions_dir, stem)
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:  # taken between the check and the creation
+            continue

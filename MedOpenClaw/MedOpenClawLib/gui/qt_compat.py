@@ -67,7 +67,7 @@ def connect_activated(notifier: Any, slot: Any) -> None:
     The signal is overloaded (``activated(int)`` and, since Qt 5.15, ``activated(QSocketDescriptor,
     QSocketNotifier::Type)``); PythonQt resolves ``notifier.activated.connect`` to an overload it cannot convert,
     so inside Slicer connect with the explicit signature, as Slicer's WebServer module does
-    (Modules/Scripted/WebServer/WebServerLib/SlicerHTTPServer.py: ``connect('activated(int)', ...)``).
+    (Modules/Scripted/WebServer/WebServer.py, class SlicerHTTPServer: ``connect('activated(int)', ...)``).
     """
     if getattr(qt, "BINDING", None) == "PythonQt":
         notifier.connect("activated(int)", slot)

@@ -71,7 +71,9 @@ def _run(module_name: str, parameters: dict) -> None:
     title = getattr(module, "title", None) or module_name
     try:
         cli_node = slicer.cli.runSync(module, None, parameters, update_display=False)
-    except (RuntimeError, ValueError) as error:  # later Slicer versions raise on CLI failure
+    # runSync reports a failed run through the node's status, never by raising (Base/Python/slicer/cli.py, 5.6 to
+    # 5.10); an exception here is the call's own fault (a parameter the CLI node rejects, no CLI logic)
+    except (RuntimeError, ValueError) as error:
         raise ActionError("registration_failed", f"{title} failed: {error}") from error
     if cli_node is None:
         raise ActionError("registration_failed", f"{title} could not be started (no CLI logic)")

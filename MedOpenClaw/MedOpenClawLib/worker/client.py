@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from .lifecycle import NEW_GROUP, stop_tree
 from .protocol import TOKEN_ENV, WorkerError, WorkerFault, WorkerHung
 
 # the Slicer batch script ships inside the package, so an installed wheel can run ``--slicer`` too
@@ -31,6 +32,17 @@ def headless_command(ready_file: str, port: int = 0) -> list[str]:
 def slicer_command(slicer: str, ready_file: str, port: int = 0) -> list[str]:
     """The real 3D Slicer, windowless, serving the registry through ``scripts/run_bench.py``."""
     return [slicer, "--no-main-window", "--python-script", str(RUN_BENCH_SCRIPT), *worker_arguments(ready_file, port)]
+
+
+def display_environment(environ) -> dict[str, str]:
+    """``QT_QPA_PLATFORM=offscreen`` on a Linux node without a display: Slicer, even with ``--no-main-window``, is a
+    Qt GUI application that aborts at start-up when the xcb platform finds no X server. Empty elsewhere, and when
+    the user chose a platform (e.g. ``xcb`` under xvfb-run)."""
+    if not sys.platform.startswith("linux") or environ.get("QT_QPA_PLATFORM"):
+        return {}
+    if environ.get("DISPLAY") or environ.get("WAYLAND_DISPLAY"):
+        return {}
+    return {"QT_QPA_PLATFORM": "offscreen"}
 
 
 class WorkerLink:
@@ -89,11 +101,12 @@ class WorkerProcess(WorkerLink):
         else:
             command = slicer_command(self.slicer, str(ready)) if self.slicer else headless_command(str(ready))
         token = secrets.token_urlsafe(24)
-        env = {**os.environ, TOKEN_ENV: token}
+        env = {**os.environ, TOKEN_ENV: token, **display_environment(os.environ)}
         log = open(self.workdir / "worker.log", "ab")  # noqa: SIM115 - owned by the child process
-        # a session of its own: a Ctrl-C at the terminal reaches the runner only, which decides what stops
+        # a session (process group) of its own: a Ctrl-C at the terminal reaches the runner only, which decides
+        # what stops, and :meth:`kill` ends the whole tree
         self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
-                                        start_new_session=True)
+                                        **NEW_GROUP)
         log.close()
         deadline = time.monotonic() + self.startup_timeout_s
         while not ready.exists():
@@ -154,6 +167,7 @@ class WorkerProcess(WorkerLink):
         return answer["result"]
 
     def kill(self) -> None:
+        """Close the link and kill the worker's process tree (the real Slicer's launcher and application)."""
         for handle in (self._stream, self._socket):
             if handle is not None:
                 try:
@@ -161,10 +175,8 @@ class WorkerProcess(WorkerLink):
                 except OSError:
                     pass
         self._stream = self._socket = None
-        if self.process is not None and self.process.poll() is None:
-            self.process.kill()
         if self.process is not None:
-            self.process.wait(timeout=30)
+            stop_tree(self.process)
 
     def close(self) -> None:
         """Ask the worker to exit; kill it if it does not."""

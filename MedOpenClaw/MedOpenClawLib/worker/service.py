@@ -11,8 +11,6 @@ import hmac
 import json
 import os
 import socket
-import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from ..audit import AuditTrace
 from ..registry import ActionRegistry
 from ..replay import replay_records
 from .environment import LocalEnvironment
+from .lifecycle import exit_with_parent
 from .protocol import SUPERVISED_RECORD_KEYS, TOKEN_ENV, WorkerError
 
 _SLICER_APP = []  # the worker's one Slicer application, reused by every episode
@@ -151,29 +150,6 @@ def _answer(service: WorkerService, line: bytes) -> dict:
         return {"id": request.get("id"), "ok": True, "result": service.handle(request)}
     except WorkerError as error:
         return {"id": request.get("id"), "ok": False, "error": {"code": error.code, "message": str(error)}}
-
-
-def exit_with_parent(parent_pid: int, poll_s: float = 1.0) -> None:
-    """End this process once ``parent_pid`` is gone (POSIX).
-
-    A runner killed with SIGKILL cannot shut its workers down, and a worker blocked in ``accept`` would live on
-    forever holding a Slicer application; polling the runner's pid (not ``getppid``: the real Slicer runs
-    under its launcher) frees it within ``poll_s``.
-    """
-    if os.name != "posix":  # os.kill(pid, 0) would terminate the process on Windows
-        return
-
-    def watch() -> None:
-        while True:
-            time.sleep(poll_s)
-            try:
-                os.kill(parent_pid, 0)
-            except ProcessLookupError:
-                os._exit(3)
-            except PermissionError:  # the pid exists (owned by someone else): keep waiting
-                pass
-
-    threading.Thread(target=watch, name="exit-with-parent", daemon=True).start()
 
 
 def serve_worker(

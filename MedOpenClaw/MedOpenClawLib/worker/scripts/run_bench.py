@@ -12,7 +12,9 @@ Slicer's ``sys.path``.
 """
 
 import importlib.util
+import os
 import sys
+import traceback
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2]  # .../MedOpenClawLib
@@ -32,32 +34,57 @@ def load_package() -> None:
     spec.loader.exec_module(module)
 
 
-def main() -> int:
+def parse_arguments(argv: list[str]):
     import argparse
-
-    load_package()
-    from MedOpenClawLib import settings
-    from MedOpenClawLib.worker.protocol import TOKEN_ENV
-    from MedOpenClawLib.worker.service import WorkerService, serve_worker
 
     parser = argparse.ArgumentParser(description="MedOpenClaw benchmark worker inside 3D Slicer")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--ready-file", required=True)
     parser.add_argument("--parent-pid", type=int, help="exit when this process (the runner) is gone")
-    args = parser.parse_args(sys.argv[1:])
+    return parser.parse_args(argv)
+
+
+def main() -> int:
+    args = parse_arguments(sys.argv[1:])
+    load_package()
+    from MedOpenClawLib.worker.lifecycle import exit_with_parent
+
+    if args.parent_pid:  # first: whatever fails or hangs below, the runner's end also ends this Slicer
+        exit_with_parent(args.parent_pid)
+    from MedOpenClawLib import settings
+    from MedOpenClawLib.worker.protocol import TOKEN_ENV
+
     token = settings.value(TOKEN_ENV)
     if not token:
         print(f"{TOKEN_ENV} must be set", file=sys.stderr)
         return 2
-    serve_worker(WorkerService(), token, args.port, args.ready_file, args.parent_pid)
+    from MedOpenClawLib.worker.service import WorkerService, serve_worker
+
+    serve_worker(WorkerService(), token, args.port, args.ready_file)
     return 0
 
 
+def run() -> int:
+    """``main``'s exit status, 1 after any exception: Slicer started with ``--python-script`` prints a failing
+    script's traceback and keeps running without a window (Base/QTCore/qSlicerCoreApplication.cxx), so the
+    script itself must end the application."""
+    try:
+        return main()
+    except SystemExit as stop:  # argparse's usage errors
+        return stop.code if isinstance(stop.code, int) else 2
+    except BaseException:
+        traceback.print_exc()
+        return 1
+
+
 if __name__ == "__main__":
-    code = main()
+    code = run()
     try:
         import slicer
 
         slicer.util.exit(code)
-    except (ImportError, AttributeError):
+    except ImportError:
         sys.exit(code)
+    except Exception:  # no application to ask: end the process
+        traceback.print_exc()
+        os._exit(code)

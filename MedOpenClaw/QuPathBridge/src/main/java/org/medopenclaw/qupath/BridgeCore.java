@@ -284,7 +284,11 @@ public final class BridgeCore {
         if (!IMAGE_TYPES.contains(imageType)) {
             throw new BridgeError("invalid_argument", "image_type must be one of " + String.join(", ", IMAGE_TYPES));
         }
-        port.setImageType(imageType);
+        try {
+            port.setImageType(imageType);
+        } catch (IllegalArgumentException refused) {  // QuPath 0.6: brightfield on a non-RGB image
+            throw new BridgeError("invalid_argument", refused.getMessage());
+        }
         return Map.of();
     }
 

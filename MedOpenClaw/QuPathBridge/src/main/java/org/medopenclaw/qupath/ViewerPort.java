@@ -35,6 +35,8 @@ public interface ViewerPort {
 
     String imageType();
 
+    /** @throws IllegalArgumentException when the viewer refuses the type for this image (QuPath 0.6 refuses a
+     *  brightfield type on an image that is neither RGB nor 3-channel) */
     void setImageType(String imageType);
 
     /** Full-resolution image point under a viewport (component) point, in pixels from the viewport's top-left. */

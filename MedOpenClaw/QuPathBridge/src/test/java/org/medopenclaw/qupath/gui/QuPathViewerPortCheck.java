@@ -65,6 +65,15 @@ public final class QuPathViewerPortCheck {
         BridgeCore core = new BridgeCore(port, List.of(root), AuditSink.NONE);
         BridgeEntryPoint entry = new BridgeEntryPoint(core);
         check(entry.loadImage(slide.toString()).startsWith("{\"ok\":true"), "load_image through the core");
+        Path fluorescence = Files.writeString(root.resolve("cells-2ch.tif"), "stub slide");
+        check(entry.loadImage(fluorescence.toString()).startsWith("{\"ok\":true"), "a 2-channel image opens");
+        String brightfield = entry.setImageType("BRIGHTFIELD_H_E");
+        check(brightfield.contains("\"code\":\"invalid_argument\"") && brightfield.contains("non-RGB"),
+                "QuPath's refusal of brightfield on a non-RGB image is invalid_argument: " + brightfield);
+        check("UNSET".equals(port.imageType()), "the refused type is not set");
+        port.setView(1000, 800, Double.NaN);
+        check(port.downsample() == 1.0 / 64.0, "an invalid downsample becomes QuPath's minimum, as in QuPath");
+        check(entry.loadImage(slide.toString()).startsWith("{\"ok\":true"), "back to the RGB slide");
 
         Stage dialog = new Stage("Set image type");
         dialog.initModality(Modality.APPLICATION_MODAL);

@@ -54,8 +54,14 @@ public class QuPathViewer {
         return downsample;
     }
 
+    /** QuPath v0.6.0 (setDownsampleFactor(ds, cx, cy, false)): an invalid factor (not finite, or at most 0) is
+     * replaced by getMinDownsample() with a warning, not refused. */
     public void setDownsampleFactor(double downsampleFactor, double cx, double cy) {
-        downsample = downsampleFactor;
+        downsample = downsampleFactor <= 0 || !Double.isFinite(downsampleFactor) ? getMinDownsample() : downsampleFactor;
+    }
+
+    public double getMinDownsample() {
+        return 1.0 / 64.0;
     }
 
     public void setCenterPixelLocation(double x, double y) {

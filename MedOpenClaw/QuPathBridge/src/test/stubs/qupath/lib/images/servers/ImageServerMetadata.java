@@ -6,10 +6,23 @@ import java.util.List;
 public class ImageServerMetadata {
     private final List<ImageResolutionLevel> levels;
     private final double magnification;
+    private final boolean rgb;
+    private final List<String> channels;
 
-    ImageServerMetadata(List<ImageResolutionLevel> levels, double magnification) {
+    ImageServerMetadata(List<ImageResolutionLevel> levels, double magnification, boolean rgb, List<String> channels) {
         this.levels = levels;
         this.magnification = magnification;
+        this.rgb = rgb;
+        this.channels = channels;
+    }
+
+    public boolean isRGB() {
+        return rgb;
+    }
+
+    /** QuPath's {@code List<ImageChannel>}; only their number matters to the stubs' callers. */
+    public List<String> getChannels() {
+        return channels;
     }
 
     public List<ImageResolutionLevel> getLevels() {

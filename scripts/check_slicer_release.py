@@ -1,0 +1,153 @@
+"""The in-Slicer code under the Python and bundled packages of one 3D Slicer release (Testing/SlicerReleases/).
+
+    .venv-slicer/slicer-5.10/bin/python scripts/check_slicer_release.py    (ctest: slicer_python_slicer-5.10)
+
+Run with the release's venv (``scripts/setup_slicer_pythons.sh``). Two checks:
+
+1. every module that runs inside Slicer (and the module and batch scripts) holds none of the Python 3.10
+   constructs that Python 3.9 parses but rejects when run, and imports: MedOpenClawLib (not the benchmark
+   runner, the command line or the MCP front-end, which run in a Python of their own) and MedCopilotLib. A
+   module that needs the application itself (``slicer`` where no slicer-core wheel exists for the release's
+   Python, PythonQt's ``qt``) or an optional feature's package is listed as such; any other failure fails;
+2. the tests of the in-Slicer paths with this Python: against the Slicer application double (module binding,
+   ``run_bench.py`` under a launcher that forks the application, ``verify_in_slicer.py``) where slicer-core
+   exists, and the dependency and copilot-logic tests everywhere.
+
+Exit status: 0 when everything passed, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {"MedOpenClawLib": ROOT / "MedOpenClaw" / "MedOpenClawLib",
+            "MedCopilotLib": ROOT / "MedCopilot" / "MedCopilotLib"}
+# run outside Slicer, in the runner's or front-end's own Python
+NOT_IN_SLICER = ("MedOpenClawLib.bench", "MedOpenClawLib.cli", "MedOpenClawLib.server.mcp",
+                 "MedOpenClawLib.worker.__main__", "MedOpenClawLib.worker.scripts")
+# what only the running application provides (PySide6 stands in for PythonQt's qt in the tests)
+APPLICATION_MODULES = ("slicer", "qt", "PySide6")
+BUILTIN_TYPES = {"str", "int", "float", "bool", "bytes", "dict", "list", "tuple", "set", "frozenset", "type", "object"}
+TESTS = "Testing/Python/"
+EVERYWHERE = [TESTS + "test_copilot_logic.py", TESTS + "test_gui_packaging.py"]
+WITH_SLICER_CORE = [TESTS + "test_slicer_app_double.py", TESTS + "test_verify_in_slicer.py",
+                    TESTS + "test_worker_process_tree.py", TESTS + "test_runtime_trace_kept.py"]
+# needs the benchmark runner (its own Python) or, without slicer-core, a registry over the scene
+NOT_HERE = "not ctrl_c and not pathology"
+NOT_HERE_WITHOUT_SLICER = NOT_HERE + " and not track_b_loads_without"
+
+
+def in_slicer_files() -> dict[str, Path]:
+    """Module name -> file of every module that runs inside Slicer."""
+    files = {}
+    for package, folder in PACKAGES.items():
+        for path in sorted(folder.rglob("*.py")):
+            parts = path.relative_to(folder).with_suffix("").parts
+            name = ".".join((package, *parts)).removesuffix(".__init__")
+            if not name.startswith(NOT_IN_SLICER):
+                files[name] = path
+    return files
+
+
+def in_slicer_modules() -> list[str]:
+    return list(in_slicer_files())
+
+
+def optional_packages() -> set[str]:
+    """The import names of the optional features' packages (highdicom, torch, ...): imported only where used,
+    after ``dependencies.require`` answered ``missing_dependency`` without them."""
+    from MedOpenClawLib.dependencies import FEATURES, import_name
+
+    return {import_name(requirement) for feature, requirements in FEATURES.items() if feature != "core"
+            for requirement in requirements}
+
+
+def check_imports() -> tuple[list[str], list[str]]:
+    """(failures, modules that need the application or an optional feature's package), one line each."""
+    failures, needs_application = [], []
+    optional = optional_packages()
+    for name in in_slicer_modules():
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as missing:
+            if (missing.name or "").split(".")[0] in (*APPLICATION_MODULES, *optional):
+                needs_application.append(f"{name} (needs {missing.name})")
+            else:
+                failures.append(f"{name}: {missing!r}")
+        except Exception as error:
+            failures.append(f"{name}: {type(error).__name__}: {error}")
+    return failures, needs_application
+
+
+def is_type(node: ast.AST) -> bool:
+    """``None``, a capitalised or builtin type name, ``X[...]``, or ``X | Y`` of those."""
+    if isinstance(node, ast.Constant):
+        return node.value is None
+    if isinstance(node, ast.Name):
+        return node.id in BUILTIN_TYPES or node.id[:1].isupper()
+    if isinstance(node, ast.Attribute):
+        return node.attr[:1].isupper()
+    if isinstance(node, ast.Subscript):
+        return is_type(node.value)
+    return isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr) and is_type(node.left) and is_type(
+        node.right)
+
+
+def python_310_constructs(path: Path) -> list[str]:
+    """What Python 3.9 (Slicer 5.6/5.8) rejects at run time but parses, in code that it cannot import here for
+    want of ``slicer``: ``X | Y`` of types outside annotations, ``zip(strict=)``, ``field(kw_only=)``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    annotations = set()
+    for node in ast.walk(tree):
+        for annotation in (getattr(node, "annotation", None), getattr(node, "returns", None)):
+            if annotation is not None:
+                annotations.update(id(part) for part in ast.walk(annotation))
+    found = []
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr) and id(node) not in annotations
+                and is_type(node)):
+            found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)} at run time")
+        if isinstance(node, ast.Call) and any(keyword.arg in ("strict", "kw_only") for keyword in node.keywords) \
+                and isinstance(node.func, ast.Name) and node.func.id in ("zip", "field"):
+            found.append(f"{path.name}:{node.lineno}: {node.func.id}() keyword of Python 3.10")
+    return found
+
+
+def has_slicer_core() -> bool:
+    return importlib.util.find_spec("slicer") is not None
+
+
+def main() -> int:
+    sys.path[:0] = [str(ROOT / "MedOpenClaw"), str(ROOT / "MedCopilot")]
+    print(f"Python {sys.version.split()[0]}, slicer-core: {'yes' if has_slicer_core() else 'no'}")
+    failures, needs_application = check_imports()
+    print(f"imports: {len(in_slicer_modules()) - len(failures) - len(needs_application)} modules imported, "
+          f"{len(needs_application)} need the application or an optional package: "
+          f"{', '.join(needs_application) or 'none'}")
+    for failure in failures:
+        print(f"FAIL import {failure}")
+    scripts = [ROOT / "MedOpenClaw" / "MedOpenClaw.py", ROOT / "MedCopilot" / "MedCopilot.py",
+               PACKAGES["MedOpenClawLib"] / "worker" / "scripts" / "run_bench.py",
+               ROOT / "scripts" / "verify_in_slicer.py"]
+    constructs = [found for path in [*in_slicer_files().values(), *scripts] for found in python_310_constructs(path)]
+    for construct in constructs:
+        print(f"FAIL {construct}")
+    failures += constructs
+    tests = EVERYWHERE + (WITH_SLICER_CORE if has_slicer_core() else [])
+    selection = NOT_HERE if has_slicer_core() else NOT_HERE_WITHOUT_SLICER
+    environment = {"PYTHONPATH": f"{ROOT / 'MedOpenClaw'}:{ROOT / 'MedCopilot'}", "QT_QPA_PLATFORM": "offscreen",
+                   "PYTHONDONTWRITEBYTECODE": "1"}
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", selection, *tests],
+                         cwd=ROOT, env={**os.environ, **environment}, check=False)
+    return 1 if failures or ran.returncode else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

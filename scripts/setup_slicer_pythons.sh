@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Create (or refresh) one virtualenv per supported 3D Slicer release (Testing/SlicerReleases/slicer-*.txt): the
+# release's Python (a pyenv interpreter) with only the packages that release bundles, then MedOpenClaw's `core`
+# feature packages installed as the module installs them on first use (MedOpenClawLib/dependencies.py).
+# Idempotent: a venv is rebuilt only when its requirements file or this script changed. A release whose Python is
+# not installed is skipped with a warning (its ctest then reports SKIP).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venvs="${MEDOPENCLAW_SLICER_VENVS:-$root/.venv-slicer}"
+pyenv_root="${PYENV_ROOT:-$HOME/.pyenv}"
+
+find_python() {  # $1 = X.Y -> an interpreter of that version, or nothing
+  local candidate
+  for candidate in "$pyenv_root"/versions/"$1".*/bin/python "$(command -v "python$1" || true)"; do
+    if [[ -x "$candidate" ]] && "$candidate" -c "import sys, venv; sys.exit(sys.version_info[:2] != tuple(map(int, '$1'.split('.'))))" 2>/dev/null; then
+      echo "$candidate"
+      return
+    fi
+  done
+}
+
+for requirements in "$root"/Testing/SlicerReleases/slicer-*.txt; do
+  release="$(basename "$requirements" .txt)"
+  version="$(sed -nE 's/^# python: ([0-9]+\.[0-9]+).*/\1/p' "$requirements")"
+  venv="$venvs/$release"
+  want="$(cat "$requirements" "${BASH_SOURCE[0]}" "$root/MedOpenClaw/MedOpenClawLib/dependencies.py" | sha256sum | cut -d' ' -f1)"
+  if [[ "$(cat "$venv/.medopenclaw-installed" 2>/dev/null)" == "$want" ]]; then
+    continue
+  fi
+  python="$(find_python "$version")"
+  if [[ -z "$python" ]]; then
+    echo "warning: no Python $version for $release (pyenv install $version): its checks will be skipped" >&2
+    continue
+  fi
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+  "$venv/bin/python" -m pip install --quiet --requirement "$requirements"
+  # the `core` feature, by the module's own code path (dependencies.install), with pip as slicer.util.pip_install
+  PYTHONPATH="$root/MedOpenClaw" "$venv/bin/python" - <<'PY'
+import subprocess, sys
+from MedOpenClawLib.dependencies import install
+left = install(["core"], lambda missing: True,
+               lambda arguments: subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *arguments],
+                                                check=True))
+sys.exit(f"still missing after the install: {left}" if left else 0)
+PY
+  echo "$want" > "$venv/.medopenclaw-installed"
+done
