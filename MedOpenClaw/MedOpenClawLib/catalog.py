@@ -76,14 +76,27 @@ def mcp_tool(spec: ActionSpec) -> dict:
     return {"name": spec.name, "description": spec.description, "inputSchema": spec.parameters}
 
 
-# format name -> how one action is written in it; OpenAI and Anthropic stay the registry's own until providers/
-# offers its dialect conversion of neutral tools
+def vendor_tool(dialect: str):
+    """One action in a model API's dialect, by the providers' one converter of neutral tools."""
+
+    def convert(spec: ActionSpec, application: str) -> dict:
+        from .providers import tool_schemas
+
+        if dialect == "anthropic":
+            return tool_schemas.anthropic_tools([neutral_tool(spec)])[0]
+        return tool_schemas.openai_tools([neutral_tool(spec)], dialect=dialect)[0]
+
+    return convert
+
+
+# format name -> how one action is written in it
 FORMATS = {
     "describe": lambda spec, application: describe(application, spec),
     "neutral": lambda spec, application: neutral_tool(spec),
     "mcp": lambda spec, application: mcp_tool(spec),
-    "openai": lambda spec, application: spec.openai_tool(),
-    "anthropic": lambda spec, application: spec.anthropic_tool(),
+    "openai": vendor_tool("openai"),
+    "gemini": vendor_tool("gemini"),
+    "anthropic": vendor_tool("anthropic"),
 }
 
 

@@ -108,18 +108,6 @@ class ActionSpec:
         return cls(description["name"], description["role"], description["description"],
                    description["parameters"], tuple(description["tracks"]))
 
-    def openai_tool(self) -> dict:
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
-        }
-
-    def anthropic_tool(self) -> dict:
-        return {"name": self.name, "description": self.description, "input_schema": self.parameters}
-
-    def mcp_tool(self) -> dict:
-        return {"name": self.name, "description": self.description, "inputSchema": self.parameters}
-
     def describe(self) -> dict:
         return {
             "name": self.name,
@@ -243,14 +231,11 @@ class ToolCatalog:
             raise ActionError("unknown_action", f"no action named {preview(name)}; call one of the listed tools")
         return action
 
-    def openai_tools(self) -> list[dict]:
-        return [action.openai_tool() for action in self.actions()]
+    def tools(self, fmt: str = "neutral") -> list[dict]:
+        """The session track's actions in one of the catalog's formats (:data:`~.catalog.FORMATS`)."""
+        from . import catalog
 
-    def anthropic_tools(self) -> list[dict]:
-        return [action.anthropic_tool() for action in self.actions()]
-
-    def mcp_tools(self) -> list[dict]:
-        return [action.mcp_tool() for action in self.actions()]
+        return [catalog.serialize(fmt, action, "") for action in self.actions()]
 
 
 class ActionRegistry(ToolCatalog):

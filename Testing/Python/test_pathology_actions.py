@@ -39,7 +39,7 @@ def test_registry_offers_every_named_operation(registry):
         "viewer_point_to_wsi_coordinate", "record_view_as_evidence", "sleep", "close",
     ]
     assert set(MODEL_VISIBLE_ACTIONS) <= set(names)
-    tools = {tool["function"]["name"]: tool["function"]["parameters"] for tool in registry.openai_tools()}
+    tools = {tool["function"]["name"]: tool["function"]["parameters"] for tool in registry.tools("openai")}
     assert tools["viewer_point_to_wsi_coordinate"]["required"] == ["x", "y"]
     assert set(tools["zoom"]["properties"]) == {"direction", "amount", "unit", "x", "y"}
     assert isinstance(registry.context, PathologyContext)

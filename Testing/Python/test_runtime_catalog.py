@@ -39,6 +39,11 @@ def test_medopenclaw_tools_lists_both_applications(capsys):
     assert set(tools[0]) == {"name", "description", "parameters"}
     assert cli.main(["tools", "--app", "radiology", "--track", "A", "--format", "mcp"]) == 0
     assert "vista3d_segment" not in {tool["name"] for tool in json.loads(capsys.readouterr().out)}
+    assert cli.main(["tools", "--format", "gemini"]) == 0  # the providers' converter: Gemini's schema subset
+    gemini = capsys.readouterr().out
+    assert '"additionalProperties"' not in gemini and '"exclusiveMinimum"' not in gemini
+    assert cli.main(["tools", "--format", "anthropic"]) == 0
+    assert set(json.loads(capsys.readouterr().out)[0]) == {"name", "description", "input_schema"}
 
 
 @pytest.mark.parametrize("entry", catalog.entries(), ids=lambda entry: f"{entry['application']}:{entry['name']}")

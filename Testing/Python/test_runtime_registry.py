@@ -25,10 +25,10 @@ def test_every_paper_tool_is_registered_with_exportable_schemas():
     names = [action.name for action in registry.actions()]
     assert names[: len(TABLE_9)] == TABLE_9
     assert set(EVIDENCE_TOOLS) <= set(names)
-    for tool in registry.openai_tools():
+    for tool in registry.tools("openai"):
         assert tool["type"] == "function" and tool["function"]["parameters"]["type"] == "object"
         assert tool["function"]["parameters"]["additionalProperties"] is False
-    for tool in registry.anthropic_tools():
+    for tool in registry.tools("anthropic"):
         assert set(tool) == {"name", "description", "input_schema"}
     image_coords = registry.get("image_coords_to_ras").parameters["properties"]
     assert {"view", "point_1000", "bbox_1000", "volume_id", "volume_name"} <= set(image_coords)

@@ -102,7 +102,7 @@ def test_supervised_session_matches_the_in_process_one(tmp_path, data_root):
     with supervised(tmp_path, data_root, track="B") as registry:
         assert [action.describe() for action in registry.all_actions()] == [
             action.describe() for action in in_process.all_actions()]
-        assert registry.mcp_tools() == in_process.mcp_tools() and registry.get("run_python") is None
+        assert registry.tools("mcp") == in_process.tools("mcp") and registry.get("run_python") is None
         for session in (registry, in_process):
             build_session(session, data_root)
             grown = ok(session, "segment_region", seeds_ras=[[float(v) for v in lesion_center_ras(
@@ -171,7 +171,7 @@ def test_a_closed_session_refuses_calls(tmp_path, data_root):
 def test_pathology_viewer_is_restored_after_a_crash(tmp_path, slide_root, slide_path):
     with SupervisedRegistry("pathology", [slide_root], trace=AuditTrace(tmp_path / "wsi.jsonl"),
                             workdir=tmp_path / "viewer", command=crashing_worker.command) as registry:
-        assert "record_view_as_evidence" in {tool["name"] for tool in registry.mcp_tools()}
+        assert "record_view_as_evidence" in {tool["name"] for tool in registry.tools("mcp")}
         ok(registry, "load_image", image_path=slide_path)
         ok(registry, "zoom", direction="in", amount=4, unit="factor")
         ok(registry, "record_view_as_evidence", label="first")
