@@ -20,7 +20,7 @@ from typing import Any, Protocol
 from .audit import AuditTrace, recordable
 from .hygiene import bounded_message, check_arguments, preview, refused_input
 from .policy import SessionPolicy
-from .result import ActionError, Result
+from .result import ActionError, Result, warning_shape_problem
 
 ROLES = ("session", "viewer", "evidence", "operator")
 ACTORS = ("agent", "human", "system")
@@ -306,6 +306,9 @@ class ActionRegistry(ToolCatalog):
                 result = action.handler(self.context, **arguments)
                 if not isinstance(result, Result):
                     raise TypeError(f"handler returned {type(result).__name__}, not a Result")
+                problem = warning_shape_problem(result.data) if result.ok else None
+                if problem:  # one warning shape for every action, so clients read warnings one way
+                    raise TypeError(f"handler of {name}: {problem}")
             except ActionError as error:
                 result = Result.failure(error.code, bounded_message(str(error.message)))
             except (KeyboardInterrupt, SystemExit):

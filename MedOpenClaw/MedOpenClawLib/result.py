@@ -131,6 +131,31 @@ class RenderedImage:
         return image
 
 
+def warning(code: str, message: str, **details: Any) -> dict:
+    """One entry of an action's ``data["warnings"]``, the one shape every action reports warnings in: a stable
+    machine-readable ``code``, a sentence for a person or a model, and optional details (e.g. ``image_id``)."""
+    return {"code": code, "message": message, **details}
+
+
+def add_warning(data: dict, code: str, message: str, **details: Any) -> dict:
+    """Append a warning to ``data["warnings"]`` (created when absent); returns ``data``."""
+    data.setdefault("warnings", []).append(warning(code, message, **details))
+    return data
+
+
+def warning_shape_problem(data: dict) -> str | None:
+    """Why ``data["warnings"]`` is not a list of {code, message} entries (None when it is, or is absent)."""
+    warnings = data.get("warnings", [])
+    if "warning" in data:
+        return 'a single "warning" field: report it in data["warnings"] (result.add_warning)'
+    if not isinstance(warnings, list):
+        return "data['warnings'] is not a list"
+    for item in warnings:
+        if not (isinstance(item, dict) and isinstance(item.get("code"), str) and isinstance(item.get("message"), str)):
+            return f"warning {str(item)[:80]!r} is not a {{code, message}} entry (result.warning)"
+    return None
+
+
 @dataclass
 class Result:
     """Outcome of one action: ``data`` is JSON-serialisable, ``images`` are rendered views."""

@@ -116,7 +116,8 @@ def test_loading_notes_reach_the_scene_inventory_the_agent_reads(tmp_path):
 
     class Viewer:  # answers like the registry: open_case reports how a series was split
         def call(self, name, arguments, actor="agent"):
-            data = {"open_case": {"warnings": ["CT2: slices are unevenly spaced: split into 2 volumes"]},
+            split = {"code": "loading", "message": "CT2: slices are unevenly spaced: split into 2 volumes"}
+            data = {"open_case": {"warnings": [split]},
                     "get_viewer_state": {"volumes": [], "active_volume": None, "views": {}}}.get(name, {})
             return {"ok": True, "data": data, "images": []}
 

@@ -47,7 +47,7 @@ def test_detached_headers_naming_data_outside_the_roots_are_not_read(case, tmp_p
     registry = build_slicer_registry([case])
     result = call_ok(registry, "open_case", dicom_dir=str(case / "case"))
     assert _loaded(result) == ["CT"]
-    (warning,) = [text for text in result.data["warnings"] if name in text]
+    (warning,) = [item["message"] for item in result.data["warnings"] if name in item["message"]]
     assert "outside the allowed data roots" in warning or "not supported" in warning or "does not exist" in warning
     error = call_error(registry, "open_case", "path_not_allowed" if reference in ("absolute", "../../secret.raw",
                                                                                     "/dev/zero")
@@ -74,8 +74,8 @@ def test_scanned_names_that_are_not_utf8_or_hold_controls_are_skipped_and_counte
     for _ in range(5):  # any agent may repeat it: the viewer must keep working
         result = call_ok(registry, "open_case", dicom_dir=str(case / "case"))
         assert len(_loaded(result)) == 1 and result.data["unsafe_names"] == 4
-    assert "have names no action could use" in result.data["warnings"][0]
-    assert "\\x1b" in result.data["warnings"][0] and "\x1b" not in result.data["warnings"][0]
+    assert "have names no action could use" in result.data["warnings"][0]["message"]
+    assert "\\x1b" in result.data["warnings"][0]["message"] and "\x1b" not in result.data["warnings"][0]["message"]
     call_error(registry, "open_case", "invalid_argument", dicom_dir=str(case / "case") + "/caf\udce9.nii.gz")
     call_ok(registry, "ping")
 
@@ -91,7 +91,8 @@ def test_a_tiny_gzip_nifti_claiming_a_huge_volume_is_refused_before_decoding(cas
     registry = build_slicer_registry([case])
     result = call_ok(registry, "open_case", dicom_dir=str(case / "case"))
     assert _loaded(result) == ["CT"]
-    assert any("huge.nii.gz: its header declares 536870912 voxels" in text for text in result.data["warnings"])
+    notes = [item["message"] for item in result.data["warnings"]]
+    assert any("huge.nii.gz: its header declares 536870912 voxels" in text for text in notes)
     call_error(registry, "open_case", "volume_too_large", dicom_dir=str(case / "case" / "huge.nii.gz"))
 
 

@@ -226,7 +226,7 @@ def test_scan_skips_and_counts_outside_entries_but_loads_the_inside_ones(tmp_pat
     registry = build_slicer_registry([root])
     result = call_ok(registry, "open_case", dicom_dir=str(root / "case"), size=64)
     assert sorted(result.data["loaded"]) == ["alias", "inside"]
-    assert result.data["skipped_entries"] == 2 and "skipped" in result.data["warnings"][0]
+    assert result.data["skipped_entries"] == 2 and result.data["warnings"][0]["code"] == "entries_skipped"
     listing = DataRootPolicy([root]).scan(root)
     assert all(DataRootPolicy([root]).allows(path.resolve()) for path in listing.files)
     assert listing.skipped >= 2 + 4 + 1  # case links, the four linked DICOM files, the loop
@@ -304,7 +304,7 @@ def test_field_of_view_is_bounded_by_the_volume_extent(session):
     for _ in range(240):
         result = call_ok(session, "zoom", view="axial", factor=0.051, size=64)
     assert max(result.data["field_of_view_mm"]) <= largest * 1.001
-    assert result.data["warnings"] == ["zoom-out limit reached"]
+    assert result.data["warnings"] == [{"code": "zoom_limit", "message": "zoom-out limit reached"}]
     for _ in range(240):
         result = call_ok(session, "zoom", view="axial", factor=20, size=64)
     assert min(result.data["field_of_view_mm"]) >= smallest * 0.999

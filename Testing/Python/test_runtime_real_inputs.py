@@ -36,6 +36,11 @@ def data(tmp_path):
     return root
 
 
+def messages(result) -> list[str]:
+    """The sentences of an action's warnings ({code, message} entries)."""
+    return [warning["message"] for warning in result.data.get("warnings", [])]
+
+
 def volumes_by_name(result) -> dict[str, dict]:
     return {volume["name"]: volume for volume in result.data["volumes"]}
 
@@ -52,8 +57,9 @@ def test_unevenly_spaced_ct_is_split_at_the_gap_with_true_slice_positions(data, 
     assert volumes["Routine_Brain_2"]["dimensions"][2] == 3
     assert volumes["Routine_Brain_2"]["spacing_mm"][2] == pytest.approx(1.25, abs=1e-3)
     assert volumes["Routine_Brain_2"]["ras_bounds"][2] == pytest.approx([103.02, 105.52], abs=1e-2)
-    (warning,) = [w for w in result.data["warnings"] if "unevenly spaced" in w]
-    assert "202 mm" in warning and "split into 2 volumes" in warning
+    (warning,) = [w for w in result.data["warnings"] if "unevenly spaced" in w["message"]]
+    assert warning["code"] == "loading"
+    assert "202 mm" in warning["message"] and "split into 2 volumes" in warning["message"]
     record = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()][-1]
     assert record["action"] == "open_case" and warning in record["result"]["data"]["warnings"]
 
@@ -75,7 +81,7 @@ def test_multi_plane_series_load_one_volume_per_plane_with_its_own_orientation(d
     registry = build_slicer_registry([data])
     result = call_ok(registry, "open_case", dicom_dir=str(data / folder))
     assert len(result.data["loaded"]) == count
-    assert any("image planes in one series" in warning for warning in result.data["warnings"])
+    assert any("image planes in one series" in warning for warning in messages(result))
     engine = registry.context.engine
     for node in engine.volume_nodes():
         assert node.GetImageData().GetDimensions()[2] == 1  # never a stack of differently oriented slices
@@ -128,9 +134,9 @@ def test_slightly_uneven_spacing_is_resampled_onto_an_even_grid(data):
     (volume,) = result.data["volumes"]
     assert volume["dimensions"][2] == 5 and volume["spacing_mm"][2] == pytest.approx(2.5)
     assert volume["ras_bounds"][2] == pytest.approx([-1.2375, 8.7625], abs=1e-3)
-    assert any("resampled onto an even 2.5 mm grid" in warning for warning in result.data["warnings"])
+    assert any("resampled onto an even 2.5 mm grid" in warning for warning in messages(result))
     # ITK's own warning (printed on stderr by the native reader) is captured into the Result too
-    assert any("Non uniform sampling" in warning for warning in result.data["warnings"])
+    assert any("Non uniform sampling" in warning for warning in messages(result))
 
 
 def test_four_d_nifti_is_refused_with_its_reason_and_a_folder_keeps_its_good_files(data):
@@ -146,7 +152,7 @@ def test_four_d_nifti_is_refused_with_its_reason_and_a_folder_keeps_its_good_fil
     (mixed / "broken.nii.gz").write_bytes(b"\x1f\x8b not a volume")
     result = call_ok(registry, "open_case", dicom_dir=str(mixed))
     assert result.data["loaded"] == ["anatomical"]
-    warnings = " ".join(result.data["warnings"])
+    warnings = " ".join(messages(result))
     assert "example4d.nii.gz" in warnings and "4D image" in warnings and "broken.nii.gz" in warnings
 
 
@@ -158,7 +164,7 @@ def test_a_dicom_file_that_cannot_be_read_is_left_out_and_the_rest_loads(data):
     result = call_ok(registry, "open_case", dicom_dir=str(folder))
     (volume,) = result.data["volumes"]
     assert volume["dimensions"][2] == 4 and volume["spacing_mm"][2] == pytest.approx(2.5)
-    assert any(victim.name in warning and "could not be read" in warning for warning in result.data["warnings"])
+    assert any(victim.name in warning and "could not be read" in warning for warning in messages(result))
 
 
 def test_second_case_replaces_the_first_unless_keep_loaded(data):
@@ -227,7 +233,7 @@ def test_repeated_positions_split_by_temporal_position(tmp_path):
     result = call_ok(registry, "open_case", dicom_dir=str(folder))
     assert sorted(result.data["loaded"]) == ["SERIES_t1", "SERIES_t2"]
     assert all(volume["dimensions"][2] == 4 and volume["spacing_mm"][2] == 2.0 for volume in result.data["volumes"])
-    assert any("one volume per TemporalPositionIdentifier" in warning for warning in result.data["warnings"])
+    assert any("one volume per TemporalPositionIdentifier" in warning for warning in messages(result))
 
 
 def test_sheared_slice_stack_is_refused_with_its_reason(tmp_path):
@@ -253,7 +259,7 @@ def test_multi_frame_and_non_image_dicom_load_or_are_refused_never_crash(tmp_pat
         result = call_ok(registry, "open_case", dicom_dir=str(folder))
         (volume,) = result.data["volumes"]
         assert volume["dimensions"][2] > 1  # the frames are the slices, not an extra dimension
-        assert any("multi-frame image" in warning for warning in result.data["warnings"])
+        assert any("multi-frame image" in warning for warning in messages(result))
     else:
         call_error(registry, "open_case", code, dicom_dir=str(folder))
 
@@ -267,4 +273,4 @@ def test_two_slices_far_apart_are_two_images_not_one_thick_volume(data):
     assert len(result.data["volumes"]) == 2
     for volume in result.data["volumes"]:
         assert volume["dimensions"][2] == 1 and volume["spacing_mm"][2] == 2.5  # a slice as thick as it is
-    assert any("split into 2 volumes" in warning for warning in result.data["warnings"])
+    assert any("split into 2 volumes" in warning for warning in messages(result))

@@ -83,7 +83,7 @@ def preload_radiology(env: Environment, case: Case) -> Attachments:
     for index, relative in enumerate(case.open_paths):  # one case: later paths add to the first one's volumes
         opened = _system_call(env, "open_case", {"dicom_dir": str(case.path(relative)), "size": 64,
                                                  "keep_loaded": index > 0})
-        notes += (opened.get("data") or {}).get("warnings", [])
+        notes += [item["message"] for item in (opened.get("data") or {}).get("warnings", [])]
     views = _system_call(env, "observe", {"size": BASELINE_SIZE})
     state = _system_call(env, "get_viewer_state", {})["data"]
     return Attachments(state, inventory_text(state, notes), result_images(views, "baseline"))

@@ -20,7 +20,7 @@ import pydicom.errors
 from ..audit import fresh_path, sha256_file
 from ..dependencies import require
 from ..registry import Toolset
-from ..result import ActionError, Result
+from ..result import ActionError, Result, add_warning
 from ..viewer.actions import POINT_1000, RAS, SIZE, VIEW, render, screen_points_to_ras, target_views
 from ..viewer.image_geometry import IMAGE_ID
 from . import brainsfit, scene_nodes, vista3d
@@ -192,7 +192,7 @@ def vista3d_segment(ctx, volume_name=None, label_prompt=None, point_prompts_ras=
         absent_labels=absent,
     )
     if not present:
-        data["warning"] = "VISTA3D found none of the prompted structures in this volume"
+        add_warning(data, "nothing_found", "VISTA3D found none of the prompted structures in this volume")
     return render(ctx, target_views(ctx, None), size, data)
 
 
@@ -374,7 +374,7 @@ def segment_region(ctx, volume_name=None, seeds_ras=None, seeds_1000=None, view=
         segments=segment_statistics(image, mask.astype(np.int16), {1: name}),
     )
     if mask.mean() > 0.25:
-        data["warning"] = f"the region covers {mask.mean():.0%} of the volume: it probably leaked"
+        add_warning(data, "region_leaked", f"the region covers {mask.mean():.0%} of the volume: it probably leaked")
     return render(ctx, target_views(ctx, None), size, data)
 
 

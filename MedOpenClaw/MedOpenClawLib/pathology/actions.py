@@ -15,7 +15,7 @@ from pathlib import Path
 from ..audit import AuditTrace, fresh_path, sha256_bytes
 from ..policy import DataRootPolicy, SessionPolicy
 from ..registry import ActionRegistry, Toolset
-from ..result import ActionError, RenderedImage, Result
+from ..result import ActionError, RenderedImage, Result, warning
 from ..sinks import write_json
 from .cases import resolve_case_image, resolve_slide
 from .geometry import MIN_DOWNSAMPLE, NORMALISED_SPAN, PAN_DIRECTIONS, PAN_UNITS, ZOOM_DIRECTIONS, ZOOM_UNITS, ViewState
@@ -249,9 +249,11 @@ def viewer_point_to_wsi_coordinate(context: PathologyContext, x: float, y: float
     overlay = _overlay_at(context, x, y)
     warnings = []
     if not inside:
-        warnings.append("the point lies outside the slide (blank background): it cannot be tissue")
+        warnings.append(warning("outside_slide", "the point lies outside the slide (blank background): it cannot "
+                                "be tissue"))
     if overlay:
-        warnings.append(f"the point lies on the {overlay.replace('_', ' ')} overlay, not on the main tissue image")
+        warnings.append(warning("on_overlay", f"the point lies on the {overlay.replace('_', ' ')} overlay, not on "
+                                "the main tissue image"))
     return Result(True, {
         "x": round(wsi_x, 2),
         "y": round(wsi_y, 2),

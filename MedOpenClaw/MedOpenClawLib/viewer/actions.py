@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import __version__
 from ..registry import Toolset
-from ..result import ActionError, Result
+from ..result import ActionError, Result, add_warning, warning
 from .engine import FUSION_MODES, LAYOUTS
 from .geometry import AXIS_LETTER, VIEWS, bbox_center, ijk_to_ras
 from .image_geometry import IMAGE_ID
@@ -65,12 +65,12 @@ def screen_points_to_ras(ctx, view: str, points, image_id: str | None = None) ->
     reference: dict = {"image_id": geometry.image_id}
     changes = ctx.engine.view_changes(geometry)
     if changes:
-        reference["warnings"] = [{
-            "code": "view_changed",
-            "message": f"the {view} view changed after image {geometry.image_id} was returned ({'; '.join(changes)}); "
-                       f"the 0..999 coordinates were read on image {geometry.image_id}, the image you saw",
-            "image_id": geometry.image_id,
-        }]
+        reference["warnings"] = [warning(
+            "view_changed",
+            f"the {view} view changed after image {geometry.image_id} was returned ({'; '.join(changes)}); "
+            f"the 0..999 coordinates were read on image {geometry.image_id}, the image you saw",
+            image_id=geometry.image_id,
+        )]
     return [geometry.screen_to_ras(point) for point in points], reference
 
 
@@ -111,18 +111,18 @@ def open_case(ctx, dicom_dir: str, spacing: float | None = None, slice_planes=No
         ctx.engine.set_layout(view_layout)
     ctx.engine.default_step_mm = spacing
     data = {"loaded": [node.GetName() for node in nodes], **inventory(ctx)}
-    warnings = list(dict.fromkeys(discovery.warnings + load_warnings))
-    if discovery.skipped_entries:
-        data["skipped_entries"] = discovery.skipped_entries
-        warnings.insert(0, f"{discovery.skipped_entries} entries under {path.name} lead outside the data roots or "
-                           "cannot be read; they were skipped")
     if discovery.unsafe_names:
         data["unsafe_names"] = len(discovery.unsafe_names)
         shown = ", ".join(discovery.unsafe_names[:3]) + (", ..." if len(discovery.unsafe_names) > 3 else "")
-        warnings.insert(0, f"{len(discovery.unsafe_names)} entries under {path.name} have names no action could "
-                           f"use (not UTF-8, control or bidirectional characters) and were skipped: {shown}")
-    if warnings:
-        data["warnings"] = warnings
+        add_warning(data, "unsafe_names", f"{len(discovery.unsafe_names)} entries under {path.name} have names no "
+                                          "action could use (not UTF-8, control or bidirectional characters) and "
+                                          f"were skipped: {shown}")
+    if discovery.skipped_entries:
+        data["skipped_entries"] = discovery.skipped_entries
+        add_warning(data, "entries_skipped", f"{discovery.skipped_entries} entries under {path.name} lead outside "
+                                             "the data roots or cannot be read; they were skipped")
+    for note in dict.fromkeys(discovery.warnings + load_warnings):  # how the series were read (split, resampled)
+        add_warning(data, "loading", note)
     return render(ctx, slice_planes or VIEWS, size, data)
 
 
@@ -201,7 +201,7 @@ def zoom(ctx, view, factor, center_1000=None, image_id=None, size: int = 512) ->
     limit = ctx.engine.zoom(view, float(factor), center)
     data = {"field_of_view_mm": ctx.engine.view_state(view)["field_of_view_mm"]}
     if limit:
-        data["warnings"] = [limit]
+        add_warning(data, "zoom_limit", limit)
     return render(ctx, view, size, with_reference(data, reference) if reference else data)
 
 
@@ -267,7 +267,7 @@ def image_coords_to_ras(ctx, view, point_1000=None, bbox_1000=None, image_id=Non
             "ijk": index.tolist(), "inside_volume": inside,
             "displayed_volume": ctx.engine.view_state(view)["background"]}
     if data["displayed_volume"] != node.GetName():
-        data["warning"] = f"{node.GetName()} is not the volume displayed in the {view} view"
+        add_warning(data, "volume_not_displayed", f"{node.GetName()} is not the volume displayed in the {view} view")
     return Result(ok=True, data=with_reference(data, reference))
 
 

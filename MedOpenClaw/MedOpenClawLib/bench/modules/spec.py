@@ -11,10 +11,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-# the application a module's cases open in; also the ``kind`` a worker environment is started with
-RADIOLOGY = "radiology"  # 3D Slicer (volumes)
-PATHOLOGY = "pathology"  # QuPath (whole-slide images)
-APPLICATIONS = (RADIOLOGY, PATHOLOGY)
+from ...catalog import APPLICATIONS
+
+# the application a module's cases open in (the action catalog's vocabulary); also the ``kind`` a worker
+# environment is started with
+RADIOLOGY, PATHOLOGY = APPLICATIONS  # 3D Slicer (volumes), QuPath (whole-slide images)
 
 # localization rules (MedFlow-Bench Table 4): what the module's Loc column checks
 LOC_RAS_IN_MASK = "ras_in_mask"  # an answered RAS point inside the hidden lesion mask
