@@ -4,6 +4,7 @@ no spec defines fails fast with a clear error wherever a module name enters."""
 from __future__ import annotations
 
 import dataclasses
+import importlib
 
 import pytest
 
@@ -49,6 +50,9 @@ def test_spec_sets_every_field(name):
     assert all(callable(check) for check in spec.truth_checks)
     assert set(spec.plans) == set(OFFLINE_AGENT_NAMES) and all(callable(plan) for plan in spec.plans.values())
     assert (PROMPT_DIR / spec.system_prompt).is_file() and (PROMPT_DIR / spec.task_prompt).is_file()
+    module, function = getattr(spec.loader, "target", (None, None))
+    if module is not None:  # named, imported when a package is prepared: it must exist
+        assert callable(getattr(importlib.import_module(module), function))
 
 
 @pytest.mark.parametrize("name", SPECS)

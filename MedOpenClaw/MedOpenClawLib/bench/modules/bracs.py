@@ -14,14 +14,7 @@ from ..prompts import dotted_options
 from ..scoring.process import PATHOLOGY_REFERENCE, PATHOLOGY_STAGES
 from ..scoring.rules import score_bracs
 from ..truth_check import region_problems, slide_size_problems
-from .spec import LOC_WSI_POINT, PATHOLOGY, ModuleSpec, single_answer
-
-
-def load(source, writer, **options) -> None:
-    """The dataset loader, imported when a package is prepared (some loaders need the viewer)."""
-    from ..loaders.pathology import prepare_bracs
-
-    prepare_bracs(source, writer, **options)
+from .spec import LOC_WSI_POINT, PATHOLOGY, ModuleSpec, imported_on_call, single_answer
 
 
 def write_synthetic(root, config) -> list[str]:
@@ -34,7 +27,7 @@ SPEC = ModuleSpec(
     name="bracs",
     title="Breast WSI",
     application=PATHOLOGY,
-    loader=load,
+    loader=imported_on_call("MedOpenClawLib.bench.loaders.pathology", "prepare_bracs"),
     loader_options=(),
     filter_steps=(),
     paper_count=113,

@@ -14,14 +14,7 @@ from ..prompts import numbered_questions
 from ..scoring.process import PATHOLOGY_REFERENCE, PATHOLOGY_STAGES
 from ..scoring.rules import score_camelyon
 from ..truth_check import camelyon_problems, region_problems, slide_size_problems
-from .spec import LOC_WSI_POINT, PATHOLOGY, ModuleSpec, SubMetric
-
-
-def load(source, writer, **options) -> None:
-    """The dataset loader, imported when a package is prepared (some loaders need the viewer)."""
-    from ..loaders.pathology import prepare_camelyon
-
-    prepare_camelyon(source, writer, **options)
+from .spec import LOC_WSI_POINT, PATHOLOGY, ModuleSpec, SubMetric, imported_on_call
 
 
 def write_synthetic(root, config) -> list[str]:
@@ -39,7 +32,7 @@ SPEC = ModuleSpec(
     name="camelyon17",
     title="Lymph-node WSI",
     application=PATHOLOGY,
-    loader=load,
+    loader=imported_on_call("MedOpenClawLib.bench.loaders.pathology", "prepare_camelyon"),
     loader_options=(),
     filter_steps=(),
     paper_count=550,

@@ -14,16 +14,9 @@ from ..prompts import lettered_options
 from ..scoring.process import INSPECT_TOOLS
 from ..scoring.rules import score_lumiere
 from ..truth_check import lumiere_problems
-from .spec import LOC_NONE, RADIOLOGY, ModuleSpec, SubMetric, single_answer
+from .spec import LOC_NONE, RADIOLOGY, ModuleSpec, SubMetric, imported_on_call, single_answer
 
 FIELD_LABELS = ("NML", "T2 Prog.", "Cur. TL", "New TL", "Cur. NTL", "New NTL")  # MedFlow-Bench Table 5
-
-
-def load(source, writer, **options) -> None:
-    """The dataset loader, imported when a package is prepared (some loaders need the viewer)."""
-    from ..loaders.lumiere import prepare_lumiere
-
-    prepare_lumiere(source, writer, **options)
 
 
 def write_synthetic(root, config) -> list[str]:
@@ -36,7 +29,7 @@ SPEC = ModuleSpec(
     name="lumiere",
     title="Longitudinal MRI",
     application=RADIOLOGY,
-    loader=load,
+    loader=imported_on_call("MedOpenClawLib.bench.loaders.lumiere", "prepare_lumiere"),
     loader_options=("require_evidence", "min_label_cases"),
     filter_steps=("RANO-rated CURRENT study", "evidence available (both segmentations)", "complete imaging",
                   USABLE_STEP, CONSISTENT_STEP, "label frequency"),

@@ -14,16 +14,9 @@ from ..prompts import compact_numbered_options
 from ..scoring.process import INSPECT_TOOLS, RADIOLOGY_LOCALIZE
 from ..scoring.rules import score_nsclc
 from ..truth_check import localization_problems
-from .spec import LOC_RAS_IN_MASK, RADIOLOGY, ModuleSpec, SubMetric
+from .spec import LOC_RAS_IN_MASK, RADIOLOGY, ModuleSpec, SubMetric, imported_on_call
 
 SUBTASK_LABELS = ("Tumor Loc.", "T Stage", "Path. N", "Hist.", "Grade")  # MedFlow-Bench Table 5
-
-
-def load(source, writer, **options) -> None:
-    """The dataset loader, imported when a package is prepared (some loaders need the viewer)."""
-    from ..loaders.nsclc import prepare_nsclc
-
-    prepare_nsclc(source, writer, **options)
 
 
 def write_synthetic(root, config) -> list[str]:
@@ -41,7 +34,7 @@ SPEC = ModuleSpec(
     name="nsclc",
     title="Lung PET/CT",
     application=RADIOLOGY,
-    loader=load,
+    loader=imported_on_call("MedOpenClawLib.bench.loaders.nsclc", "prepare_nsclc"),
     loader_options=("include_amc",),
     filter_steps=("exclude AMC (default)", "clinical row", "DICOM SEG tumour mask on its CT", "PET and CT series",
                   USABLE_STEP, CONSISTENT_STEP),

@@ -98,6 +98,20 @@ def unset_fields(spec: ModuleSpec) -> list[str]:
     return [item.name for item in fields(spec) if getattr(spec, item.name) is None]
 
 
+def imported_on_call(module: str, function: str) -> Callable:
+    """``module.function``, imported when first called: a spec names its loader without importing it (some
+    loaders need the viewer, and listing or scoring modules must not)."""
+    import importlib
+
+    def call(*args, **kwargs):
+        return getattr(importlib.import_module(module), function)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = function
+    call.__doc__ = f"{module}.{function} (imported on first call)"
+    call.target = (module, function)
+    return call
+
+
 def single_answer(parsed: dict) -> bool:
     """``answered`` of the modules whose parsed response is one ``answer``."""
     return parsed.get("answer") is not None

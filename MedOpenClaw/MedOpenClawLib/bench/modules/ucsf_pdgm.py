@@ -14,14 +14,7 @@ from ..prompts import lettered_options
 from ..scoring.process import INSPECT_TOOLS, RADIOLOGY_LOCALIZE, RADIOLOGY_REFERENCE
 from ..scoring.rules import score_ucsf
 from ..truth_check import localization_problems
-from .spec import LOC_RAS_IN_MASK, RADIOLOGY, ModuleSpec, single_answer
-
-
-def load(source, writer, **options) -> None:
-    """The dataset loader, imported when a package is prepared (some loaders need the viewer)."""
-    from ..loaders.ucsf_pdgm import prepare_ucsf
-
-    prepare_ucsf(source, writer, **options)
+from .spec import LOC_RAS_IN_MASK, RADIOLOGY, ModuleSpec, imported_on_call, single_answer
 
 
 def write_synthetic(root, config) -> list[str]:
@@ -34,7 +27,7 @@ SPEC = ModuleSpec(
     name="ucsf-pdgm",
     title="Brain MRI",
     application=RADIOLOGY,
-    loader=load,
+    loader=imported_on_call("MedOpenClawLib.bench.loaders.ucsf_pdgm", "prepare_ucsf"),
     loader_options=(),
     filter_steps=("baseline scans only (_FU follow-ups excluded)", USABLE_STEP),
     paper_count=495,
