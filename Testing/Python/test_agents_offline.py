@@ -124,3 +124,4 @@ def test_oracle_is_perfect_on_the_embedded_cohort(module, tmp_path, capsys):
     assert last["task"] == 1.0 and last["strict"] == 1.0 and last["loc"] in (1.0, None)
     results = episodes(tmp_path / module)
     assert len(results) == 2 and all(result["audit"]["findings"] == [] for result in results.values())
+    assert last["audit"]["episodes"] == 2 and last["audit"]["with_findings"] == 0

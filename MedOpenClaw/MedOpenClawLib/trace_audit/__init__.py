@@ -17,9 +17,7 @@ Per-module knowledge is in :mod:`.specs`. The rules are documented in each modul
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from .detectors import detect
 from .findings import CODES, SEVERITIES, FieldProvenance, Finding
@@ -28,7 +26,7 @@ from .provenance import evidence_provenance
 from .specs import spec_for
 from .timeline import Timeline
 
-__all__ = ["CODES", "SEVERITIES", "AuditReport", "FieldProvenance", "Finding", "audit_records", "audit_trace_file",
+__all__ = ["CODES", "SEVERITIES", "AuditReport", "FieldProvenance", "Finding", "audit_records",
            "format_report", "stability",
            "summarize_audits"]
 FORMAT = 1
@@ -104,12 +102,6 @@ def parse_answer(module: str | None, text: str | None) -> dict:
     from ..bench.parsers import parse_response
 
     return parse_response(module, text) if module in names() else {}
-
-
-def audit_trace_file(path: str | os.PathLike, module: str | None = None, parsed: dict | None = None) -> AuditReport:
-    from ..audit import read_trace
-
-    return audit_records(read_trace(Path(path)), module, parsed)
 
 
 def format_report(report: AuditReport) -> str:

@@ -100,7 +100,6 @@ class Timeline:
     def __init__(self, records: list):
         self.records = [record for record in as_list(records) if isinstance(record, dict)]
         self.header: dict = {}
-        self.config: dict = {}
         self.prompt: dict | None = None
         self.prompt_seq: int | None = None
         self.final_text: str | None = None
@@ -112,8 +111,6 @@ class Timeline:
             payload = as_dict(record.get("payload"))
             if kind == "session_start" and not self.header:
                 self.header = payload
-            elif kind == "session_config" and not self.config:
-                self.config = payload
             elif kind == "episode_prompt" and self.prompt is None:
                 self.prompt, self.prompt_seq = payload, self.seq(record)
             elif kind == "model_output" and isinstance(payload.get("text"), str):
@@ -155,11 +152,6 @@ class Timeline:
     @property
     def module(self) -> str | None:
         value = self.header.get("module")
-        return value if isinstance(value, str) else None
-
-    @property
-    def track(self) -> str | None:
-        value = self.header.get("track") or self.config.get("track")
         return value if isinstance(value, str) else None
 
     @property
