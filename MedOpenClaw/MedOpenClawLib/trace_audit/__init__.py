@@ -11,8 +11,8 @@ alone (no ground truth, no viewer): :func:`audit_records` returns
 - ``milestones``: the module's advanced-operation workflow milestones, and ``final_view`` / ``final_mask`` for
   stability across repeats (:func:`.milestones.stability`).
 
-Per-module knowledge is in :mod:`.specs`. The rules are documented in each module's docstring and in
-``docs/trace-audit.md``.
+Per-module knowledge is the ``audit`` field (a :class:`.specs.AuditSpec`) of each ``bench/modules`` spec. The
+rules are documented in each module's docstring and in ``docs/trace-audit.md``.
 """
 
 from __future__ import annotations
