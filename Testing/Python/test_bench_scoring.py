@@ -298,7 +298,8 @@ def test_process_metrics_hand_computed():
         {
             "kind": "model_output",
             "actor": "agent",
-            "payload": {"usage": {"prompt_tokens": 50, "completion_tokens": 3}},
+            "payload": {"usage": {"prompt_tokens": 50, "completion_tokens": 3},
+                        "deviations": ["tool_call_as_text"]},
         },
     ]
     metrics = process_metrics(
@@ -315,6 +316,7 @@ def test_process_metrics_hand_computed():
     assert metrics["progress_rate"] == 1.0
     assert metrics["images"] == 4 and metrics["input_tokens"] == 150 and metrics["output_tokens"] == 10
     assert metrics["budget_exhausted"] is False and metrics["invalid"] is None
+    assert metrics["protocol_deviations"] == 1  # counted from the model_output receipts
     exhausted = process_metrics("bracs", [_action("zoom", "error", "budget_exhausted")], answered=False)
     assert exhausted["budget_exhausted"] and exhausted["progress_rate"] == 0.0
     fault = process_metrics(

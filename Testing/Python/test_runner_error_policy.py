@@ -243,3 +243,26 @@ def test_a_harness_failure_still_writes_the_summary_of_what_finished(cases, tmp_
         runner.run()
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert (summary["scored"], summary["missing"], summary["errors"]) == (1, 1, 0)
+
+
+def test_a_deterministic_rejection_is_final_exits_non_zero_once_and_reruns_on_request(cases, tmp_path, capsys,
+                                                                                        monkeypatch):
+    """A 4xx that is neither a rate limit nor a length limit is the same on every attempt: recorded as *rejected*,
+    the invocation exits 1, a resume neither re-runs it nor fails again; --rerun-rejected runs it once more."""
+    monkeypatch.setenv("MEDOPENCLAW_API_KEY", "k")
+    out = tmp_path / "run"
+    refused = Scripted({"error": {"message": "Invalid 'messages[1].content': unsupported part"}}, 400)
+    with FakeModelServer([PREFLIGHT], fallback=refused) as server:
+        argv = bench_run(cases, out, server.url, "--limit", "1")
+        code, summary, stderr = run_cli(argv, capsys)
+        assert code == 1 and (summary["rejected"], summary["rejected_now"], summary["errors"]) == (1, 1, 0)
+        assert "unsupported part" in summary["rejected_episodes"][0]["message"] and "--rerun-rejected" in stderr
+        requests = len(server.requests)
+        server.script.append(PREFLIGHT)
+        code, summary, stderr = run_cli(argv, capsys)
+        assert code == 0 and summary["rejected"] == 1 and summary["rejected_now"] == 0, stderr
+        assert len(server.requests) == requests + 1  # the pre-flight only: nothing was re-run
+        server.script.append(PREFLIGHT)
+        server.fallback = ANSWER
+        code, summary, _ = run_cli(argv + ["--rerun-rejected"], capsys)
+    assert code == 0 and (summary["scored"], summary["rejected"]) == (1, 0)

@@ -15,6 +15,7 @@ import requests
 from .config import DEFAULT_BASE_URLS, ProviderConfig, key_hint, thinking_budget
 from .conversation import fit
 from .http import AUTH_STATUSES, RETRY_STATUSES, ProviderError, RetryPolicy, post_json
+from .limits import CONTEXT_MARGIN
 from .messages import ImageInput, Message, ModelReply, loads_bounded
 from .text_calls import text_tool_calls
 
@@ -22,6 +23,7 @@ log = logging.getLogger(__name__)
 
 PREFLIGHT_RETRY = RetryPolicy(max_retries=3, backoff_s=0.5, max_backoff_s=4.0, deadline_s=15.0)
 PREFLIGHT_TIMEOUT_S = 10.0
+REFUSED_SHARE = 0.75  # after a refusal for length, prompts are held under this share of the refused one
 PREFLIGHT_TOKENS = 256  # room for one short tool call (plus any thinking budget the request declares)
 PREFLIGHT_TOOL = {
     "name": "report_colour",
@@ -71,6 +73,10 @@ class Provider(ABC):
             except ProviderError as error:
                 if not error.length:
                     raise
+                # the server's real window is smaller than assumed: hold later requests well under this one
+                ceiling = int((self.config.max_tokens + request["tokens"] * REFUSED_SHARE) / (1 - CONTEXT_MARGIN))
+                window = self._limits.context_window
+                self._limits = replace(self._limits, context_window=min(window or ceiling, ceiling))
                 self.squeeze += 1
                 if self.squeeze > 1:
                     raise

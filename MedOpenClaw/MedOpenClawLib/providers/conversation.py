@@ -8,7 +8,8 @@ The episode keeps the whole neutral conversation (the trace needs it); each requ
 - images are dropped in chunks (K to K + chunk - 1 are kept), so the request prefix stays byte-identical for
   several rounds and the servers' prompt caches keep hitting;
 - the request budget (:func:`fit`) then trims further until the request fits the server's documented limits:
-  oldest images first, then the text of old tool outputs and observations, and at last every image.
+  oldest images first, then the text of old tool outputs and observations, then every image, and at last the
+  oldest whole rounds.
 
 Nothing here changes what the model is asked or told; the task is sent once, in the first user message.
 """
@@ -67,6 +68,26 @@ def _elidable(messages: list[Message]) -> list[int]:
             if (m.role == "tool" or (m.role == "user" and i != first_user)) and m.text]
 
 
+def _rounds(messages: list[Message]) -> list[tuple[int, int]]:
+    """``[start, end)`` of every round before the latest one: a model turn and the results and observations after
+    it (the system prompt and the task before the first model turn are not a round)."""
+    starts = [i for i, message in enumerate(messages) if message.role == "assistant"]
+    return [(start, end) for start, end in zip(starts, starts[1:])]
+
+
+def drop_rounds(messages: list[Message], count: int) -> list[Message]:
+    """The last resort of the budget: the oldest ``count`` whole rounds left out (a call never loses its result),
+    with one line in the task saying so."""
+    rounds = _rounds(messages)[:count]
+    if not rounds:
+        return messages
+    first, last = rounds[0][0], rounds[-1][1]
+    task = next((i for i, m in enumerate(messages[:first]) if m.role == "user"), None)
+    note = f"[rounds 1-{len(rounds)} of this episode are not shown: they do not fit the server's context window]"
+    head = [replace(m, text=f"{m.text}\n{note}") if i == task else m for i, m in enumerate(messages[:first])]
+    return head + messages[last:]
+
+
 def compact(messages: list[Message], keep_images: int, elide: int = 0) -> list[Message]:
     """A view of ``messages`` with only the newest ``keep_images`` images and the oldest ``elide`` elidable texts
     replaced by short notes; the messages themselves are not changed."""
@@ -120,19 +141,22 @@ def fit(messages: list[Message], tools: list[dict], limits: ServerLimits, max_to
         keep = min(keep, cap)
     elidable = len(_elidable(messages))
     elide = elidable if squeeze else 0
+    rounds, dropped = len(_rounds(messages)), 0
     tools_chars = len(json.dumps(tools)) if tools else 0
     while True:
-        view = compact(messages, keep, elide)
+        view = drop_rounds(compact(messages, keep, elide), dropped)
         request = estimate(view, tools_chars, limits.image_rule)
         problem = over_limit(request, limits, max_tokens)
         if problem is None:
             return view, {**request.to_json(), "images_stubbed": total - keep, "texts_elided": elide,
-                          "squeeze": squeeze}
+                          "rounds_dropped": dropped, "squeeze": squeeze}
         if keep > 1:
             keep -= 1
         elif elide < elidable:
             elide += 1
         elif keep > 0:
             keep = 0
+        elif dropped < rounds:
+            dropped += 1
         else:
             raise ContextBudgetError(f"the conversation cannot be made to fit: {problem}")

@@ -136,6 +136,9 @@ def process_metrics(
         "progress_rate": round(sum(reached.values()) / len(reached), 4),
         "images": sum(len((record.get("result") or {}).get("images") or []) for record in calls),
         **_tokens(records),
+        # tool calls written as text, empty replies, answers only in reasoning, calls on the answer turn
+        "protocol_deviations": sum(len((record.get("payload") or {}).get("deviations") or [])
+                                   for record in records if record.get("kind") == "model_output"),
         "budget_exhausted": bool(exhausted),
         "invalid": invalid_reason(records),
     }
@@ -157,6 +160,7 @@ PROCESS_KEYS = (
     "images",
     "input_tokens",
     "output_tokens",
+    "protocol_deviations",
 )
 
 

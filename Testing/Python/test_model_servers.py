@@ -1,0 +1,203 @@
+"""The model conversation against limit-enforcing fakes of real servers (model_servers.py): the policy and budget
+keep every request inside each server's documented limits, vendor fields and message-order rules round-trip,
+quirks in replies are acted on, limits hit anyway end as ``model_length`` (scored), the pre-flight refuses
+text-only and tool-less servers; and one ``bench run --agent model`` per module, end to end, against them."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+from agents_fakes import FakeModelServer, Scripted, openai_reply, toy_registry
+from model_servers import PROFILES, LimitedModelServer, Profile, ScriptedVLM
+
+from MedOpenClawLib.audit import AuditTrace, read_trace
+from MedOpenClawLib.bench.agents.base import AgentContext
+from MedOpenClawLib.bench.agents.model import ModelAgent
+from MedOpenClawLib.bench.episode import EpisodeConfig, EpisodePrompt, run_episode
+from MedOpenClawLib.bench.run_command import add_bench_subcommand
+from MedOpenClawLib.cli import main
+from MedOpenClawLib.providers import ImageInput, Message, ProviderConfig, ProviderError, RetryPolicy, make_provider
+from MedOpenClawLib.providers.conversation import ContextBudgetError, ConversationPolicy, compact, fit
+from MedOpenClawLib.providers.limits import PROFILE_NAMES, resolve_limits
+from MedOpenClawLib.providers.text_calls import text_tool_calls
+from MedOpenClawLib.providers.tool_schemas import gemini_schema
+from MedOpenClawLib.worker.environment import LocalEnvironment
+
+FAST = RetryPolicy(max_retries=1, backoff_s=0.01)
+MODELS = {"openai": "gpt-4o", "anthropic": "claude-sonnet-4", "anthropic-thinking": "claude-sonnet-4",
+          "gemini-2.5": "gemini-2.5-flash", "gemini-3": "gemini-3-pro-preview", "mistral": "mistral-small-latest"}
+THINKING = {"thinking": {"type": "enabled", "budget_tokens": 1024}}
+
+
+def tiny_png(size: int = 16) -> ImageInput:
+    import io
+
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("L", (size, size), 128).save(buffer, format="PNG")
+    return ImageInput.from_png(buffer.getvalue(), "t")
+
+
+def config_for(server: LimitedModelServer, **options) -> ProviderConfig:
+    profile = server.profile
+    extra = THINKING if profile.thinking_budget else {}
+    return ProviderConfig(kind=profile.wire, model=MODELS.get(profile.name, "local-vlm"), base_url=server.url,
+                          api_key="k", retry=FAST, extra_body=extra, max_tokens=2048, **options)
+
+
+def toy_episode(tmp_path, profile: Profile, model: ScriptedVLM, rounds: int = 6, **options):
+    registry = toy_registry(AuditTrace(tmp_path / "trace.jsonl"), rounds)
+    env = LocalEnvironment(registry)
+    with LimitedModelServer(profile, model, keep_bodies=True) as server:
+        provider = make_provider(config_for(server, **options))
+        assert provider.preflight() is None or profile.tool_calls_as_text
+        agent = ModelAgent(provider)
+        agent.reset(AgentContext(module="toy", case=None, tools=env.tools(), max_rounds=rounds))
+        prompt = EpisodePrompt("system prompt", "the task, sent once\n- vol (id 1)", [tiny_png(64)])
+        outcome = run_episode(agent, env, prompt, EpisodeConfig(max_rounds=rounds))
+    return outcome, server, read_trace(tmp_path / "trace.jsonl")
+
+
+# ------------------------------------------------------------------------------------------ policy and budget
+def test_old_images_become_stubs_in_chunks_and_the_budget_trims_to_the_limits():
+    images = [ImageInput(tiny_png().png_base64, "observe:axial", "axial", f"img-{i}", float(i)) for i in range(10)]
+    messages = [Message("system", "s"), Message("user", "task", images=images[:3])]
+    messages += [Message("tool", f"out {i}", images=[image]) for i, image in enumerate(images[3:])]
+    policy = ConversationPolicy(4, 3)
+    assert [policy.kept(n) for n in (3, 4, 6, 7, 9, 10)] == [3, 4, 6, 4, 6, 4]
+    view = compact(messages, policy.kept(10))
+    assert sum(len(m.images) for m in view) == 4 and len(messages[1].images) == 3  # the history is untouched
+    assert "[image img-0 (axial, offset 0 mm): no longer attached; its image_id stays valid" in view[1].text
+    limits = resolve_limits("mistral")
+    view, request = fit(messages, [], limits, 1024, ConversationPolicy(None))
+    assert request["images"] == 8 and request["images_stubbed"] == 2  # Mistral: 8 images per request
+    tiny = resolve_limits("llamacpp", context_window=1200)
+    with pytest.raises(ContextBudgetError):
+        fit([Message("user", "x" * 5000)], [], tiny, 256, policy)
+
+
+def test_tool_calls_written_as_text_and_gemini_schemas():
+    offered = {"observe", "scroll"}
+    hermes = 'Let me look.<tool_call>\n{"name": "observe", "arguments": {"size": 64}}\n</tool_call>'
+    calls, rest = text_tool_calls(hermes, offered)
+    assert [(c.name, c.arguments, c.from_text) for c in calls] == [("observe", {"size": 64}, True)]
+    assert rest == "Let me look."
+    calls, _ = text_tool_calls('[TOOL_CALLS][{"name": "scroll", "arguments": {"view": "axial"}}]', offered)
+    assert calls[0].name == "scroll" and calls[0].arguments == {"view": "axial"}
+    calls, _ = text_tool_calls('[TOOL_CALLS]observe[ARGS]{"size": 32}', offered)
+    assert calls[0].arguments == {"size": 32}
+    assert text_tool_calls('{"name": "observe", "parameters": {}}', offered)[0][0].name == "observe"
+    assert text_tool_calls('{"name": "answer", "arguments": {}}', offered) == ([], '{"name": "answer", '
+                                                                                '"arguments": {}}')
+    schema = {"type": "object", "additionalProperties": False, "properties": {
+        "x": {"type": ["string", "null"]}, "n": {"type": "number", "exclusiveMinimum": 0},
+        "k": {"const": "a"}, "m": {"oneOf": [{"type": "integer"}]}}}
+    assert gemini_schema(schema) == {"type": "object", "properties": {
+        "x": {"type": "string", "nullable": True}, "n": {"type": "number", "minimum": 0},
+        "k": {"enum": ["a"]}, "m": {"anyOf": [{"type": "integer"}]}}}
+
+
+def test_cli_profile_choices_are_the_providers_profiles():
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_bench_subcommand(parser.add_subparsers())
+    run = parser._subparsers._group_actions[0].choices["run"]  # noqa: SLF001 - argparse has no public accessor
+    (action,) = [a for a in run._actions if a.dest == "server_profile"]  # noqa: SLF001
+    assert tuple(action.choices) == PROFILE_NAMES
+
+
+# ------------------------------------------------------------------------------------------ wire rules per server
+@pytest.mark.parametrize("name", ["gemini-3", "mistral", "anthropic-thinking", "vllm-32k", "gemini-2.5"])
+def test_vendor_fields_and_message_order_round_trip(name, tmp_path):
+    """Gemini 3 thought signatures, Mistral's no-user-after-tool rule, Anthropic thinking blocks, vLLM's valid JSON
+    history (a call cut at max_tokens is echoed as {} and the model told), Gemini's schema subset."""
+    quirks = frozenset({"truncated"}) if name == "vllm-32k" else frozenset()
+    outcome, server, records = toy_episode(tmp_path, PROFILES[name], ScriptedVLM(rounds=4, quirks=quirks))
+    assert server.refusals == [] and outcome.status == "completed" and outcome.rounds == 4
+    assert outcome.final_text.endswith("ANSWER: A")
+    if name == "vllm-32k":
+        receipts = [r["payload"] for r in records if r["kind"] == "tool_receipt"]
+        assert any((r["error"] or {}).get("code") == "truncated" for r in receipts)
+
+
+def test_reply_quirks_are_acted_on_and_counted(tmp_path):
+    """Tool calls as Hermes text (a server without a tool parser), one empty reply (one nudge), a call on the answer
+    turn (refused with a request to answer), and an answer left only in reasoning_content (the documented rule)."""
+    model = ScriptedVLM(rounds=5, quirks=frozenset({"empty", "answer_turn_call", "reasoning_answer"}))
+    outcome, server, records = toy_episode(tmp_path, PROFILES["vllm-no-parser"], model, rounds=5)
+    assert server.refusals == [] and outcome.rounds == 5 and outcome.final_text.endswith("ANSWER: A")
+    assert outcome.deviations == {"tool_call_as_text": 6, "empty_reply": 1, "tool_call_on_answer_turn": 1,
+                                  "answer_in_reasoning": 1}
+    nudges = [m for body in server.bodies for m in body["messages"] if "last reply was empty" in json.dumps(m)]
+    assert nudges
+
+
+def test_a_limit_hit_anyway_ends_as_model_length_scored(tmp_path):
+    """A refusal for length is retried once on a compact context; refused again, the model is asked for its answer
+    without tools, and the episode completes (scored) with stop_reason model_length."""
+    too_long = Scripted({"error": {"code": 400, "message": "the request exceeds the available context size, try "
+                                   "increasing it", "type": "exceed_context_size_error"}}, 400)
+    script = [Scripted(openai_reply(calls=[("observe", '{"size": 64}')]))] * 3 + [too_long, too_long,
+                                                                                 Scripted(openai_reply("ANSWER: A"))]
+    registry = toy_registry(AuditTrace(tmp_path / "trace.jsonl"), 10)
+    env = LocalEnvironment(registry)
+    with FakeModelServer(script) as server:
+        agent = ModelAgent(make_provider(ProviderConfig(kind="openai", model="m", base_url=server.url, retry=FAST)))
+        agent.reset(AgentContext(module="toy", case=None, tools=env.tools(), max_rounds=10))
+        outcome = run_episode(agent, env, EpisodePrompt("s", "task", [tiny_png()]), EpisodeConfig(max_rounds=10))
+    assert outcome.status == "completed" and outcome.stop_reason == "model_length"
+    assert outcome.final_text == "ANSWER: A" and outcome.rounds == 3
+    bodies = [request["body"] for request in server.requests]
+    images = [json.dumps(body).count('"type": "image_url"') for body in bodies]
+    assert images[3] == 4 and images[4] == 2 and images[5] == 0  # each refusal: a more compact context
+    assert bodies[5]["tool_choice"] == "none" and "no longer fits" in json.dumps(bodies[5]["messages"][-1])
+    assert [r for r in read_trace(tmp_path / "trace.jsonl") if r["kind"] == "model_length"]
+
+
+def test_the_budget_keeps_a_small_server_from_refusing_or_dropping(tmp_path):
+    for name in ("llamacpp-16k", "ollama-32k"):
+        outcome, server, _ = toy_episode(tmp_path / name, PROFILES[name], ScriptedVLM(rounds=8), rounds=8)
+        assert server.refusals == [] and all(stats.dropped == 0 for stats in server.stats)
+        assert outcome.stop_reason == "budget" or outcome.final_text.endswith("ANSWER: A")
+
+
+def test_preflight_refuses_text_only_and_tool_less_servers_in_one_line():
+    for name, text in (("text-only", "does not accept images"), ("no-tools", "does not accept tools")):
+        with LimitedModelServer(PROFILES[name], ScriptedVLM()) as server:
+            with pytest.raises(ProviderError, match=text) as caught:
+                make_provider(config_for(server)).preflight()
+        assert caught.value.fatal and "\n" not in str(caught.value)
+    with LimitedModelServer(PROFILES["anthropic-thinking"], ScriptedVLM(), keep_bodies=True) as server:
+        assert make_provider(config_for(server)).preflight() is None  # max_tokens above the thinking budget
+        assert server.bodies[0]["max_tokens"] > 1024
+
+
+# ------------------------------------------------------------------------------------------ end to end, per module
+E2E = {"ucsf-pdgm": "anthropic", "lumiere": "vllm-32k", "nsclc": "mistral", "bracs": "gemini-3",
+       "camelyon17": "llamacpp-16k"}
+
+
+@pytest.mark.parametrize("module", sorted(E2E))
+def test_bench_run_per_module_against_a_limited_server(module, tmp_path, capsys):
+    profile = PROFILES[E2E[module]]
+    rounds = 3
+    with LimitedModelServer(profile, ScriptedVLM(rounds=rounds)) as server:
+        argv = ["bench", "run", "--module", module, "--agent", "model", "--provider", profile.wire, "--model",
+                MODELS.get(profile.name, "local-vlm"), "--base-url", server.url, "--limit", "1", "--max-rounds",
+                str(rounds + 1), "--out", str(tmp_path / "run"), "--max-retries", "1"]
+        code = main(argv)
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert code == 0 and (summary["scored"], summary["errors"], summary["rejected"]) == (1, 0, 0)
+    assert server.refusals == [], server.refusals
+    trace = next((tmp_path / "run").rglob("trace-*.jsonl"))
+    records = read_trace(trace)
+    receipts = [r["payload"] for r in records if r["kind"] == "tool_receipt"]
+    assert len(receipts) == 2 * rounds  # the whole scripted trajectory, two calls per round
+    run = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert run["provider"]["conversation"]["image_history"] == 6
+    if sys.platform.startswith("linux"):
+        assert max(stats.images for stats in server.stats) <= 8
