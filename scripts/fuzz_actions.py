@@ -68,7 +68,7 @@ def child_batch(kind: str, seed: int, calls: int, workdir: Path) -> dict:
         fuzz.checked_call(session, name, arguments, tally)
     elapsed = time.perf_counter() - started
     verify = verify_trace(trace_path, check_artifacts=True)
-    replay = replay_trace(trace_path, [workdir / "data"])
+    replay = replay_trace(trace_path, [layout.root])  # the roots the session had, never those the trace records
     return {"kind": kind, "seed": seed, "tally": tally.to_json(), "seconds": round(elapsed, 2),
             "trace_verify": {"ok": verify.ok, "anchored": verify.anchored, "message": verify.message},
             "replay": {"ok": replay.ok, "actions": replay.actions, "message": replay.message[:300]}}
