@@ -133,9 +133,10 @@ def test_camelyon_both_layouts_with_holes_and_unknown_groups(layout, tmp_path, c
         "patient_004_node_1": ("macro", [("_0", TUMOUR), ("normal", HOLE)]),
         "patient_004_node_2": ("negative", []),
         "patient_004_node_3": ("micro", [("Mystery", HOLE), ("Tumor", TUMOUR)]),
+        "patient_004_node_4": ("itc", []),  # a positive slide without XML: no ground-truth evidence source
     })
     code, manifest, printed = _prepare("camelyon17", raw, tmp_path / "cases", capsys)
-    assert code == 0 and len(manifest["cases"]) == 3 and manifest["skipped"] == []
+    assert code == 0 and len(manifest["cases"]) == 4 and manifest["skipped"] == []
     assert "note: ASAP group 'Mystery' (1 polygon(s)) is neither tumour nor exclusion" in printed
     truth = load_ground_truth(tmp_path / "cases", "patient_004_node_1")
     assert [region["kind"] for region in truth.regions] == ["tumor", "exclusion"]  # "normal" = a hole
@@ -144,11 +145,14 @@ def test_camelyon_both_layouts_with_holes_and_unknown_groups(layout, tmp_path, c
     summary, scores = _score("camelyon17", tmp_path / "cases", {
         "patient_004_node_1": answer.format("macro", json.dumps(inside_hole)),
         "patient_004_node_3": answer.format("micro", json.dumps(tumour_edge)),
+        "patient_004_node_4": answer.format("itc", ""),
     }, tmp_path, capsys)
-    node_1, node_3 = scores["patient_004_node_1"], scores["patient_004_node_3"]
+    node_1, node_3, node_4 = (scores[f"patient_004_node_{n}"] for n in (1, 3, 4))
     assert node_1["task"] == 1.0 and node_1["strict"] == 0.0  # a click in the hole is not on tumour
     assert node_3["task"] == 1.0 and node_3["strict"] == 1.0  # a click on the polygon edge is a hit
-    assert summary["n"] == 3 and summary["loc"] == 0.5
+    assert node_4["task"] == 1.0 and node_4["strict"] == 1.0 and node_4["loc"] is None  # Strict = Task (Table 4)
+    # Strict over all four slides (node_2 negative, unanswered: 0); Loc over the two slides with polygons
+    assert summary["n"] == 4 and summary["strict"] == 0.5 and summary["loc"] == 0.5 and summary["loc_n"] == 2
 
 
 def _lumiere_studies() -> dict[str, np.ndarray]:
@@ -264,3 +268,27 @@ def test_a_run_folder_with_more_episodes_than_its_limit_is_reported_within_the_l
     assert main(["bench", "report", str(run), "--no-evidence", "--out", str(tmp_path / "report")]) == 0
     runs = json.loads((tmp_path / "report" / "results.json").read_text())["runs"]
     assert [(record["episodes"], record["scored"]) for record in runs] == [(1, 1)]
+
+
+def test_bracs_slide_without_an_roi_of_its_class_has_strict_equal_to_task(tmp_path, capsys):
+    from PIL import Image
+
+    from MedOpenClawLib.bench.synthetic.slides import deterministic_xlsx, geojson_export, write_pyramid
+
+    raw = tmp_path / "raw"
+    for slide_id, folder in (("BRACS_7", "Type_ADH"), ("BRACS_8", "Type_DCIS")):
+        write_pyramid(raw / "BRACS_WSI" / "val" / "Group_AT" / folder / f"{slide_id}.svs",
+                      Image.new("RGB", (320, 256), (230, 180, 200)), mpp=0.5, aperio=True, levels=2)
+    (raw / "BRACS_WSI" / "val" / "Group_AT" / "Type_DCIS" / "BRACS_8.geojson").write_text(
+        json.dumps(geojson_export([("DCIS", TUMOUR)])))
+    (raw / "BRACS.xlsx").write_bytes(deterministic_xlsx(
+        [["WSI Filename", "Set", "WSI label"], ["BRACS_7.svs", "val", "ADH"], ["BRACS_8.svs", "val", "DCIS"]],
+        "WSI_Information"))
+    code, manifest, _ = _prepare("bracs", raw, tmp_path / "cases", capsys)
+    assert code == 0 and manifest["class_counts"]["ADH"] == {"cases": 1, "evidence_available": 0}
+    answer = '{{"selected_option": "{}", "wsi_label": "{}", "localizations": [[300, 250]]}}'
+    summary, scores = _score("bracs", tmp_path / "cases", {"BRACS_7": answer.format("E", "ADH"),
+                                                           "BRACS_8": answer.format("F", "DCIS")}, tmp_path, capsys)
+    assert scores["BRACS_7"]["strict"] == 1.0 and scores["BRACS_7"]["loc"] is None  # no ADH ROI: Strict = Task
+    assert scores["BRACS_8"]["strict"] == 0.0 and scores["BRACS_8"]["loc"] == 0.0  # the click misses its ROI
+    assert (summary["task"], summary["strict"], summary["loc"]) == (1.0, 0.5, 0.0)

@@ -341,13 +341,13 @@ def test_nsclc_question_outside_the_label_set_is_not_scored(lesion_truth):
     assert summary["q2"] is None and summary["q1"] == 0.5 and summary["q4"] == 0.0
 
 
-def test_positive_slide_without_reference_evidence_is_excluded_from_strict_and_loc():
-    """A BRACS slide without a GeoJSON export: Task counts, Strict and Loc do not (never Strict = Task)."""
+def test_positive_slide_without_reference_evidence_has_strict_equal_to_task_and_counts():
+    """A BRACS slide without a GeoJSON export is no evidence-scored case (Table 4): Strict = Task, no Loc."""
     unavailable = GroundTruth("bracs", "u", {"answer": "DCIS"}, {"answer": "DCIS", "evidence": "unavailable"})
     score = score_case("bracs", unavailable, {"answer": "DCIS", "localizations": [[1, 1]]})
-    assert score.task == 1.0 and score.strict is None and score.loc is None
+    assert score.task == 1.0 and score.strict == 1.0 and score.loc is None
     assert score.gates["evidence"] == "unavailable"
     scored = score_case("bracs", GroundTruth("bracs", "b", {"answer": "DCIS"}, regions=BRACS_REGIONS),
                         {"answer": "DCIS", "localizations": []})
     summary = aggregate([score, scored])
-    assert summary["task"] == 1.0 and summary["strict"] == 0.0 and summary["strict_n"] == 1
+    assert summary["task"] == 1.0 and summary["strict"] == 0.5 and summary["loc"] == 0.0 and summary["loc_n"] == 1

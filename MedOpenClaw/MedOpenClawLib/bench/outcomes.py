@@ -116,8 +116,7 @@ class Tally:
         scores = [record["score"] for record in list(self.records.values()) if outcome_of(record) == SCORED]
         if not scores:
             return None, None
-        strict = [s["strict"] for s in scores if s["strict"] is not None]  # None: evidence unavailable
-        return (sum(s["task"] for s in scores) / len(scores), sum(strict) / len(strict) if strict else None)
+        return sum(s["task"] for s in scores) / len(scores), sum(s["strict"] for s in scores) / len(scores)
 
     def usage(self) -> Usage:
         total = Usage()

@@ -6,7 +6,8 @@ case); ROIs from one QuPath GeoJSON export per slide (``<id>.geojson`` anywhere 
 QuPath ``.qpdata`` projects: export each once with QuPath ("File > Export objects as GeoJSON", or
 ``exportAllObjectsToGeoJson`` in a script: ``QuPathBridge/scripts/export_geojson.groovy`` does it for a whole
 project, "Run for project") before preparing. A slide without an export is kept with ``evidence:
-unavailable`` in its ground truth (and brief): it counts for Task, and is excluded from Strict and Loc.
+unavailable`` in its ground truth (and brief): Strict = Task there (Table 4 gates evidence-scored cases only), and
+it is outside Loc.
 Per-class counts (all cases, and those with evidence) are written to the manifest and printed at prepare.
 CAMELYON17, both published layouts: the challenge's ``training/center_*/patient_NNN_node_K.tif`` with
 ``stage_labels.csv`` (patient, stage) and ``lesion_annotations/``, and the GigaScience/AWS release's ``images/``

@@ -48,9 +48,7 @@ def aggregate(scores: Iterable[CaseScore]) -> dict:
         "module": module,
         "n": len(valid),
         "task": _mean([score.task for score in valid]),
-        # a case without reference evidence (a BRACS slide without a GeoJSON export) has no Strict: not counted
-        "strict": _mean([score.strict for score in valid if score.strict is not None]),
-        "strict_n": sum(1 for score in valid if score.strict is not None),
+        "strict": _mean([score.strict for score in valid]),
         "loc": _mean(loc_values) if has_loc else None,
         "loc_n": len(loc_values) if has_loc else 0,
         "invalid": len(scores) - len(valid),

@@ -8,9 +8,10 @@ Protocol decisions (where Table 4 leaves a choice):
   the case is outside the Loc denominator.
 - LUMIERE: a field whose ground truth is null is not scorable and is ignored by the gate.
 - BRACS N slides: localizations must be empty (the H.2 prompt's rule); non-N slides without an ROI of their own
-  class are not evidence-scored (Strict = Task) and outside the Loc denominator.
-- CAMELYON17 negative slides: localizations must be empty; positive slides without polygons are not
-  evidence-scored.
+  class are not "evidence-scored cases" (Table 4 gates only those): Strict = Task, the case counts in the Strict
+  denominator, and it is outside the Loc denominator (Loc is "on ground-truth positive slides" with a ROI to hit).
+- CAMELYON17 negative slides: localizations must be empty; positive slides without polygons (only the 50
+  training slides with an XML have any) have no "ground-truth evidence source": Strict = Task, outside Loc.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class CaseScore:
     module: str
     case_id: str
     task: float = 0.0
-    strict: float | None = 0.0  # None: the case has no reference evidence (excluded from Strict)
+    strict: float = 0.0
     loc: float | None = None
     invalid: bool = False
     invalid_reason: str | None = None
@@ -113,16 +114,16 @@ def _pathology_gate(score: CaseScore, negative: bool, points: list, targets: lis
                     hit_gate: str) -> None:
     """Table 4's pathology evidence gate: a negative slide must have no localizations; a positive slide with
     reference regions needs one coordinate inside a target and outside every exclusion (that is also Loc). A
-    positive slide without reference regions is not evidence-scored: ``evidence: unavailable``, no Strict and
-    no Loc (never silently Strict = Task)."""
+    positive slide without reference regions is not evidence-scored (``evidence: unavailable``): Table 4 applies
+    the coordinate gate only where a ground-truth evidence source exists, so Strict = Task, and no Loc."""
     if negative:
         gate = len(points) == 0
         score.gates["empty_localizations"] = gate
         score.loc = None
     elif not targets:
         score.gates["evidence"] = "unavailable"
-        score.strict = score.loc = None
-        return
+        score.loc = None
+        gate = True
     else:
         gate = _hits(points, targets, exclusions)
         score.gates[hit_gate] = gate
