@@ -159,10 +159,15 @@ LUMIERE_HEADER = ["Patient", "Date", "LessThan3Months", "NonMeasurableLesions", 
 def write_lumiere(root: Path, studies: dict[str, np.ndarray], ratings: list[list[str]],
                   spacing_mm: float = 1.0) -> Path:
     """Patient-001's studies (week -> DeepBraTumIA label map: 1 enhancing, 2 necrotic, 3 oedema) with atlas
-    skull-stripped images, the segmentation and its measured volumes; ``ratings`` are CSV rows after the
-    header."""
+    skull-stripped images, the segmentation and its measured volumes, and the native scans (each study shifted
+    by its own offset: not co-registered); ``ratings`` are CSV rows after the header."""
     affine = np.diag([spacing_mm, spacing_mm, spacing_mm, 1.0])
-    for week, labels in studies.items():
+    for index, (week, labels) in enumerate(studies.items()):
+        native = affine.copy()
+        native[:3, 3] = (3.0 * index, -2.0 * index, 1.5 * index)
+        for name in ("CT1", "T1", "T2", "FLAIR"):
+            write_nifti(root / "Imaging" / "Patient-001" / week / f"{name}.nii.gz",
+                        (60 + 90 * (labels > 0)).astype(np.int16), native)
         study = root / "Imaging" / "Patient-001" / week / "DeepBraTumIA-segmentation" / "atlas"
         for name in ("ct1", "t1", "t2", "flair"):
             write_nifti(study / "skull_strip" / f"{name}_skull_strip.nii.gz",

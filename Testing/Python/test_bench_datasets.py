@@ -292,3 +292,57 @@ def test_bracs_slide_without_an_roi_of_its_class_has_strict_equal_to_task(tmp_pa
     assert scores["BRACS_7"]["strict"] == 1.0 and scores["BRACS_7"]["loc"] is None  # no ADH ROI: Strict = Task
     assert scores["BRACS_8"]["strict"] == 0.0 and scores["BRACS_8"]["loc"] == 0.0  # the click misses its ROI
     assert (summary["task"], summary["strict"], summary["loc"]) == (1.0, 0.5, 0.0)
+
+
+def test_track_b_one_operation_at_a_time_and_table3_in_its_published_layout(tmp_path, capsys):
+    """`--operators` offers only that operation's operators; Table 3 has MedFlow-Bench's (operation, module) columns,
+    and Registration on LUMIERE is compared with the unregistered control (Track A on native scans)."""
+    raw = write_lumiere(tmp_path / "raw", _lumiere_studies(), [
+        ["Patient-001", "week-010", "", "", "PD", "L1 size change"],
+        ["Patient-001", "week-020", "", "", "SD", "stable L"]])
+    for space in ("atlas", "native"):
+        code, manifest, _ = _prepare("lumiere", raw, tmp_path / space, capsys, "--images", space)
+        assert code == 0 and manifest["images"] == space and len(manifest["cases"]) == 2
+    native_case = load_cases(tmp_path / "native")[0]
+    assert nib.load(native_case.path(native_case.volumes[0].path)).affine[0, 3] == 0.0  # OLD: its own space
+    assert nib.load(native_case.path(native_case.volumes[-1].path)).affine[0, 3] == 3.0  # CURRENT: shifted
+    runs = tmp_path / "runs"
+    for name, package, flags in (("a_atlas", "atlas", ["--limit", "1"]), ("a_native", "native", []),
+                                 ("b_registration", "native", ["--track", "B", "--operators", "registration",
+                                                               "--limit", "1"]),
+                                 ("b_segmentation", "atlas", ["--track", "B", "--operators", "segmentation",
+                                                              "--limit", "1"])):
+        assert main(["bench", "run", "--module", "lumiere", "--agent", "oracle", "--cases", str(tmp_path / package),
+                     *flags, "--out", str(runs / name)]) == 0, name
+    trace = next((runs / "b_registration" / "episodes").rglob("trace-*.jsonl"))
+    offered = next(record["payload"]["tools"] for record in map(json.loads, trace.read_text().splitlines())
+                   if isinstance(record.get("payload"), dict) and "tools" in record["payload"])
+    assert {"register_volumes", "apply_transform", "resample_volume"} <= set(offered)
+    assert not {"vista3d_segment", "segment_region", "quantify"} & set(offered)
+    assert json.loads((runs / "b_registration" / "run.json").read_text())["operation"] == "registration"
+    capsys.readouterr()
+    assert main(["bench", "report", str(runs), "--no-evidence", "--out", str(tmp_path / "report")]) == 0
+    table3 = next(table for table in json.loads((tmp_path / "report" / "results.json").read_text())["tables"]
+                  if table["id"] == "table3")
+    assert [column["id"] for column in table3["columns"]] == [
+        "segmentation:lumiere", "segmentation:ucsf-pdgm", "segmentation:nsclc", "registration:lumiere",
+        "vista3d:nsclc"]
+    task = next(row for section in table3["sections"] for row in section["rows"] if row["identity"]["metric"] == "task")
+    registration, segmentation = task["cells"]["registration:lumiere"], task["cells"]["segmentation:lumiere"]
+    assert registration["value"] == 1.0 and registration["reference_n"] == 2  # the native-scan control
+    assert segmentation["value"] == 1.0 and segmentation["reference_n"] == 1  # Track A on the atlas package
+    assert "warning" not in capsys.readouterr().err  # the control is a row of its own, not pooled
+    table1 = next(table for table in json.loads((tmp_path / "report" / "results.json").read_text())["tables"]
+                  if table["id"] == "table1")
+    assert sorted(row["identity"]["track"] for section in table1["sections"] for row in section["rows"]
+                  if not row.get("summary_row")) == ["A", "A (native scans)"]
+    assert task["cells"]["vista3d:nsclc"]["value"] is None
+
+
+def test_operators_outside_track_b_or_unknown_are_refused(tmp_path, capsys):
+    base = ["bench", "run", "--module", "lumiere", "--agent", "oracle", "--out", str(tmp_path / "x")]
+    assert main([*base, "--operators", "registration"]) == 2
+    assert "add --track B" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*base, "--track", "B", "--operators", "teleport"])
+    assert "neither an operation (segmentation, registration, vista3d)" in capsys.readouterr().err

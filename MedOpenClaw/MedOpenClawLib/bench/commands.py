@@ -131,6 +131,11 @@ def _add_prepare(subparsers) -> None:
         metavar="N",
         help="lumiere: drop RANO labels with fewer than N cases (label-frequency filter)",
     )
+    parser.add_argument(
+        "--images", choices=("atlas", "native"), default="atlas",
+        help="lumiere: atlas-space skull-stripped scans, co-registered across timepoints (default), or each "
+             "study's native scans: the unregistered control of Table 3's Registration column",
+    )
     parser.set_defaults(func=_run_prepare)
 
 

@@ -27,7 +27,7 @@ from .episode import EpisodeConfig, EpisodeOutcome, EpisodePrompt, run_episode
 from .integrity import CaseIntegrityError
 from .modules import PATHOLOGY, RADIOLOGY, get
 from .preload import Attachments, PathologyRounds, PreloadError, montage_prompt, preload
-from .tasks import EpisodeTask, RunConfig
+from .tasks import EpisodeTask, RunConfig, operator_names
 
 MAX_WORKER_ATTEMPTS = 2  # a worker fault is retried once on a fresh worker; a second makes the episode INVALID
 
@@ -124,6 +124,9 @@ class EpisodeJob:
         pathology = application == PATHOLOGY
         track_c = config.track == "C"
         tools = [] if track_c else env.tools()  # Track C: one answer turn on slice montages, no tools
+        if config.operators:  # Table 3: one operation at a time (the episode refuses a tool it did not offer)
+            hidden = operator_names() - set(config.operators)
+            tools = [tool for tool in tools if tool["name"] not in hidden]
         if pathology:  # Table 10: the tools MedFlow-Bench's pathology agents see
             tools = [tool for tool in tools if tool["name"] in MODEL_VISIBLE_ACTIONS]
         max_rounds = 0 if track_c else config.max_rounds

@@ -235,7 +235,7 @@ def _run(args) -> int:
                                track=args.track, limit=args.limit, case_ids=args.case_ids, repeats=args.repeats,
                                workers=args.workers, slicer=args.slicer, max_rounds=args.max_rounds, seed=args.seed,
                                provider=provider, call_timeout_s=args.call_timeout, fail_on_error=args.fail_on_error,
-                               rerun_rejected=args.rerun_rejected,
+                               rerun_rejected=args.rerun_rejected, operators=args.operators,
                                replay_from=str(Path(args.replay_from).resolve()) if args.replay_from else None)
             summary = summaries[module] = BenchmarkRunner(
                 config, agent_factory(args, provider), module_prompt, resume_hint=resume,
@@ -283,6 +283,15 @@ def _json_object(text: str) -> dict:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("must be a JSON object, e.g. '{\"top_k\": 20}'")
     return value
+
+
+def _operators(text: str) -> tuple[str, ...]:
+    from .tasks import parse_operators
+
+    try:
+        return parse_operators(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _fail_on_error(text: str) -> float:
@@ -355,6 +364,9 @@ def add_bench_subcommand(bench_subparsers) -> None:
                         help="also re-run episodes the model server rejected deterministically (a 4xx) earlier")
     parser.add_argument("--track", choices=TRACKS, default="A",
                         help="A viewer-native, B advanced operators, C 2D slice montage in one turn")
+    parser.add_argument("--operators", type=_operators, metavar="NAME[,NAME]",
+                        help="Track B: offer only these operators -- operations segmentation, registration, "
+                             "vista3d (Table 3's columns) or operator names; default: every operator")
     parser.add_argument("--cases", help="case packages from `bench prepare`; default: the synthetic cohort")
     parser.add_argument("--cohort-seed", type=int, default=0, help="seed of the embedded synthetic cohort")
     parser.add_argument("--cohort-size", choices=("demo", "full"), default="demo",

@@ -55,6 +55,45 @@ def select_cases(cases: list[Case], limit: int | tuple[int, int] | None = None,
     return cases
 
 
+# Table 3's operations: what `--operators` enables on Track B, by group name (or give operator action names)
+OPERATION_GROUPS = {
+    "segmentation": ("segment_region", "quantify"),
+    "registration": ("register_volumes", "apply_transform", "resample_volume"),
+    "vista3d": ("vista3d_segment", "quantify"),
+}
+
+
+def operator_names() -> frozenset[str]:
+    """The Track B operators (role ``operator`` in the action catalog, ``resources/actions.json``)."""
+    from ..catalog import entries
+
+    return frozenset(entry["name"] for entry in entries() if entry.get("role") == "operator")
+
+
+def parse_operators(text: str) -> tuple[str, ...]:
+    """``--operators NAME[,NAME]``: group names (:data:`OPERATION_GROUPS`) and operator action names, expanded
+    to the sorted operator names; an unknown name is refused with the choices."""
+    known = operator_names()
+    names: set[str] = set()
+    for part in (item.strip() for item in text.split(",")):
+        if part in OPERATION_GROUPS:
+            names.update(OPERATION_GROUPS[part])
+        elif part in known:
+            names.add(part)
+        else:
+            raise ValueError(f"--operators: {part!r} is neither an operation ({', '.join(OPERATION_GROUPS)}) nor "
+                             f"an operator ({', '.join(sorted(known))})")
+    return tuple(sorted(names))
+
+
+def operation_of(operators: list[str] | tuple[str, ...] | None) -> str:
+    """The Table 3 operation a run's ``--operators`` selection is (a group it equals), else ``custom``; a Track
+    B run without a selection has every operator (``all``)."""
+    if not operators:
+        return "all"
+    return next((name for name, group in OPERATION_GROUPS.items() if set(group) == set(operators)), "custom")
+
+
 def check_track(track: str, module: str) -> None:
     if track not in TRACKS:
         raise ValueError(f"track must be one of {', '.join(TRACKS)}")
@@ -83,9 +122,12 @@ class RunConfig:
     save_images: bool = True
     fail_on_error: float | None = None  # see outcomes.ErrorPolicy
     rerun_rejected: bool = False  # re-run episodes a server rejected deterministically (outcomes.REJECTED)
+    operators: tuple[str, ...] | None = None  # Track B: only these operators are offered (parse_operators)
 
     def __post_init__(self):
         check_track(self.track, self.module)
+        if self.operators and self.track != "B":
+            raise ValueError("--operators selects Track B's operators: add --track B")
 
     def identity(self) -> dict:
         """What a resumed run must share with the first invocation (not how many workers, timeouts, ...)."""
@@ -98,6 +140,8 @@ class RunConfig:
             "seed": self.seed,
             "provider": self.provider.identity() if self.provider else None,
             "replay_from": self.replay_from,
+            **({"operators": list(self.operators), "operation": operation_of(self.operators)}
+               if self.operators else {}),
         }
 
 

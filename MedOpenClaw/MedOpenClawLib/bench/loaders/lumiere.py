@@ -3,7 +3,9 @@
 Cases are consecutive imaged timepoints (OLD, CURRENT) of a patient whose CURRENT rating normalises to a RANO
 label (``"Post-Op "``, ``"Pre-Op"`` and mixed ``"Post-Op/PD"`` ratings are not responses). Images come from
 ``DeepBraTumIA-segmentation/atlas/skull_strip/{ct1,t1,t2,flair}_skull_strip.nii.gz`` (MedFlow-Bench's atlas-space
-skull-stripped MRI) when present, else from the native ``{CT1,T1,T2,FLAIR}.nii.gz``.
+skull-stripped MRI, co-registered across timepoints) when present, else from the native
+``{CT1,T1,T2,FLAIR}.nii.gz``; ``images="native"`` takes the native scans only -- each study in its own space, the
+unregistered control of Table 3's Registration column (the hidden lesion fields still come from the atlas masks).
 
 Evidence fields of the CURRENT study:
 - non_measurable_lesion: the CSV's NonMeasurableLesions column (``x``/yes/1 = true, empty/no/0 = false).
@@ -51,12 +53,11 @@ def _week_key(name: str) -> tuple[int, int]:
     return (int(match.group(1)), int(match.group(2) or 0)) if match else (10**9, 0)
 
 
-def _images(study: Path) -> dict[str, Path] | None:
+def _images(study: Path, images: str = "atlas") -> dict[str, Path] | None:
     atlas = study / "DeepBraTumIA-segmentation" / "atlas" / "skull_strip"
-    for candidates in (
-        {name: atlas / f"{name.lower()}_skull_strip.nii.gz" for name in MODALITIES},
-        {name: study / f"{name}.nii.gz" for name in MODALITIES},
-    ):
+    choices = {"atlas": {name: atlas / f"{name.lower()}_skull_strip.nii.gz" for name in MODALITIES},
+               "native": {name: study / f"{name}.nii.gz" for name in MODALITIES}}
+    for candidates in ((choices["atlas"], choices["native"]) if images == "atlas" else (choices["native"],)):
         if all(path.is_file() for path in candidates.values()):
             return candidates
     return None
@@ -152,7 +153,7 @@ def _truthy(value: str | None) -> bool:
 
 
 def prepare_lumiere(source: Path, writer: PackageWriter, require_evidence: bool = False,
-                    min_label_cases: int = 0) -> None:
+                    min_label_cases: int = 0, images: str = "atlas") -> None:
     """Cohort filters (MedFlow-Bench: 360 questions -> 139): ``require_evidence`` keeps pairs whose OLD and CURRENT
     segmentations both exist (every lesion field scorable); ``min_label_cases`` drops RANO labels rarer
     than that."""
@@ -169,6 +170,7 @@ def prepare_lumiere(source: Path, writer: PackageWriter, require_evidence: bool 
     }
     labels, evidence = derive_label_mapping([study for studies in patients.values() for study in studies])
     writer.notes["segmentation_labels"] = {**labels, "evidence": evidence}
+    writer.notes["images"] = images
     rano_labels = {}
     for patient_dir, studies in patients.items():
         for old, current in zip(studies, studies[1:], strict=False):
@@ -179,7 +181,7 @@ def prepare_lumiere(source: Path, writer: PackageWriter, require_evidence: bool 
             try:
                 if row is None:
                     raise SkipCase("no expert rating for the CURRENT study", "RANO-rated CURRENT study")
-                label = _prepare_case(case_id, old, current, row, writer, labels, require_evidence)
+                label = _prepare_case(case_id, old, current, row, writer, labels, require_evidence, images)
                 if label is not None:
                     rano_labels[case_id] = label
             except SkipCase as reason:
@@ -199,7 +201,7 @@ def drop_rare_labels(writer: PackageWriter, rano_labels: dict[str, str], min_cas
 
 
 def _prepare_case(case_id: str, old: Path, current: Path, row: dict, writer: PackageWriter, labels: dict,
-                  require_evidence: bool) -> str | None:
+                  require_evidence: bool, images: str = "atlas") -> str | None:
     raw_rating = column(row, "rating (") or ""
     label = normalize_rano(raw_rating)
     if label is None:
@@ -207,8 +209,8 @@ def _prepare_case(case_id: str, old: Path, current: Path, row: dict, writer: Pac
     segmentations = {"old_seg.nii.gz": _segmentation(old), "current_seg.nii.gz": _segmentation(current)}
     if require_evidence and None in segmentations.values():
         raise SkipCase("a DeepBraTumIA segmentation is missing: lesion fields not scorable", EVIDENCE_STEP)
-    images = {"OLD": _images(old), "CURRENT": _images(current)}
-    for role, files in images.items():
+    found = {"OLD": _images(old, images), "CURRENT": _images(current, images)}
+    for role, files in found.items():
         if files is None:
             raise SkipCase(f"{role} study {(old if role == 'OLD' else current).name} lacks CT1/T1/T2/FLAIR",
                            "complete imaging")
@@ -216,7 +218,7 @@ def _prepare_case(case_id: str, old: Path, current: Path, row: dict, writer: Pac
             decoded_nifti_shape(path)
     data_dir = writer.data_dir(case_id)
     volumes = []
-    for role, files in images.items():
+    for role, files in found.items():
         for modality, path in files.items():
             target = place_file(path, data_dir / f"{role}_{modality}.nii.gz")
             volumes.append(VolumeRef(f"{role}_{modality}", writer.relative(target), "MR", role))

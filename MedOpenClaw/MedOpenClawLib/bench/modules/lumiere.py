@@ -30,7 +30,7 @@ SPEC = ModuleSpec(
     title="Longitudinal MRI",
     application=RADIOLOGY,
     loader=imported_on_call("MedOpenClawLib.bench.loaders.lumiere", "prepare_lumiere"),
-    loader_options=("require_evidence", "min_label_cases"),
+    loader_options=("require_evidence", "min_label_cases", "images"),
     filter_steps=("RANO-rated CURRENT study", "evidence available (both segmentations)", "complete imaging",
                   USABLE_STEP, CONSISTENT_STEP, "label frequency"),
     paper_count=139,  # after its filters

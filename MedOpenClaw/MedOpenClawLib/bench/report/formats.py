@@ -172,7 +172,8 @@ def cell_json(cell: Cell) -> dict:
     if cell.delta is not None:
         delta_low, delta_high = cell.delta.interval
         body.update(delta=_round(cell.delta.value), delta_ci_low=_round(delta_low),
-                    delta_ci_high=_round(delta_high), reference_value=_round(cell.reference.value))
+                    delta_ci_high=_round(delta_high), reference_value=_round(cell.reference.value),
+                    reference_n=cell.reference.n)
     return body
 
 

@@ -118,6 +118,19 @@ class Run:
         return str(self.identity.get("package") or package_fingerprint(cases_dir) or cases_dir)
 
     @property
+    def operation(self) -> str | None:
+        """Track B: the Table 3 operation the run enabled (``segmentation``, ``registration``, ``vista3d``,
+        ``custom``), ``all`` for every operator at once; None on the other tracks."""
+        if self.track != "B":
+            return None
+        return str(self.identity.get("operation") or "all")
+
+    @property
+    def images(self) -> str:
+        """LUMIERE: the image space of the scored package (``native``: the unregistered control), else atlas."""
+        return str(_manifest_field(self.identity.get("cases_dir"), "images") or "atlas")
+
+    @property
     def backbone(self) -> tuple:
         """What 'the same backbone' means across tracks: the model behind a provider, else the offline agent."""
         return ("model", self.model, self.provider) if self.model else ("agent", self.agent, None)
@@ -166,6 +179,17 @@ def run_names(runs: list[Path]) -> list[str]:
         return [runs[0].name]
     common = Path(os.path.commonpath([str(run) for run in runs]))
     return [run.relative_to(common).as_posix() for run in runs]
+
+
+@functools.cache
+def _manifest_field(cases_dir: str | None, key: str):
+    """One top-level field of the manifest of the package a run scored (None when it is no longer there)."""
+    if not cases_dir:
+        return None
+    try:
+        return json.loads((Path(cases_dir) / "manifest.json").read_text(encoding="utf-8")).get(key)
+    except (OSError, ValueError, AttributeError):
+        return None
 
 
 def _read_json(path: Path) -> dict:

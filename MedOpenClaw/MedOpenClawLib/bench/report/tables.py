@@ -2,7 +2,9 @@
 
 - Table 1: radiology, viewer-native (Track A): Task/Strict per module, Loc. where defined, Model Avg.
 - Table 2: pathology (BRACS = breast WSI, CAMELYON17 = lymph-node WSI): Task/Strict/Loc.
-- Table 3: Track B (operators) against Track A of the same backbone, one row per backbone and metric.
+- Table 3: Track B, one column per (operation, module) as in MedFlow-Bench Table 3 (runs with `--operators`), against Track A
+  of the same backbone (Registration on LUMIERE: against the unregistered native-scan control), one row per
+  backbone and metric.
 - Table 5: Table 1 expanded with the LUMIERE lesion-state fields and the NSCLC subtasks.
 - Table 6: Track C (2-D slice montage) against Track A of the same backbone.
 - Table 7: the max-rounds budget study, for backbones whose runs differ only in budget.
@@ -111,9 +113,11 @@ def table5_columns() -> list[Column]:
 
 
 # ------------------------------------------------------------------------------------------------ grouping
-def row_key(run: Run) -> tuple:
+def row_key(run: Run, images: bool = True) -> tuple:
     policy = (run.image_history,) if run.image_history else ()  # the conversation policy: never pooled across
-    return (run.agent, run.model, run.provider, run.track, *policy)
+    # the unregistered LUMIERE control (native scans) is a row of its own, never pooled with atlas-space runs
+    space = ("native scans",) if images and run.images == "native" else ()
+    return (run.agent, run.model, run.provider, run.track, *policy, *space)
 
 
 def pooling_warnings(runs: list[Run]) -> list[str]:
@@ -121,7 +125,7 @@ def pooling_warnings(runs: list[Run]) -> list[str]:
     into one cell, which is only meaningful when they are the same cases."""
     groups: dict[tuple, list[Run]] = defaultdict(list)
     for run in runs:
-        groups[(*row_key(run), run.module)].append(run)
+        groups[(*row_key(run), run.module, run.operation)].append(run)
     warnings = []
     for members in groups.values():
         packages = {run.package for run in members}
@@ -136,7 +140,8 @@ def pooling_warnings(runs: list[Run]) -> list[str]:
 def identity_of(runs: list[Run], rounds: list[int | None] | None = None) -> dict:
     first = runs[0]
     rounds = sorted({run.max_rounds for run in runs if run.max_rounds is not None}) if rounds is None else rounds
-    return {"model": first.model, "provider": first.provider, "agent": first.agent, "track": first.track,
+    track = first.track + (" (native scans)" if first.images == "native" else "")
+    return {"model": first.model, "provider": first.provider, "agent": first.agent, "track": track,
             "max_rounds": rounds, "privileged": any(run.privileged for run in runs),
             "runs": sorted({run.name for run in runs})}
 
@@ -152,11 +157,11 @@ def pooled(runs: list[Run], metric: str, key: str) -> Estimate:
     return estimate(values, key)
 
 
-def main_runs(runs: list[Run]) -> dict[tuple, dict[str, list[Run]]]:
+def main_runs(runs: list[Run], key=row_key) -> dict[tuple, dict[str, list[Run]]]:
     """row key -> module -> the runs at the largest budget of that row and module."""
     grouped: dict[tuple, dict[str, list[Run]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
-        grouped[row_key(run)][run.module].append(run)
+        grouped[key(run)][run.module].append(run)
     for modules in grouped.values():
         for module, module_runs in modules.items():
             top = max((run.max_rounds or 0) for run in module_runs)
@@ -290,23 +295,58 @@ def operators_text(runs: list[Run]) -> str:
     return ", ".join(f"{name} {count}/{len(episodes)}" for name, count in sorted(counts.items())) or "none"
 
 
+# MedFlow-Bench Table 3 columns: (operation, module); Registration on LUMIERE is compared with the
+# unregistered control (a Track A run on native, not co-registered, LUMIERE scans: `bench prepare --images native`)
+TABLE3_CELLS = (("segmentation", "lumiere"), ("segmentation", "ucsf-pdgm"), ("segmentation", "nsclc"),
+                ("registration", "lumiere"), ("vista3d", "nsclc"))
+OPERATION_TITLES = {"segmentation": "Segmentation", "registration": "Registration", "vista3d": "3D VISTA (MONAI)",
+                    "all": "All operators", "custom": "Other operator sets"}
+
+
+def _table3_controls(runs: list[Run]) -> dict[tuple, list[Run]]:
+    """(backbone, module, image space) -> the Track A runs (largest budget) a Track B cell is compared with."""
+    controls: dict[tuple, list[Run]] = defaultdict(list)
+    for by_module in main_runs([run for run in runs if run.track == "A"]).values():
+        for module, module_runs in by_module.items():
+            for run in module_runs:
+                controls[(run.backbone, module, run.images)].append(run)
+    return controls
+
+
 def table3(runs: list[Run]) -> Table:
-    columns = [Column(module, get(module).title, "Track B", module) for module in of_application(RADIOLOGY)]
+    """MedFlow-Bench's Table 3: one column per (operation, module), each a Track B run with only that operation's
+    operators (`bench run --track B --operators ...`) against Track A of the same backbone -- Registration on
+    LUMIERE against the unregistered LUMIERE control. Runs with every operator, or another set, get columns of
+    their own after those."""
+    track_b = [run for run in runs if run.track == "B" and run.module in of_application(RADIOLOGY)]
+    extra = sorted({(run.operation, run.module) for run in track_b} - set(TABLE3_CELLS),
+                   key=lambda cell: (cell[0], of_application(RADIOLOGY).index(cell[1])))
+    cells_of_table = [*TABLE3_CELLS, *extra]
+    columns = [Column(f"{operation}:{module}", OPERATION_TITLES[operation], get(module).title, module)
+               for operation, module in cells_of_table]
+    controls = _table3_controls(runs)
     rows = []
-    for key, present, control, identity in _track_rows(runs, "B"):
-        used = operators_text([run for value in present.values() for run in value])
+    for key, by_module in main_runs(track_b, lambda run: row_key(run, images=False)).items():
+        present = [run for module_runs in by_module.values() for run in module_runs]
+        backbone, identity = present[0].backbone, identity_of(present)
+        used = operators_text(present)
         for metric in ("task", "strict", "loc"):
-            cells = {module: _delta_cell(present.get(module), control.get(module), module, metric, key)
-                     for module in of_application(RADIOLOGY)}
+            cells = {}
+            for operation, module in cells_of_table:
+                members = [run for run in by_module.get(module, []) if run.operation == operation]
+                space = "native" if (operation, module) == ("registration", "lumiere") else "atlas"
+                cells[f"{operation}:{module}"] = _delta_cell(members, controls.get((backbone, module, space)),
+                                                             module, metric, f"{_key_text(key)}|{operation}")
             rows.append(Row([*identity_header(identity), used, METRIC_LABELS[metric]], cells,
                             {**identity, "metric": metric, "operators_called": used}))
     sections = [Section(title, [row for row in rows if row.identity["privileged"] == privileged])
                 for title, privileged in (("Agents", False), ("Privileged reference †", True))]
     return Table("table3", "Table 3: Track B, advanced operations",
-                 "Each cell: the Track B score (operators enabled) and its change against the Track A "
-                 "(viewer-native) score of the same backbone; ↑ improvement, ↓ degradation, ↔ no change. Track B "
-                 "exposes all operators at once (segmentation, registration, VISTA3D), so columns are modules and "
-                 "'Operators called' says which ones the agent ran (share of scored episodes, over all modules).",
+                 "Each cell: the score after enabling the column's operation (`bench run --track B --operators "
+                 "segmentation|registration|vista3d`) and its change against the Track A (viewer-native) score of "
+                 "the same backbone, except Registration on Longitudinal MRI, compared with the unregistered "
+                 "LUMIERE control (Track A on native scans, `bench prepare --images native`); ↑ improvement, "
+                 "↓ degradation, ↔ no change. 'Operators called': share of scored episodes that ran each operator.",
                  (*IDENTITY_HEADER, "Operators called", "Metric"), columns,
                  [section for section in sections if section.rows],
                  [PRIVILEGED_NOTE])
