@@ -17,7 +17,7 @@ from .stats import Estimate
 from .tables import Cell, Column, Row, Table
 
 SCHEMA_NAME = "medopenclaw.bench.report"
-SCHEMA_VERSION = "1.1.0"
+SCHEMA_VERSION = "1.2.0"
 MISSING_TEXT = "—"
 ONE_DECIMAL = frozenset({"calls", "images"})
 

@@ -2,7 +2,7 @@
 
 - Table 1: radiology, viewer-native (Track A): Task/Strict per module, Loc. where defined, Model Avg.
 - Table 2: pathology (BRACS = breast WSI, CAMELYON17 = lymph-node WSI): Task/Strict/Loc.
-- Table 3: Track B, one column per (operation, module) as in MedFlow-Bench Table 3 (runs with `--operators`), against Track A
+- Table 3: Track B, one column per (operation, module) as published (runs with `--operators`), against Track A
   of the same backbone (Registration on LUMIERE: against the unregistered native-scan control), one row per
   backbone and metric.
 - Table 5: Table 1 expanded with the LUMIERE lesion-state fields and the NSCLC subtasks.
