@@ -106,14 +106,28 @@ class Recorder:
         self.previous = messages
 
 
-def run(module: str, profile: Profile, policy: str, cases: int, rounds: int, out: Path,
+def small_cohort(root: Path, modules: list[str], cases: int) -> Path:
+    """A coarse synthetic cohort (views are rendered at the same 512 px, so what a request carries is the same)."""
+    from MedOpenClawLib.bench.loaders import prepare
+    from MedOpenClawLib.bench.modules import get
+    from MedOpenClawLib.bench.synthetic.cohort import CohortConfig, write_cohort
+
+    config = CohortConfig(seed=7, cases=max(cases, 2), mri_spacing_mm=4, slide_size=(1024, 768), ct_size=96,
+                          workers=1)
+    write_cohort(root / "raw", config, modules=modules)
+    for module in modules:
+        prepare(module, root / "raw" / get(module).dataset_dir, root / "cases" / module)
+    return root / "cases"
+
+
+def run(module: str, profile: Profile, policy: str, cases: int, rounds: int, out: Path, cohort: Path,
         server_profile: str | None = None) -> tuple[dict, Recorder, LimitedModelServer]:
     recorder = Recorder(ScriptedVLM(rounds=rounds))
     with LimitedModelServer(profile, recorder) as server:
         argv = ["bench", "run", "--module", module, "--agent", "model", "--provider", profile.wire, "--model",
                 "claude-sonnet-4" if profile.wire == "anthropic" else "local-vlm", "--base-url", server.url,
                 "--limit", str(cases), "--max-rounds", str(rounds), "--image-history", policy,
-                "--out", str(out), "--max-retries", "1"]
+                "--out", str(out), "--max-retries", "1", "--cases", str(cohort / module)]
         argv += ["--server-profile", server_profile] if server_profile else []
         stdout = io.StringIO()
         with contextlib.redirect_stdout(stdout):
@@ -163,17 +177,18 @@ def main_bench() -> None:
                      "text/3.5", "cached_price": CACHED_PRICE, "strictest_server": STRICTEST, "modules": {}}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
+        cohort = small_cohort(Path(scratch) / "cohort", args.modules.split(","), args.cases)
         for module in args.modules.split(","):
             row = {}
             # today's behaviour: every image, the task every round, against a server that refuses nothing
             summary, recorder, _ = run(module, Profile("unlimited"), "all", args.cases, args.rounds,
-                                       Path(scratch) / module / "all", server_profile="openai")
+                                       Path(scratch) / module / "all", cohort, server_profile="openai")
             row["all"] = report(summary, recorder)
             summary, recorder, _ = run(module, PROFILES["anthropic"], "6", args.cases, args.rounds,
-                                       Path(scratch) / module / "default")
+                                       Path(scratch) / module / "default", cohort)
             row["default"] = report(summary, recorder)
             summary, recorder, server = run(module, PROFILES[STRICTEST], "6", args.cases, args.rounds,
-                                            Path(scratch) / module / "strictest")
+                                            Path(scratch) / module / "strictest", cohort)
             row["default_on_strictest"] = {**report(summary, recorder), "refusals": len(server.refusals)}
             row["reduction"] = round(row["all"]["input_tokens_per_episode"]
                                      / row["default"]["input_tokens_per_episode"], 2)
