@@ -17,7 +17,7 @@ def registry(tmp_path):
     root = tmp_path / "data"
     root.mkdir()
     write_nifti(root / "T1c.nii.gz", phantom(0), oblique_lps_affine())
-    trace = AuditTrace(tmp_path / "trace" / "episode.jsonl", save_images=True)
+    trace = AuditTrace(tmp_path / "episode.jsonl", save_images=True)
     registry = build_slicer_registry([root], trace=trace, artifacts_dir=tmp_path / "artifacts")
     assert registry.call("open_case", {"dicom_dir": str(root)}).ok
     assert registry.call("jump", {"ras": lesion_center_ras(oblique_lps_affine()).tolist()}).ok
