@@ -49,7 +49,9 @@ PY
 need_javac_21() {  # $1: what needs it
   if (( $(javac_major) < 21 )); then
     echo "build_qupath_bridge: $1 needs javac 21 or newer (QuPath 0.6 is built with JDK 21, class files version" \
-         "65); $javac is $("$javac" -version 2>&1). Install openjdk-21-jdk-headless or set JAVAC and JAVA." >&2
+         "65); $javac is $("$javac" -version 2>&1). Install" \
+         "openjdk-21-jdk-headless (Debian 13+, Ubuntu 24.04) or temurin-21-jdk (Adoptium; Debian 12), or set JAVAC" \
+         "and JAVA." >&2
     exit 1
   fi
 }

@@ -4,11 +4,13 @@
 
 Run with the release's venv (``scripts/setup_slicer_pythons.sh``). Two checks:
 
-1. every module that runs inside Slicer (and the module and batch scripts) holds none of the Python 3.10
-   constructs that Python 3.9 parses but rejects when run, and imports: MedOpenClawLib (not the benchmark
-   runner, the command line or the MCP front-end, which run in a Python of their own) and MedCopilotLib. A
-   module that needs the application itself (``slicer`` where no slicer-core wheel exists for the release's
-   Python, PythonQt's ``qt``) or an optional feature's package is listed as such; any other failure fails;
+1. every module that runs inside Slicer holds none of the Python 3.10 constructs that Python 3.9 parses but
+   rejects when run, and imports: MedOpenClawLib (not the benchmark runner, the command line or the MCP
+   front-end, which run in a Python of their own) and MedCopilotLib, the module and batch scripts, and every
+   package module those reach by an import anywhere in their bodies (the trace audit imports
+   ``bench.parsers``, so it and what it imports run inside Slicer too). A module that needs the application
+   itself (``slicer`` where no slicer-core wheel exists for the release's Python, PythonQt's ``qt``) or an
+   optional feature's package is listed as such; any other failure fails;
 2. the tests of the in-Slicer paths with this Python: against the Slicer application double (module binding,
    ``run_bench.py`` under a launcher that forks the application, ``verify_in_slicer.py``) where slicer-core
    exists, and the dependency and copilot-logic tests everywhere.
@@ -57,8 +59,65 @@ def in_slicer_files() -> dict[str, Path]:
     return files
 
 
+def all_files() -> dict[str, Path]:
+    """Module name -> file of every module of the two packages."""
+    files = {}
+    for package, folder in PACKAGES.items():
+        for path in sorted(folder.rglob("*.py")):
+            parts = path.relative_to(folder).with_suffix("").parts
+            files[".".join((package, *parts)).removesuffix(".__init__")] = path
+    return files
+
+
+def imported_names(name: str, path: Path) -> set[str]:
+    """The package modules ``path`` imports anywhere in its body (function-level imports too: they run inside
+    Slicer the first time the function does), relative imports resolved against ``name``."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}" if base else anchor
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+        elif (path.name == "__init__.py" and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+              and node.func.attr == "import_module"):
+            found.add(f"{name}.*")  # a package that imports its modules by name (bench.modules' spec files)
+    return found
+
+
 def in_slicer_modules() -> list[str]:
-    return list(in_slicer_files())
+    """The in-Slicer modules and every package module they reach by an import (a runner module such as
+    ``bench.parsers`` that the trace audit imports runs inside Slicer too), in name order."""
+    files, scripts = all_files(), in_slicer_scripts()
+    reached, pending = set(), [*in_slicer_files(), *(f"<script>{path}" for path in scripts)]
+    while pending:
+        name = pending.pop()
+        path = Path(name.removeprefix("<script>")) if name.startswith("<script>") else files[name]
+        for imported in imported_names(name, path):
+            if imported.endswith(".*"):
+                package = imported[:-1]
+                pending.extend(module for module in files if module.startswith(package) and module not in reached)
+                reached.update(module for module in files if module.startswith(package))
+                continue
+            parts = imported.split(".")
+            for length in range(1, len(parts) + 1):  # importing a.b.c imports a and a.b first
+                module = ".".join(parts[:length])
+                if module in files and module not in reached:
+                    reached.add(module)
+                    pending.append(module)
+    return sorted(reached | set(in_slicer_files()))
+
+
+def in_slicer_scripts() -> list[Path]:
+    """The module files and the scripts Slicer runs (``--python-script``)."""
+    return [ROOT / "MedOpenClaw" / "MedOpenClaw.py", ROOT / "MedCopilot" / "MedCopilot.py",
+            PACKAGES["MedOpenClawLib"] / "worker" / "scripts" / "run_bench.py",
+            ROOT / "scripts" / "verify_in_slicer.py"]
 
 
 def optional_packages() -> set[str]:
@@ -91,10 +150,10 @@ def is_type(node: ast.AST) -> bool:
     """``None``, a capitalised or builtin type name, ``X[...]``, or ``X | Y`` of those."""
     if isinstance(node, ast.Constant):
         return node.value is None
-    if isinstance(node, ast.Name):
-        return node.id in BUILTIN_TYPES or node.id[:1].isupper()
+    if isinstance(node, ast.Name):  # CONSTANTS (re.IGNORECASE | re.MULTILINE) are flags, not types
+        return node.id in BUILTIN_TYPES or (node.id[:1].isupper() and not node.id.isupper())
     if isinstance(node, ast.Attribute):
-        return node.attr[:1].isupper()
+        return node.attr[:1].isupper() and not node.attr.isupper()
     if isinstance(node, ast.Subscript):
         return is_type(node.value)
     return isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr) and is_type(node.left) and is_type(
@@ -134,10 +193,9 @@ def main() -> int:
           f"{', '.join(needs_application) or 'none'}")
     for failure in failures:
         print(f"FAIL import {failure}")
-    scripts = [ROOT / "MedOpenClaw" / "MedOpenClaw.py", ROOT / "MedCopilot" / "MedCopilot.py",
-               PACKAGES["MedOpenClawLib"] / "worker" / "scripts" / "run_bench.py",
-               ROOT / "scripts" / "verify_in_slicer.py"]
-    constructs = [found for path in [*in_slicer_files().values(), *scripts] for found in python_310_constructs(path)]
+    files = all_files()
+    constructs = [found for path in [*(files[name] for name in in_slicer_modules()), *in_slicer_scripts()]
+                  for found in python_310_constructs(path)]
     for construct in constructs:
         print(f"FAIL {construct}")
     failures += constructs

@@ -46,7 +46,7 @@ def jdk_21() -> dict[str, str] | None:
 JDK = jdk_21()
 if JDK is None:
     pytest.skip("no JDK 21+ (javac): the QuPath 0.6 adapter cannot be compiled (.ci/run installs "
-                "openjdk-21-jdk-headless)", allow_module_level=True)
+                "openjdk-21-jdk-headless or, on Debian 12, Adoptium's temurin-21-jdk)", allow_module_level=True)
 
 
 def test_adapter_compiles_against_the_qupath_api_stubs_and_passes_its_checks(tmp_path):

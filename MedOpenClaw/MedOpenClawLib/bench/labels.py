@@ -85,7 +85,7 @@ NSCLC_QUESTIONS = (
 )
 
 BRACS_LABELS = ("N", "PB", "UDH", "FEA", "ADH", "DCIS", "IC")
-BRACS_OPTIONS = tuple(zip("ABCDEFG", BRACS_LABELS, strict=True))
+BRACS_OPTIONS = tuple((chr(ord("A") + index), label) for index, label in enumerate(BRACS_LABELS))  # A..G
 
 TUMOR_PRESENCE_OPTIONS = (("A", "no_tumor"), ("B", "tumor_present"))
 METASTASIS_OPTIONS = (("A", "negative"), ("B", "itc"), ("C", "micro"), ("D", "macro"))

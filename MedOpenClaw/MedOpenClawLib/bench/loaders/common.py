@@ -56,7 +56,7 @@ def read_csv_rows(path: Path) -> list[dict[str, str]]:
         except StopIteration as error:
             raise CaseFormatError(f"{path}: empty CSV") from error
         return [
-            {name: (value or "").strip() for name, value in zip(header, row, strict=False)}
+            {name: (value or "").strip() for name, value in zip(header, row)}
             for row in reader
             if any(cell.strip() for cell in row)
         ]

@@ -85,7 +85,7 @@ def matching_labels(measured: dict, segmentation: Path) -> dict[str, set[int]]:
     labels, spacing = loaded
     voxel = float(np.prod(spacing))
     values, counts = np.unique(labels[labels > 0], return_counts=True)
-    volumes = {int(value): float(count) * voxel for value, count in zip(values, counts, strict=True)}
+    volumes = {int(value): float(count) * voxel for value, count in zip(values, counts)}
     matches = {}
     for compartment, key in COMPARTMENT_KEYS.items():
         expected = float(measured.get(key) or 0.0)
@@ -173,7 +173,7 @@ def prepare_lumiere(source: Path, writer: PackageWriter, require_evidence: bool 
     writer.notes["images"] = images
     rano_labels = {}
     for patient_dir, studies in patients.items():
-        for old, current in zip(studies, studies[1:], strict=False):
+        for old, current in zip(studies, studies[1:]):
             case_id = f"{patient_dir.name}__{old.name}__to__{current.name}"
             if not writer.admit(case_id):
                 continue

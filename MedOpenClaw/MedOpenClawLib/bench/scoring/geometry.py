@@ -142,11 +142,11 @@ def polygon_interior_point(polygon, avoid=()) -> list[float]:
     for fraction in np.linspace(0.05, 0.95, 37):
         y = y_min + fraction * (y_max - y_min)
         xs = []
-        for (ax, ay), (bx, by) in zip(vertices, np.roll(vertices, -1, axis=0), strict=True):
+        for (ax, ay), (bx, by) in zip(vertices, np.roll(vertices, -1, axis=0)):
             if (ay > y) != (by > y):
                 xs.append(ax + (y - ay) * (bx - ax) / (by - ay))
         xs.sort()
-        for left, right in zip(xs[0::2], xs[1::2], strict=False):
+        for left, right in zip(xs[0::2], xs[1::2]):
             for candidate_x in np.linspace(left, right, 9)[1:-1]:
                 if any(point_in_polygon(candidate_x, y, other) for other in avoid):
                     continue

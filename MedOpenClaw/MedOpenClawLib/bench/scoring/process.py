@@ -116,7 +116,7 @@ def process_metrics(
             + 0.15 * (1.0 if error_recovery is None else error_recovery),
             4,
         )
-    done = {name for name, success in zip(names, ok, strict=True) if success}
+    done = {name for name, success in zip(names, ok) if success}
     reached = {stage: bool(done & tools) for stage, tools in spec.stages}
     reached["answer"] = answered
     ends = [record for record in records if record.get("kind") in ("episode_end", "session_end")]

@@ -172,7 +172,7 @@ def _write_patient(root: Path, seed: int, number: int, sequence: list[str], spac
             [patient, weeks[0], "x", "", "Post-Op/PD" if number == 2 else "Post-Op ", "PRET"]]
     background = white_matter_hyperintensities(template, rng)
     labels = _write_timepoint(root / "Imaging" / patient / weeks[0], timepoint, template, rng, background)
-    for index, (target, week) in enumerate(zip(sequence, weeks[1:], strict=True)):
+    for index, (target, week) in enumerate(zip(sequence, weeks[1:])):
         early = index == 0
         following = evolve(timepoint, target, week, rng, within_12_weeks=early)
         label, model_fields = rano_assessment(timepoint, following, within_12_weeks=early)

@@ -126,7 +126,7 @@ class Lobulated(Shape):
         dr, da, ds = r - self.center[0], a - self.center[1], s - self.center[2]
         distance = np.sqrt(dr**2 + da**2 + ds**2) + 1e-6
         profile = np.ones_like(distance)
-        for (br, ba, bs), weight in zip(self.bumps, self.weights, strict=True):
+        for (br, ba, bs), weight in zip(self.bumps, self.weights):
             cosine = (dr * br + da * ba + ds * bs) / distance
             profile = profile + weight * np.exp(4.0 * (cosine - 1.0))
         solid = distance <= self.radius * self.scale * profile

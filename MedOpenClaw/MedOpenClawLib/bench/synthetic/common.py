@@ -63,4 +63,4 @@ def run_jobs(function, jobs: list[tuple], workers: int) -> list:
 
     with ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
                              mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(function, *zip(*jobs, strict=True)))
+        return list(pool.map(function, *zip(*jobs)))

@@ -384,8 +384,7 @@ def write_nsclc(root: Path, seed: int, cases: int, ct_size: int = 256, workers: 
     metadata_rows, clinical_rows, written = [], [], []
     case_ids = [f"R01-{index + 1:03d}" for index in range(cases)] + ["AMC-001"]
     jobs = [(collection, case_id, seed, attributes, f"09-06-1990-NA-CT CHEST-{index + 10000}", ct_size)
-            for index, (case_id, attributes) in enumerate(zip(case_ids, subject_attributes(seed, len(case_ids)),
-                                                              strict=True))]
+            for index, (case_id, attributes) in enumerate(zip(case_ids, subject_attributes(seed, len(case_ids))))]
     for index, (rows, subject) in enumerate(run_jobs(_write_case, jobs, workers)):
         case_id = subject.case_id
         for row in rows:

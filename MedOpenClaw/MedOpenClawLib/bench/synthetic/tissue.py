@@ -68,7 +68,7 @@ class Structure:
 
     @functools.cached_property
     def bounds(self) -> tuple[float, float, float, float]:
-        xs, ys = zip(*self.polygon, strict=True)
+        xs, ys = zip(*self.polygon)
         return min(xs), min(ys), max(xs), max(ys)
 
 
