@@ -39,9 +39,9 @@ NOT_IN_SLICER = ("MedOpenClawLib.bench", "MedOpenClawLib.cli", "MedOpenClawLib.s
 APPLICATION_MODULES = ("slicer", "qt", "PySide6")
 BUILTIN_TYPES = {"str", "int", "float", "bool", "bytes", "dict", "list", "tuple", "set", "frozenset", "type", "object"}
 TESTS = "Testing/Python/"
-EVERYWHERE = [TESTS + "test_copilot_logic.py", TESTS + "test_gui_packaging.py"]
-WITH_SLICER_CORE = [TESTS + "test_slicer_app_double.py", TESTS + "test_verify_in_slicer.py",
-                    TESTS + "test_worker_process_tree.py", TESTS + "test_runtime_trace_kept.py"]
+EVERYWHERE = [TESTS + "copilot/test_copilot_logic.py", TESTS + "gui/test_gui_packaging.py"]
+WITH_SLICER_CORE = [TESTS + "viewer/test_slicer_app_double.py", TESTS + "viewer/test_verify_in_slicer.py",
+                    TESTS + "worker/test_worker_process_tree.py", TESTS + "gui/test_runtime_trace_kept.py"]
 # needs the benchmark runner (its own Python) or, without slicer-core, a registry over the scene
 NOT_HERE = "not ctrl_c and not pathology"
 NOT_HERE_WITHOUT_SLICER = NOT_HERE + " and not track_b_loads_without"

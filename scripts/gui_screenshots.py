@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "Testing" / "Python"))  # the synthetic case the GUI tests use
 
 import requests  # noqa: E402
-from gui_fixtures import pump, qt_application, slicer_session  # noqa: E402
+from gui_helpers import open_slicer_session, pump, start_qt_application  # noqa: E402
 
 from MedCopilotLib.panel import CopilotPanel  # noqa: E402
 from MedCopilotLib.settings import DictSettingsStore  # noqa: E402
@@ -117,9 +117,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "docs")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    qt_application()
+    start_qt_application()
     with tempfile.TemporaryDirectory() as directory:
-        registry = slicer_session(Path(directory))
+        registry = open_slicer_session(Path(directory))
         session = AppSession(registry)
         registry.call("bookmark_view", {"view": "axial", "label": "baseline"}, actor="human")
         medopenclaw_panel(session, args.out)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install a headless Chromium from the Debian packages, for the report's browser check
-# (Testing/Python/test_report_browser.py). Idempotent; needs root (CI runs as root) or sudo.
+# (Testing/Python/bench/report/test_report_browser.py). Idempotent; needs root (CI runs as root) or sudo.
 set -euo pipefail
 for binary in chromium-headless-shell chromium; do
   command -v "$binary" >/dev/null && exit 0

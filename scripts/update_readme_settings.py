@@ -1,5 +1,5 @@
 """Rewrite the README's settings table (between ``<!-- settings -->`` and ``<!-- /settings -->``) from
-MedOpenClawLib.settings.SETTINGS; Testing/Python/test_runtime_settings.py fails while it is stale."""
+MedOpenClawLib.settings.SETTINGS; Testing/Python/runtime/test_runtime_settings.py fails while it is stale."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from runtime_fixtures import oblique_lps_affine, phantom, write_dicom_series, write_nifti
+from runtime_data import oblique_lps_affine, phantom, write_dicom_series, write_nifti
 
 from MedOpenClawLib.audit import AuditTrace
 from MedOpenClawLib.names import name_problem
@@ -89,7 +89,7 @@ def write_layout(base: Path, pathology: bool = True) -> DataLayout:
               "ct/CT.nii.gz", str(root / "notdicom.dcm")]
     escapes = [str(link) for link in links] + [str(root / "escape" / "secret.nii.gz"), str(outside / "secret.nii.gz")]
     if pathology:
-        from conftest_pathology import paint_regions
+        from pathology_slides import paint_regions
 
         from MedOpenClawLib.pathology.pyramid_tiff import write_pyramidal_tiff
 

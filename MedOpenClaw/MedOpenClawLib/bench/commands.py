@@ -51,13 +51,18 @@ def _add_cohort(subparsers) -> None:
     parser = subparsers.add_parser(
         "cohort", help="write the synthetic digital-subject cohort in dataset layouts (or show where it is cached)",
         description="Write the synthetic digital-subject cohort in the datasets' own layouts (then `bench "
-                    "prepare` it), or with --where print where `bench run` caches the prepared cohort.",
+                    "prepare` it), with --cache prepare it in the cache `bench run` reads (done once; the test "
+                    "suite does this before the tests that run the cohort), or with --where print that cache.",
     )
-    parser.add_argument("--out", help="directory for the raw synthetic datasets (required unless --where)")
+    parser.add_argument("--out", help="directory for the raw synthetic datasets (required unless --cache or "
+                                      "--where)")
+    parser.add_argument("--cache", action="store_true",
+                        help="prepare the embedded cohort of --modules in the cache `bench run` reads, as `bench "
+                             "run` would (kept when already there), and print each package's folder")
     parser.add_argument("--where", action="store_true",
                         help="print the cache folder of the embedded cohort `bench run` uses, and what it holds")
-    parser.add_argument("--cache-dir", help="with --where: the cache folder to show (default: MEDOPENCLAW_CACHE "
-                                            "or ~/.cache/medopenclaw)")
+    parser.add_argument("--cache-dir", help="with --cache or --where: the cache folder (default: "
+                                            "MEDOPENCLAW_CACHE or ~/.cache/medopenclaw)")
     parser.add_argument("--seed", type=int, default=0, help="seed of every generated subject (default 0)")
     parser.add_argument("--modules", nargs="+", choices=names(), default=list(names()),
                         help="modules to write (default: all)")
@@ -83,16 +88,21 @@ def cached_cohorts(root: Path) -> dict:
 
 def _run_cohort(args) -> int:
     from .progress import Activity
-    from .run_command import cache_root, cohort_fingerprint
+    from .run_command import cache_root, cohort_fingerprint, synthetic_cases
     from .synthetic.cohort import CohortConfig, write_cohort
 
+    if args.cache:
+        packages = {module: str(synthetic_cases(module, seed=args.seed, cases=args.cases, cache_dir=args.cache_dir,
+                                                size=args.size)) for module in args.modules}
+        _print_json({"cache": str(cache_root(args.cache_dir).resolve()), "packages": packages})
+        return 0
     if args.where:
         root = cache_root(args.cache_dir).resolve()
         _print_json({"cache": str(root), "current_fingerprint": cohort_fingerprint(),
                      "cohorts": cached_cohorts(root)})
         return 0
     if not args.out:
-        return _fail("bench cohort needs --out DIR (or --where to show the cache)")
+        return _fail("bench cohort needs --out DIR (or --cache to prepare the cache, --where to show it)")
     overrides = {
         "cases": args.cases,
         "mri_spacing_mm": args.mri_spacing,

@@ -8,7 +8,7 @@ import java.util.Set;
 /**
  * The connection file is owner-only with every strategy this file system can run: POSIX (Linux, macOS) and the
  * java.io.File flags fallback; the strategy choice covers Windows (an ACL view without a POSIX one), where
- * PosixFilePermissions throws UnsupportedOperationException. Run by Testing/Python/test_qupath_adapter.py.
+ * PosixFilePermissions throws UnsupportedOperationException. Run by Testing/Python/pathology/test_qupath_adapter.py.
  */
 public final class OwnerOnlyFileCheck {
     private OwnerOnlyFileCheck() {

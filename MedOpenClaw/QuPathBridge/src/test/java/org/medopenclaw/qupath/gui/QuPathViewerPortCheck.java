@@ -20,7 +20,7 @@ import qupath.lib.gui.QuPathGUI;
  * The QuPath adapter against the recording QuPath API stubs (src/test/stubs): it opens images without any
  * prompting API, keeps the previous image when an image cannot be opened, and refuses at once (viewer_busy)
  * while a modal dialog is open or (viewer_unresponsive) when the JavaFX thread does not answer.
- * Run by Testing/Python/test_qupath_adapter.py; exits non-zero on the first failed check.
+ * Run by Testing/Python/pathology/test_qupath_adapter.py; exits non-zero on the first failed check.
  */
 public final class QuPathViewerPortCheck {
     private QuPathViewerPortCheck() {

@@ -1,0 +1,66 @@
+"""Fixtures shared by the test folders (one folder per package of MedOpenClawLib / MedCopilotLib).
+
+This folder also holds the shared doubles, fakes and data writers (slicer_app_double, agents_fakes, runtime_data,
+...): pytest puts the folder of this conftest.py on ``sys.path``, so every test imports them by name. A fixture
+used by one folder only lives in that folder's conftest.py. Imports are inside the fixtures: the Slicer-release
+checks (scripts/check_slicer_release.py) load this file under Python 3.9 without the heavy packages.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture()
+def data_root(tmp_path):
+    """A data root holding ``CT.nii.gz``: the oblique phantom of runtime_data."""
+    from runtime_data import oblique_lps_affine, phantom, write_nifti
+
+    root = tmp_path / "data"
+    root.mkdir()
+    write_nifti(root / "CT.nii.gz", phantom(0), oblique_lps_affine())
+    return root
+
+
+@pytest.fixture(scope="session")
+def slide_root(tmp_path_factory):
+    """A data root with two slides (the regions slide and a small plain one) and a non-slide .tif."""
+    import numpy as np
+    from pathology_slides import DOWNSAMPLES, MPP, SLIDE_SIZE, paint_regions
+
+    from MedOpenClawLib.pathology.pyramid_tiff import write_pyramidal_tiff
+
+    root = tmp_path_factory.mktemp("wsi_root")
+    case = root / "case_regions"
+    case.mkdir()
+    write_pyramidal_tiff(case / "regions.tif", *SLIDE_SIZE, paint_regions, DOWNSAMPLES, tile=256, mpp=MPP)
+    other = root / "case_plain"
+    other.mkdir()
+    write_pyramidal_tiff(
+        other / "plain.tif", 1500, 1000, lambda ds, x, y, w, h: np.full((h, w, 3), 128, np.uint8), (1, 4), mpp=None
+    )
+    (root / "not_a_slide.tif").write_text("this is not a TIFF")
+    return root
+
+
+@pytest.fixture(scope="session")
+def slide_path(slide_root) -> str:
+    """The regions slide of ``slide_root`` (pathology_slides.REGIONS on a textured background)."""
+    return str(slide_root / "case_regions" / "regions.tif")
+
+
+@pytest.fixture()
+def qt_application():
+    """The process's QApplication for the offscreen widget tests (gui, copilot)."""
+    from gui_helpers import start_qt_application
+
+    return start_qt_application()
+
+
+@pytest.fixture()
+def slicer_session(tmp_path):
+    """A registry over a fresh headless scene with gui_helpers' two-volume case (``tmp_path/data/case1``) opened by
+    the clinician, its trace saving images (``tmp_path/session/trace.jsonl``)."""
+    from gui_helpers import open_slicer_session
+
+    return open_slicer_session(tmp_path)

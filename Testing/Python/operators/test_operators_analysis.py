@@ -1,0 +1,120 @@
+"""Region growing, quantification (volume, diameters, SUV) and DICOM SEG round trip on synthetic data."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from operator_phantoms import ct_series, grid, lesion_volume
+from pydicom.dataset import Dataset
+
+from MedOpenClawLib.operators.dicom_seg import DicomSegError, Segment, export_seg, import_seg
+from MedOpenClawLib.operators.image import ImageVolume
+from MedOpenClawLib.operators.quantify import region_statistics
+from MedOpenClawLib.operators.region_growing import GrowingParameters, grow_region
+from MedOpenClawLib.operators.suv import SuvError, suv_calibration
+
+
+def dice(a: np.ndarray, b: np.ndarray) -> float:
+    return 2.0 * (a & b).sum() / (a.sum() + b.sum())
+
+
+@pytest.mark.parametrize("parameters", [GrowingParameters(), GrowingParameters("threshold", lower=85, upper=1000)])
+def test_region_growing_recovers_a_synthetic_lesion(parameters):
+    volume, truth, centre = lesion_volume()
+    seed = np.rint(volume.ras_to_ijk([centre])[0]).astype(int)
+    mask = grow_region(volume, [seed], parameters)
+    assert dice(mask, truth) > 0.9
+
+
+def test_region_growing_rejects_bad_parameters():
+    volume, _, _ = lesion_volume((8, 8, 8))
+    with pytest.raises(ValueError, match="lower <= upper"):
+        grow_region(volume, [(4, 4, 4)], GrowingParameters("threshold", lower=10, upper=5))
+    with pytest.raises(ValueError, match="seed"):
+        grow_region(volume, [], GrowingParameters())
+
+
+def test_statistics_of_a_box_match_its_geometry():
+    shape = (30, 30, 5)
+    mask = np.zeros(shape[::-1], bool)
+    mask[1:4, 5:11, 3:13] = True  # 10 x 6 voxels of 1 mm in plane, 3 slices of 2 mm
+    values = np.where(mask, 7.0, 0.0)
+    values[2, 7, 8] = 11.0
+    stats = region_statistics(ImageVolume(values, grid(shape, (1.0, 1.0, 2.0))), mask)
+    assert stats.voxel_count == 180 and stats.volume_ml == pytest.approx(0.36)
+    assert stats.maximum == 11.0 and stats.mean == pytest.approx((179 * 7 + 11) / 180)
+    assert stats.longest_diameter_mm == pytest.approx(np.sqrt(10**2 + 6**2 + 6**2))
+    assert stats.axial_longest_diameter_mm == pytest.approx(np.sqrt(136.0))  # the in-plane diagonal
+    assert 6.0 < stats.axial_perpendicular_diameter_mm < 8.0
+    lower, upper = np.array(stats.bbox_ras)
+    assert np.allclose(upper - lower, (10.0, 6.0, 6.0))
+    assert stats.suv_max is None and "bidimensional_product_mm2" in stats.to_json()["rano"]
+    with pytest.raises(ValueError, match="empty"):
+        region_statistics(ImageVolume(values, grid(shape, (1.0, 1.0, 2.0))), np.zeros_like(mask))
+
+
+def pet_dataset(**overrides) -> Dataset:
+    ds = Dataset()
+    ds.Modality, ds.Units, ds.DecayCorrection = "PT", "BQML", "START"
+    ds.PatientWeight = 80.0
+    ds.SeriesDate, ds.SeriesTime = "20260102", "110000"
+    drug = Dataset()
+    drug.RadionuclideTotalDose = 370e6
+    drug.RadionuclideHalfLife = 6586.2
+    drug.RadiopharmaceuticalStartTime = "100000"
+    ds.RadiopharmaceuticalInformationSequence = [drug]
+    for key, value in overrides.items():
+        setattr(ds, key, value)
+    return ds
+
+
+def test_suv_body_weight_uses_the_decayed_dose():
+    calibration = suv_calibration(pet_dataset())
+    decayed = 370e6 * np.exp(-np.log(2) * 3600.0 / 6586.2)
+    assert calibration.factor == pytest.approx(80000.0 / decayed)
+    assert calibration.decay_factor == pytest.approx(decayed / 370e6)
+    assert suv_calibration(pet_dataset(Units="GML")).factor == 1.0
+    assert suv_calibration(pet_dataset(DecayCorrection="ADMIN")).factor == pytest.approx(80000.0 / 370e6)
+
+
+@pytest.mark.parametrize(
+    "overrides, message",
+    [({"Units": "CNTS"}, "CNTS"), ({"DecayCorrection": "NONE"}, "DecayCorrection"), ({"PatientWeight": 0}, "Weight"),
+     ({"Modality": "CT"}, "PET"), ({"SeriesTime": "090000"}, "after the series start")],
+)
+def test_suv_refuses_ungrounded_units(overrides, message):
+    with pytest.raises(SuvError, match=message):
+        suv_calibration(pet_dataset(**overrides))
+
+
+def test_dicom_seg_round_trip_preserves_masks_exactly(tmp_path):
+    datasets, volume = ct_series()
+    rng = np.random.default_rng(3)
+    speckle = rng.random(volume.array.shape) > 0.7
+    lesion = np.zeros(volume.array.shape, bool)
+    lesion[2:4, 5:9, 3:12] = True
+    segments = [Segment("liver", speckle), Segment("lesion", lesion, "SEMIAUTOMATIC", "region growing",
+                                                   "NeighborhoodAnalysis", lesion=True)]
+    seg = export_seg(segments, volume, datasets, tmp_path / "seg.dcm")
+    referenced = {item.ReferencedSOPInstanceUID for item in seg.ReferencedSeriesSequence[0].ReferencedInstanceSequence}
+    assert referenced == {ds.SOPInstanceUID for ds in datasets}
+    imported = import_seg(tmp_path / "seg.dcm", volume)
+    assert [label for label, _ in imported] == ["liver", "lesion"]
+    assert np.array_equal(imported[0][1], speckle) and np.array_equal(imported[1][1], lesion)
+    flipped = ImageVolume(volume.array[::-1].copy(), volume.ijk_to_ras @ _flip_k(volume.array.shape[0]))
+    assert np.array_equal(import_seg(tmp_path / "seg.dcm", flipped)[1][1], lesion[::-1])
+
+
+def test_dicom_seg_refuses_a_grid_that_is_not_the_source_series(tmp_path):
+    datasets, volume = ct_series()
+    shifted = ImageVolume(volume.array, volume.ijk_to_ras + np.pad(np.full((3, 1), 0.4), ((0, 1), (3, 0))))
+    with pytest.raises(DicomSegError, match="do not share one voxel grid"):
+        export_seg([Segment("x", np.ones(volume.array.shape, bool))], shifted, datasets, tmp_path / "x.dcm")
+    with pytest.raises(DicomSegError, match="source DICOM series"):
+        export_seg([Segment("x", np.ones(volume.array.shape, bool))], volume, [], tmp_path / "x.dcm")
+
+
+def _flip_k(slices: int) -> np.ndarray:
+    flip = np.eye(4)
+    flip[2, 2], flip[2, 3] = -1.0, slices - 1.0
+    return flip

@@ -1,0 +1,93 @@
+"""The ``medopenclaw`` command line: a user's mistake is one line and exit status 2 for every sub-command, never a
+traceback; every ``--help`` and ``bench parse/score/report`` work where slicer, vtk and torch cannot be imported."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from agents_cases import write_ucsf_package
+
+from MedOpenClawLib.cli import main
+
+REPO = Path(__file__).resolve().parents[3]
+HEAVY = ("slicer", "slicer_core", "vtk", "vtkmodules", "torch", "monai")
+
+
+@pytest.mark.parametrize("argv", [
+    ["replay", "/nonexistent/trace.jsonl", "--data-root", "/nonexistent"],
+    ["bench", "score", "--module", "lumiere", "--cases", "/nonexistent", "--responses", "/nonexistent.jsonl"],
+    ["bench", "report", "/nonexistent"],
+    ["bench", "prepare", "--module", "lumiere", "--source", "/nonexistent", "--out", "{tmp}/prepared"],
+    ["bench", "run", "--module", "lumiere", "--agent", "oracle", "--cases", "/nonexistent", "--out", "{tmp}/run"],
+    ["bench", "run", "--module", "lumiere", "--agent", "montage", "--out", "{tmp}/run"],
+    ["bench", "cohort", "--out", "/proc/not-writable", "--modules", "lumiere", "--cases", "1"],
+])
+def test_a_mistake_is_one_error_line(argv, tmp_path, capsys):
+    assert main([part.format(tmp=tmp_path) for part in argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("\n") == 1 and captured.err.startswith("error: ") and "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize("argv", [
+    ["serve", "--data-root", "/nonexistent"],
+    ["mcp", "--data-root", "/etc/hostname"],
+    ["bench", "run", "--module", "nope", "--agent", "oracle", "--out", "x"],
+    ["bench", "run", "--module", "lumiere", "--agent", "model", "--extra-body", "[1]", "--out", "x"],
+    ["bench", "run", "--module", "lumiere", "--agent", "model", "--fail-on-error", "1.5", "--out", "x"],
+    [],
+])
+def test_a_usage_mistake_is_one_line_naming_the_command(argv, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.count("\n") == 1 and err.startswith("medopenclaw") and "--help)" in err
+
+
+BLOCKED_CLI = """
+import argparse, contextlib, io, json, sys
+for name in {heavy!r}:
+    sys.modules[name] = None  # importing it now raises ImportError
+from MedOpenClawLib.cli import build_parser, main
+
+def commands(parser, prefix):
+    yield prefix
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from commands(sub, prefix + [name])
+
+helps = 0
+for argv in commands(build_parser(), []):
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main(argv + ["--help"])
+        except SystemExit as exited:
+            assert exited.code == 0, argv
+    helps += 1
+codes = [main(argv) for argv in {runs!r}]
+print(json.dumps({{"helps": helps, "codes": codes}}))
+"""
+
+
+def test_help_and_offline_bench_commands_need_no_viewer(tmp_path):
+    cases = write_ucsf_package(tmp_path / "cases", cases=1)
+    run = tmp_path / "run"
+    assert main(["bench", "run", "--module", "ucsf-pdgm", "--agent", "oracle", "--cases", str(cases),
+                 "--out", str(run)]) == 0
+    responses = tmp_path / "answers.jsonl"
+    responses.write_text(json.dumps({"case_id": "UCSF-PDGM-0001", "response": "ANSWER: glioblastoma"}) + "\n")
+    runs = [["bench", "parse", "--module", "ucsf-pdgm"],
+            ["bench", "score", "--module", "ucsf-pdgm", "--cases", str(cases), "--responses", str(responses)],
+            ["bench", "report", str(run), "--out", str(tmp_path / "report")]]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "MedOpenClaw"), str(REPO / "MedCopilot")])}
+    completed = subprocess.run([sys.executable, "-c", BLOCKED_CLI.format(heavy=HEAVY, runs=runs)], env=env,
+                               input="ANSWER: glioblastoma", capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 0, completed.stderr
+    outcome = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert outcome["helps"] >= 14 and outcome["codes"] == [0, 0, 0]
+    assert (tmp_path / "report" / "index.html").exists()

@@ -1,0 +1,135 @@
+"""REST front-end: token, routes, Result shape, loopback binding, and no code-execution path anywhere."""
+
+from __future__ import annotations
+
+import base64
+import re
+from pathlib import Path
+
+import pytest
+import requests
+from runtime_data import oblique_lps_affine, phantom, write_nifti
+
+import MedOpenClawLib
+from MedOpenClawLib.server.rest import BackgroundRestServer, RestService
+from MedOpenClawLib.session import build_slicer_registry
+
+TOKEN = "test-token-123"
+
+
+@pytest.fixture()
+def server(tmp_path):
+    root = tmp_path / "data"
+    root.mkdir()
+    write_nifti(root / "CT.nii.gz", phantom(0), oblique_lps_affine())
+    registry = build_slicer_registry([root])
+    with BackgroundRestServer(registry, TOKEN) as running:
+        yield f"http://127.0.0.1:{running.port}", root, running
+
+
+def auth(token=TOKEN):
+    return {"Authorization": f"Bearer {token}"}
+
+
+def test_token_is_required(server):
+    url, _, _ = server
+    assert requests.get(f"{url}/v1/tools", timeout=5).status_code == 401
+    assert requests.get(f"{url}/v1/tools", headers=auth("wrong"), timeout=5).status_code == 401
+    response = requests.post(f"{url}/v1/actions/ping", headers=auth("wrong"), json={}, timeout=5)
+    assert response.status_code == 401 and response.json()["error"]["code"] == "unauthorized"
+
+
+def test_tools_actions_state_and_trace(server):
+    url, root, running = server
+    tools = requests.get(f"{url}/v1/tools", headers=auth(), timeout=5).json()
+    assert "open_case" in {tool["name"] for tool in tools}
+    openai = requests.get(f"{url}/v1/tools?format=openai", headers=auth(), timeout=5).json()
+    assert openai[0]["type"] == "function"
+    assert requests.get(f"{url}/v1/tools?format=xml", headers=auth(), timeout=5).status_code == 400
+    opened = requests.post(f"{url}/v1/actions/open_case", headers=auth(), json={"dicom_dir": str(root), "size": 128},
+                           timeout=30).json()
+    assert opened["ok"] and len(opened["images"]) == 3
+    assert base64.b64decode(opened["images"][0]["png_base64"]).startswith(b"\x89PNG")
+    assert opened["images"][0]["width"] == 128 and "slice_offset_mm" in opened["images"][0]
+    state = requests.get(f"{url}/v1/state", headers=auth(), timeout=5).json()
+    assert state["active_volume"] == "CT"
+    bad = requests.post(f"{url}/v1/actions/set_slice_offset", headers=auth(), json={"view": "axial"}, timeout=5)
+    assert bad.status_code == 200 and bad.json()["error"]["code"] == "invalid_argument"
+    trace = requests.get(f"{url}/v1/trace", headers=auth(), timeout=5).json()
+    assert [record.get("action") for record in trace if record["kind"] == "action"] == ["open_case",
+                                                                                         "set_slice_offset"]
+    assert running.service.registry.trace.records[-1]["actor"] == "agent"
+    human = requests.post(f"{url}/v1/actions/ping", headers={**auth(), "X-Actor": "human"}, timeout=5)
+    assert human.status_code == 403 and human.json()["error"]["code"] == "actor_not_allowed"
+    robot = requests.post(f"{url}/v1/actions/ping", headers={**auth(), "X-Actor": "robot"}, timeout=5)
+    assert robot.status_code == 400
+
+
+def test_unknown_action_bad_json_and_unknown_routes(server):
+    url, _, _ = server
+    unknown = requests.post(f"{url}/v1/actions/exec", headers=auth(), json={"code": "1"}, timeout=5)
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "unknown_action"
+    deep = "[" * 40 + "]" * 40  # beyond the hygiene's nesting limit: still an unknown action first
+    unknown = requests.post(f"{url}/v1/actions/exec", headers=auth(), data=deep, timeout=5)
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "unknown_action"
+    described = requests.get(f"{url}/v1/tools", headers=auth(), timeout=5).json()
+    assert {tool["application"] for tool in described} == {"radiology"}
+    neutral = requests.get(f"{url}/v1/tools?format=neutral", headers=auth(), timeout=5).json()
+    assert set(neutral[0]) == {"name", "description", "parameters"}
+    bad_json = requests.post(f"{url}/v1/actions/ping", headers=auth(), data=b"{not json", timeout=5)
+    assert bad_json.status_code == 400 and bad_json.json()["error"]["code"] == "invalid_json"
+    for path in ("/slicer/exec", "/v1/exec", "/v1/python", "/"):
+        assert requests.post(f"{url}{path}", headers=auth(), json={}, timeout=5).status_code == 404
+    assert requests.get(f"{url}/v1/actions/ping", headers=auth(), timeout=5).status_code == 405
+
+
+def test_server_binds_loopback_only(server):
+    _, _, running = server
+    assert running.httpd.server_address[0] == "127.0.0.1"
+
+
+def test_service_routes_are_exactly_the_documented_ones():
+    source = Path(RestService.__module__.replace(".", "/") + ".py")
+    text = (Path(MedOpenClawLib.__file__).parent / source.relative_to("MedOpenClawLib")).read_text()
+    routes = set(re.findall(r'"(/v1/[a-z_/]*)"', text))
+    assert routes == {"/v1/tools", "/v1/state", "/v1/trace", "/v1/actions/"}
+
+
+CODE_EXECUTION = re.compile(r"(?<![\w.])(eval|exec|compile|execfile)\s*\(|os\.system\s*\(|shell\s*=\s*True|"
+                            r"__import__\s*\(|pickle\.loads?\s*\(")
+
+
+def test_no_code_execution_is_reachable_in_the_package():
+    package = Path(MedOpenClawLib.__file__).parent
+    offenders = []
+    for path in package.rglob("*.py"):
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            if CODE_EXECUTION.search(line.split("#")[0]):
+                offenders.append(f"{path.relative_to(package)}:{number}: {line.strip()}")
+    assert offenders == []
+
+
+@pytest.mark.parametrize("fast", [True, False], ids=["imagecodecs", "pillow"])
+def test_views_are_encoded_losslessly_once_and_relayed_as_sent(monkeypatch, fast):
+    import io
+    import sys
+
+    import numpy as np
+    from PIL import Image
+
+    from MedOpenClawLib.result import RenderedImage, Result
+
+    if not fast:
+        monkeypatch.setitem(sys.modules, "imagecodecs", None)  # as in Slicer's own Python: Pillow encodes
+    rng = np.random.default_rng(0)
+    images = [RenderedImage("axial", 64, 48, pixels=rng.integers(0, 255, (48, 64), dtype=np.uint8)),
+              RenderedImage("fused", 64, 48, pixels=rng.integers(0, 255, (48, 64, 3), dtype=np.uint8))]
+    sent = Result(True, images=images).to_json()
+    for image, item in zip(images, sent["images"]):
+        decoded = np.asarray(Image.open(io.BytesIO(base64.b64decode(item["png_base64"]))))
+        assert np.array_equal(decoded, image.pixels)
+    relayed = Result.from_json(sent)  # e.g. a supervised viewer's answer in the server process
+    again = relayed.to_json()
+    assert [item["png_base64"] for item in again["images"]] == [item["png_base64"] for item in sent["images"]]
+    assert all(image._png is None for image in relayed.images)  # never decoded to be re-encoded
+    assert relayed.images[0].png_bytes() == images[0].png_bytes()

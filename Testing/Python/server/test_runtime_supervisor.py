@@ -1,0 +1,238 @@
+"""Crash containment: a native crash (SIGSEGV, SIGABRT) or a hang inside the supervised viewer answers
+``viewer_crashed``, restarts the viewer and restores the session from its own audit trace -- directly, over
+REST through a real socket (``medopenclaw serve``) and over MCP stdio (``medopenclaw mcp``, official client).
+
+The crashes are real: the child runs ``crashing_worker.py``, whose markups sink dies natively on a sentinel label
+after changing the scene (see that file)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import crashing_worker
+import requests
+from runtime_data import lesion_center_ras, oblique_lps_affine
+
+from MedOpenClawLib.audit import AuditTrace, read_trace, verify_trace
+from MedOpenClawLib.replay import images_without_pixels, replay_trace
+from MedOpenClawLib.server.supervisor import VIEWER_CRASHED, VIEWER_UNAVAILABLE, SupervisedRegistry
+from MedOpenClawLib.session import build_slicer_registry
+
+DOUBLES = Path(__file__).resolve().parents[1]  # Testing/Python: the shared doubles
+
+
+def supervised(tmp_path, root, **options) -> SupervisedRegistry:
+    trace = AuditTrace(tmp_path / "trace.jsonl", header={"test": True})
+    return SupervisedRegistry("radiology", [root], trace=trace, workdir=tmp_path / "viewer",
+                              command=crashing_worker.command, **options)
+
+
+def ok(registry, name, **arguments):
+    result = registry.call(name, arguments)
+    assert result.ok, result.error
+    return result
+
+
+def build_session(registry, root) -> dict:
+    """Volumes, slice offsets, zoom, evidence and a 0..999 mapping through the last axial image."""
+    center = [float(value) for value in lesion_center_ras(oblique_lps_affine())]
+    ok(registry, "open_case", dicom_dir=str(root), size=96)
+    ok(registry, "set_slice_offset", view="axial", offset=center[2], size=96)
+    ok(registry, "zoom", view="axial", factor=2.0, center_1000=[400, 600], size=96)
+    ok(registry, "record_point", ras=center, label="lesion")
+    ok(registry, "bookmark_view", view="axial", label="key")
+    return ok(registry, "image_coords_to_ras", view="axial", point_1000=[250, 750]).data
+
+
+def test_segfault_answers_viewer_crashed_and_restores_the_session(tmp_path, data_root):
+    with supervised(tmp_path, data_root) as registry:
+        mapped = build_session(registry, data_root)
+        before = registry.state()
+        evidence = ok(registry, "list_evidence").data
+
+        crashed = registry.call("record_point", {"ras": [0, 0, 0], "label": "CRASH:segv"})
+        assert not crashed.ok and crashed.error["code"] == VIEWER_CRASHED
+        assert "SIGSEGV" in crashed.error["message"] and "restored" in crashed.error["message"]
+
+        # the half-added markups node died with the child: same volumes, offsets, zoom, evidence, image geometry
+        assert registry.state() == before
+        assert ok(registry, "list_evidence").data == evidence
+        assert ok(registry, "image_coords_to_ras", view="axial", point_1000=[250, 750]).data == mapped
+        assert ok(registry, "set_slice_offset", view="sagittal", offset=before["views"]["sagittal"]["offset_mm"],
+                  size=64).images
+
+    records = read_trace(tmp_path / "trace.jsonl")
+    crash = next(record for record in records if record["kind"] == VIEWER_CRASHED)
+    assert crash["actor"] == "system" and crash["payload"]["exit"] == "killed by SIGSEGV"
+    assert crash["payload"]["restored"] is True and crash["payload"]["replayed_actions"] == 7
+    assert crash["payload"]["spare_used"] is True  # the viewer booted in the background took over
+    assert crash["payload"]["arguments"]["label"] == "CRASH:segv"
+    assert "Segmentation fault" in (tmp_path / "viewer" / "worker.log").read_text()  # faulthandler's stack
+    assert verify_trace(tmp_path / "trace.jsonl").ok
+    replayed = replay_trace(tmp_path / "trace.jsonl", [data_root])
+    assert replayed.ok, replayed.message
+
+
+def test_replay_renders_the_geometry_without_the_pixels(data_root):
+    registry = build_slicer_registry([data_root])
+    build_session(registry, data_root)
+    drawn = ok(registry, "scroll", view="coronal", direction="up", num_slices=3, output="cine", size=64)
+    with images_without_pixels(registry):
+        bare = ok(registry, "scroll", view="coronal", direction="down", num_slices=3, output="cine", size=64)
+        again = ok(registry, "observe", view="axial", size=96).images[0]
+    assert bare.images[0].pixels is None and (bare.images[0].width, bare.images[0].height) == (
+        drawn.images[0].width, drawn.images[0].height)
+    shown = ok(registry, "observe", view="axial", size=96).images[0]
+    assert shown.pixels is not None and again.pixels is None
+    geometry = {key: value for key, value in again.geometry.to_json().items() if key != "image_id"}
+    assert geometry == {key: value for key, value in shown.geometry.to_json().items() if key != "image_id"}
+
+
+def test_supervised_session_matches_the_in_process_one(tmp_path, data_root):
+    in_process = build_slicer_registry([data_root], track="B")
+    with supervised(tmp_path, data_root, track="B") as registry:
+        assert [action.describe() for action in registry.all_actions()] == [
+            action.describe() for action in in_process.all_actions()]
+        assert registry.tools("mcp") == in_process.tools("mcp") and registry.get("run_python") is None
+        for session in (registry, in_process):
+            build_session(session, data_root)
+            grown = ok(session, "segment_region", seeds_ras=[[float(v) for v in lesion_center_ras(
+                oblique_lps_affine())]], method="threshold", lower=500, upper=1000, segment_name="lesion", size=64)
+        assert registry.state() == in_process.state() and registry.state()["artifacts"]
+        assert grown.data["segments"]
+        observed = registry.call("observe", {"size": 64}).to_json()  # images and their geometry records cross intact
+        assert observed == in_process.call("observe", {"size": 64}).to_json() and observed["images"][0]["geometry"]
+        deep: list = []
+        for _ in range(5000):  # deeper than json can even send: refused by the same hygiene in this process
+            deep = [deep]
+        for arguments in ({"ras": deep}, {"ras": [0, 0, float("nan")]}, {"ras": [0, 0, 0], "label": "\ud800"}):
+            assert registry.call("record_point", arguments).error == in_process.call("record_point", arguments).error
+
+        # Track B: the operator's segmentation and artifact graph survive an abort (SIGABRT)
+        before = registry.state()
+        crashed = registry.call("record_point", {"ras": [0, 0, 0], "label": "CRASH:abort"})
+        assert crashed.error["code"] == VIEWER_CRASHED and "SIGABRT" in crashed.error["message"]
+        assert registry.state() == before
+        refused = registry.call("set_slice_offset", {"view": "axial", "offset": 1e6})
+        assert refused.error["code"] == "out_of_range"  # errors of the restored viewer are the usual ones
+    assert verify_trace(tmp_path / "trace.jsonl").ok and replay_trace(tmp_path / "trace.jsonl", [data_root]).ok
+
+
+def test_hang_is_stopped_and_repeated_crashes_close_the_session(tmp_path, data_root):
+    with supervised(tmp_path, data_root, call_timeout_s=4.0, max_crashes=1) as registry:
+        ok(registry, "open_case", dicom_dir=str(data_root), size=64)
+        before = registry.state()
+        hung = registry.call("record_point", {"ras": [0, 0, 0], "label": "CRASH:hang"})
+        assert hung.error["code"] == VIEWER_CRASHED and "stopped answering" in hung.error["message"]
+        assert registry.state() == before
+
+        # a second crash within the window exceeds max_crashes=1: no restart, a clear error from now on
+        crashed = registry.call("record_point", {"ras": [0, 0, 0], "label": "CRASH:segv"})
+        assert crashed.error["code"] == VIEWER_CRASHED and "session is closed" in crashed.error["message"]
+        refused = registry.call("list_evidence", {})
+        assert refused.error["code"] == VIEWER_UNAVAILABLE and "restart the server" in refused.error["message"]
+        assert registry._worker is None and registry._spare is None  # no child left running
+
+    kinds = [record["kind"] for record in read_trace(tmp_path / "trace.jsonl")]
+    assert kinds.count(VIEWER_CRASHED) == 2 and kinds.count(VIEWER_UNAVAILABLE) == 1
+    assert verify_trace(tmp_path / "trace.jsonl").ok and replay_trace(tmp_path / "trace.jsonl", [data_root]).ok
+
+
+def test_a_restore_that_diverges_from_the_trace_closes_the_session(tmp_path, data_root):
+    with supervised(tmp_path, data_root) as registry:
+        ok(registry, "open_case", dicom_dir=str(data_root), size=64)
+        path = tmp_path / "trace.jsonl"
+        records = read_trace(path)
+        records[-1]["state"]["layout"] = "four_up"  # the trace no longer describes the session
+        path.write_text("".join(json.dumps(record) + "\n" for record in records))
+        crashed = registry.call("record_point", {"ras": [0, 0, 0], "label": "CRASH:segv"})
+        assert crashed.error["code"] == VIEWER_CRASHED and "diverged from its audit trace" in crashed.error["message"]
+        assert registry.call("observe", {}).error["code"] == VIEWER_UNAVAILABLE and registry._worker is None
+
+
+def test_a_closed_session_refuses_calls(tmp_path, data_root):
+    registry = supervised(tmp_path, data_root)
+    assert registry._spare.wait()  # the spare finished booting
+    children = [registry._worker.process, registry._spare._child.process]
+    registry.close()
+    assert all(child.poll() is not None for child in children)  # the child and the spare are gone
+    assert registry.call("observe", {}).error["code"] == VIEWER_UNAVAILABLE
+
+
+def test_pathology_viewer_is_restored_after_a_crash(tmp_path, slide_root, slide_path):
+    with SupervisedRegistry("pathology", [slide_root], trace=AuditTrace(tmp_path / "wsi.jsonl"),
+                            workdir=tmp_path / "viewer", command=crashing_worker.command) as registry:
+        assert "record_view_as_evidence" in {tool["name"] for tool in registry.tools("mcp")}
+        ok(registry, "load_image", image_path=slide_path)
+        ok(registry, "zoom", direction="in", amount=4, unit="factor")
+        ok(registry, "record_view_as_evidence", label="first")
+        before = registry.state()
+        crashed = registry.call("record_view_as_evidence", {"label": "CRASH:segv"})
+        assert crashed.error["code"] == VIEWER_CRASHED and "SIGSEGV" in crashed.error["message"]
+        assert registry.state() == before
+        assert ok(registry, "record_view_as_evidence", label="second").data["recorded_view"]["index"] == 1
+    assert verify_trace(tmp_path / "wsi.jsonl").ok and replay_trace(tmp_path / "wsi.jsonl", [slide_root]).ok
+
+
+# ------------------------------------------------------------------------------------------ the real front-ends
+def front_end(*arguments: str) -> list[str]:
+    """``medopenclaw ARGS`` whose supervisor launches the crashing worker (crashing_front_end.py)."""
+    return [sys.executable, str(DOUBLES / "crashing_front_end.py"), *arguments]
+
+
+def test_rest_serve_answers_viewer_crashed_over_a_real_socket(tmp_path, data_root):
+    trace = tmp_path / "rest.jsonl"
+    env = {**os.environ, "MEDOPENCLAW_TOKEN": "crash-token"}
+    server = subprocess.Popen(front_end("serve", "--data-root", str(data_root), "--port", "0", "--trace", str(trace)),
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+    try:
+        url = server.stdout.readline().split(" on ")[1].split()[0]
+        headers = {"Authorization": "Bearer crash-token"}
+
+        def post(name, **arguments):
+            return requests.post(f"{url}/v1/actions/{name}", headers=headers, json=arguments, timeout=60).json()
+
+        assert post("open_case", dicom_dir=str(data_root), size=64)["ok"]
+        assert post("record_point", ras=[0, 0, 0], label="before")["ok"]
+        before = requests.get(f"{url}/v1/state", headers=headers, timeout=10).json()
+        crashed = post("record_point", ras=[0, 0, 0], label="CRASH:segv")
+        assert crashed["ok"] is False and crashed["error"]["code"] == VIEWER_CRASHED
+        assert server.poll() is None  # the server lives on
+        assert requests.get(f"{url}/v1/state", headers=headers, timeout=10).json() == before
+        assert [item["label"] for item in post("list_evidence")["data"]["evidence"]] == ["before"]
+        kinds = [record["kind"] for record in requests.get(f"{url}/v1/trace", headers=headers, timeout=10).json()]
+        assert VIEWER_CRASHED in kinds
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    assert verify_trace(trace).ok and replay_trace(trace, [data_root]).ok
+
+
+def test_mcp_stdio_answers_viewer_crashed_with_the_official_client(tmp_path, data_root):
+    import anyio
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    trace = tmp_path / "mcp.jsonl"
+    command = front_end("mcp", "--data-root", str(data_root), "--trace", str(trace))
+    parameters = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
+
+    async def session() -> list:
+        async with stdio_client(parameters) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            results = []
+            for name, arguments in [("open_case", {"dicom_dir": str(data_root), "size": 64}),
+                                    ("record_point", {"ras": [0, 0, 0], "label": "CRASH:segv"}),
+                                    ("list_evidence", {})]:
+                results.append(await client.call_tool(name, arguments))
+            return results
+
+    opened, crashed, listed = anyio.run(session)
+    assert not opened.is_error and crashed.is_error and not listed.is_error
+    assert json.loads(crashed.content[0].text)["error"]["code"] == VIEWER_CRASHED
+    assert json.loads(listed.content[0].text)["data"]["evidence"] == []
+    assert verify_trace(trace).ok and replay_trace(trace, [data_root]).ok
