@@ -15,12 +15,14 @@ from pathlib import Path
 from . import settings
 from .sinks import terminal_text
 
-# module path -> it defines add_commands(subparsers) registering one or more sub-commands
-COMMAND_MODULES = (
-    "MedOpenClawLib.bench.commands",
-    "MedOpenClawLib.server.commands",
-    "MedOpenClawLib.server.mcp",
-)
+# module path -> the sub-commands its add_commands(subparsers) registers. A command line naming one of them builds
+# only that module's parsers: `medopenclaw mcp` must answer its client's initialize at once, without first importing
+# the benchmark and the trace audit (numpy) that other commands need
+COMMAND_MODULES = {
+    "MedOpenClawLib.bench.commands": ("bench",),
+    "MedOpenClawLib.server.commands": ("serve", "tools", "replay", "trace"),
+    "MedOpenClawLib.server.mcp": ("mcp",),
+}
 EXIT_USAGE, EXIT_INTERRUPTED = 2, 130
 
 
@@ -52,7 +54,8 @@ class VersionAction(argparse.Action):
         parser.exit(0)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """Every sub-command's parser, or only those of the module registering ``argv``'s sub-command."""
     parser = OneLineErrors(
         prog="medopenclaw",
         description="Bounded, audited viewer actions for agents, and the MedFlow-Bench benchmark.",
@@ -60,7 +63,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action=VersionAction,
                         help="print the version, git commit (from a checkout), Python and viewer stack, and exit")
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for module_name in COMMAND_MODULES:
+    named = [module for module, commands in COMMAND_MODULES.items() if argv and argv[0] in commands]
+    for module_name in named or COMMAND_MODULES:
         importlib.import_module(module_name).add_commands(subparsers)
     name_sub_commands(parser)
     return parser
@@ -86,7 +90,7 @@ def describe(error: BaseException) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    args = build_parser().parse_args(argv)
+    args = build_parser(argv).parse_args(argv)
     args.argv = argv  # so a command can print itself (e.g. how to resume a run)
     try:
         return int(args.func(args) or 0)

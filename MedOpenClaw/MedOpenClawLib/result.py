@@ -37,15 +37,16 @@ class RecordedGeometry:
 
 
 def encode_png(pixels: Any) -> bytes:
-    """Lossless PNG of a uint8 (H, W) or (H, W, 3) array, fast: libpng through imagecodecs with OpenCV's speed
-    settings (level 1, RLE strategy, SUB filter), about 4x Pillow's level 1 at a similar size on rendered slices
-    (scripts/bench_actions.py); Pillow where imagecodecs is not installed (e.g. Slicer's own Python)."""
+    """Lossless PNG of a uint8 (H, W) or (H, W, 3) array, fast: libpng through imagecodecs at level 1 with the UP
+    filter and Huffman-only deflate, the fastest and among the smallest of the filter x strategy grid on rendered
+    slices (about 4x Pillow's level 1; scripts/bench_actions.py png_encoders_512); Pillow where imagecodecs is not
+    installed (e.g. Slicer's own Python)."""
     try:
         import imagecodecs
     except ImportError:
         imagecodecs = None
     if imagecodecs is not None:
-        return bytes(imagecodecs.png_encode(pixels, level=1, strategy=3, filter=16))
+        return bytes(imagecodecs.png_encode(pixels, level=1, strategy=2, filter=32))
     from PIL import Image
 
     buffer = io.BytesIO()
@@ -56,16 +57,22 @@ def encode_png(pixels: Any) -> bytes:
 _ENCODERS: list = []  # one thread pool, made on first use
 
 
-def encode_all(images: list[RenderedImage]) -> None:
-    """Encode the images of one answer in parallel (the encoders release the GIL), each once."""
-    pending = [image for image in images if image._png is None and image._base64 is None and image.pixels is not None]
-    if len(pending) < 2:
-        return
+def encoders():
+    """The thread pool PNG encodings run on (the encoders release the GIL, so they overlap rendering)."""
     if not _ENCODERS:
         from concurrent.futures import ThreadPoolExecutor
 
         _ENCODERS.append(ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="png"))
-    for image, png in zip(pending, _ENCODERS[0].map(lambda item: encode_png(item.pixels), pending)):
+    return _ENCODERS[0]
+
+
+def encode_all(images: list[RenderedImage]) -> None:
+    """Encode the images of one answer in parallel, each once (those already encoding are waited for later)."""
+    pending = [image for image in images if image._png is None and image._base64 is None and image._encoding is None
+               and image.pixels is not None]
+    if len(pending) < 2:
+        return
+    for image, png in zip(pending, encoders().map(lambda item: encode_png(item.pixels), pending)):
         image._png = png
 
 
@@ -87,13 +94,23 @@ class RenderedImage:
     image_id: str | None = None
     _png: bytes | None = field(default=None, repr=False)
     _base64: str | None = field(default=None, repr=False)  # as a viewer in another process sent it
+    _encoding: Any = field(default=None, repr=False, compare=False)  # a Future of the PNG, once encode_ahead ran
 
     def __post_init__(self):
         if self.image_id is None and self.geometry is not None:
             self.image_id = self.geometry.image_id
 
+    def encode_ahead(self) -> None:
+        """Start encoding the PNG now, on the encoder threads: a view returned to an agent is always sent as PNG,
+        and encoding it while the answer's next view renders takes its encoding off the answer's time. The pixels
+        must not change afterwards."""
+        if self._png is None and self._base64 is None and self._encoding is None and self.pixels is not None:
+            self._encoding = encoders().submit(encode_png, self.pixels)
+
     def png_bytes(self) -> bytes:
         """The PNG, encoded once (or decoded once from the base64 another process sent)."""
+        if self._png is None and self._encoding is not None:
+            self._png, self._encoding = self._encoding.result(), None
         if self._png is None:
             self._png = base64.b64decode(self._base64) if self._base64 is not None else encode_png(self.pixels)
         return self._png

@@ -50,13 +50,24 @@ def add_commands(subparsers) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     from .rest import RestService, SceneThreadExecutor, make_http_server, new_token
+    from .sessions import SessionPool, client_trace_path
 
     token = settings.value("MEDOPENCLAW_TOKEN") or new_token()
     prepare_session_arguments(args)
-    registry = session_registry(args, header={"front_end": "rest", "app": args.app}, save_images=args.trace is not None,
+    save_images = args.trace is not None
+    registry = session_registry(args, header={"front_end": "rest", "app": args.app}, save_images=save_images,
                                 background=True)
+
+    def own_session(number: int, client: dict):
+        """A REST session of its own (POST /v1/sessions): a viewer process, scene, trace and round budget."""
+        return session_registry(args, header={"front_end": "rest", "app": args.app, "session": number},
+                                save_images=save_images, background=True,
+                                trace_path=client_trace_path(args.trace, number))
+
+    # an in-process viewer is one scene: no session of one's own there
+    sessions = None if args.in_process else SessionPool(own_session, args.max_sessions, args.session_idle)
     executor = SceneThreadExecutor()
-    httpd = make_http_server(RestService(registry, token, args.app), executor, args.port)
+    httpd = make_http_server(RestService(registry, token, args.app, sessions), executor, args.port)
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     print(f"MedOpenClaw REST on http://127.0.0.1:{httpd.server_address[1]} ({args.app}, track {args.track})",
           flush=True)
@@ -68,6 +79,8 @@ def run_serve(args: argparse.Namespace) -> int:
         pass
     finally:
         httpd.shutdown()
+        if sessions is not None:
+            sessions.close()
         close_session(registry)
     return 0
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import hmac
 import io
-import itertools
 import json
 import os
 import socket
@@ -111,32 +110,24 @@ class SharedSession:
 
 
 class ClientSessions:
-    """A registry per MCP client (each Streamable HTTP session): its own viewer process, scene, audit trace and
-    round budget, built on the client's first call and closed when its session ends (the client's DELETE, or the
-    SDK's idle timeout). At most ``max_sessions`` at once; ``factory(number, client)`` builds the ``number``-th."""
+    """A registry per MCP client (each Streamable HTTP session) from a :class:`~.sessions.SessionPool`: its own
+    viewer process, scene, audit trace and round budget, built on the client's first call and closed when its
+    session ends (the client's DELETE, or the SDK's idle timeout). At most ``max_sessions`` at once."""
 
     def __init__(self, factory: Callable[[int, dict], Any], listing: list, max_sessions: int):
-        self.factory, self.listing, self.max_sessions = factory, listing, max_sessions
-        self._sessions: dict[str, Any] = {}
-        self._numbers = itertools.count(1)
-        self._lock = threading.Lock()
+        from .sessions import SessionPool
+
+        self.pool = SessionPool(factory, max_sessions)  # idle sessions: the SDK ends their connection
+        self.listing = listing
         self._calls = ThreadPoolExecutor(max_workers=max_sessions, thread_name_prefix="mcp-session")
 
     def registry_for(self, ctx):
-        from ..result import ActionError
-
         connection = getattr(ctx.session, "_connection", None)  # the SDK's per-client connection state
         key = getattr(connection, "session_id", None) or "shared"
-        with self._lock:
-            if key in self._sessions:
-                return self._sessions[key]
-            if len(self._sessions) >= self.max_sessions:
-                raise ActionError("too_many_sessions", f"{self.max_sessions} client sessions are open; end one "
-                                                       f"(DELETE its MCP session) or wait for one to expire")
-            registry = self.factory(next(self._numbers), client_identity(ctx))
-            self._sessions[key] = registry
+        fresh = self.pool.number(key) is None
+        registry = self.pool.open(key, client_identity(ctx))
         stack = getattr(connection, "exit_stack", None)
-        if stack is not None and key != "shared":  # closed with the client's connection (this runs in a worker)
+        if fresh and stack is not None and key != "shared":  # closed with the client's connection (in a worker)
             import anyio.from_thread
 
             anyio.from_thread.run_sync(stack.push_async_callback, self._release, key)
@@ -151,24 +142,10 @@ class ClientSessions:
     async def _release(self, key: str) -> None:
         import anyio
 
-        with self._lock:
-            registry = self._sessions.pop(key, None)
-        if registry is not None:
-            from .sessions import close_session
-
-            await anyio.to_thread.run_sync(close_session, registry)
-
-    def open_sessions(self) -> int:
-        with self._lock:
-            return len(self._sessions)
+        await anyio.to_thread.run_sync(self.pool.release, key)
 
     def close(self) -> None:
-        from .sessions import close_session
-
-        with self._lock:
-            registries, self._sessions = list(self._sessions.values()), {}
-        for registry in registries:
-            close_session(registry)
+        self.pool.close()
         self._calls.shutdown(wait=False, cancel_futures=True)
 
 
@@ -207,7 +184,7 @@ def build_server(sessions, application: str = "radiology"):
             raise MCPError(types.INVALID_PARAMS, f"unknown tool {name!r}")
         try:
             registry = await anyio.to_thread.run_sync(sessions.registry_for, ctx)
-        except ActionError as error:
+        except ActionError as error:  # too many sessions
             return call_tool_result(Result.failure(error.code, error.message).to_json())
         extra = sessions.audit_extra(ctx)
 
@@ -436,8 +413,9 @@ def _run(args: argparse.Namespace) -> int:
     front_end = f"mcp-{args.transport}"
     scene = SceneThreadExecutor()
     if args.transport == "stdio" or args.in_process:
-        # one registry, built on the scene's thread while the protocol already answers (a supervised viewer
-        # boots behind it); over HTTP with --in-process every client shares it and is named in each record
+        # one registry, built on the scene's thread once the SDK is loaded and the protocol answers (a supervised
+        # viewer boots behind it: started earlier, its boot would compete with the SDK's import for the CPU); over
+        # HTTP with --in-process every client shares it and is named in each record
         header = {"front_end": front_end, "data_roots": args.data_root, "app": args.app}
         registry = scene.submit(lambda: session_registry(args, header=header, save_images=False, background=True))
         sessions = SharedSession(registry, scene.submit, listing, name_clients=args.transport == "http")
@@ -496,9 +474,4 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
                         help="stdio (default), or Streamable HTTP on 127.0.0.1 with the REST bearer token "
                              "(MEDOPENCLAW_TOKEN, generated and printed when unset)")
     parser.add_argument("--port", type=int, default=8766, help="--transport http: the port (0: any free one)")
-    parser.add_argument("--max-sessions", type=int, default=4,
-                        help="--transport http: client sessions at once, each with its own viewer process "
-                             "(~150 MB each, twice that with the spare viewer)")
-    parser.add_argument("--session-idle", type=float, default=1800.0,
-                        help="--transport http: seconds without a request after which a client's session closes")
     parser.set_defaults(func=_run)

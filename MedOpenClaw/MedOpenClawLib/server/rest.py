@@ -5,9 +5,17 @@ HTTP server below and by the in-Slicer WebServer handler, so both expose exactly
     POST /v1/actions/{name}                        JSON arguments in, Result JSON out (images as base64 PNG)
     GET  /v1/state                                 viewer-state snapshot
     GET  /v1/trace                                 the audit records so far
+    POST /v1/sessions                              open a session of one's own: {"session": id, ...} (201)
+    DELETE /v1/sessions/{id}                       end it (its viewer process stops)
 
 Every request needs ``Authorization: Bearer <token>``; REST clients always act as ``agent`` (an ``X-Actor``
 header naming another actor is refused). There is no route that executes code.
+
+Without a ``MedOpenClaw-Session`` header a request acts on the server's shared session. With one (an id from
+``POST /v1/sessions``) it acts on that session alone -- its own viewer process, scene, audit trace and round
+budget; sessions are bounded in number (``--max-sessions``) and end after ``--session-idle`` seconds without a
+request. Sessions exist where each can have its own viewer process (``serve``; not ``--in-process`` nor inside
+Slicer, whose one scene is the clinician's).
 """
 
 from __future__ import annotations
@@ -31,8 +39,9 @@ from urllib.parse import parse_qs, urlparse
 from .. import catalog
 from ..hygiene import bounded_message
 from ..registry import ACTORS, ActionRegistry
-from ..result import Result
+from ..result import ActionError, Result
 
+SESSION_HEADER = "MedOpenClaw-Session"
 MAX_BODY_BYTES = 1 << 20
 MAX_HEADERS = 64  # header lines per request
 MAX_HEADER_BYTES = 32 * 1024  # request line and headers together
@@ -61,6 +70,11 @@ class Response:
 
 def error_response(status: int, code: str, message: str) -> Response:
     return Response(status, Result.failure(code, message).to_json())
+
+
+def unknown_session(key: str) -> Response:
+    return error_response(404, "unknown_session", f"no session {bounded_message(key, 60)!r} (ended, expired after "
+                                                  f"its idle time, or never opened): open one with POST /v1/sessions")
 
 
 def unauthorized() -> Response:
@@ -104,40 +118,86 @@ def body_length(content_length: str | None, transfer_encoding: str | None = None
 class RestService:
     """Routes, authentication and argument decoding; the caller decides on which thread ``handle`` runs."""
 
-    def __init__(self, registry: ActionRegistry, token: str, application: str = "radiology"):
+    def __init__(self, registry: ActionRegistry, token: str, application: str = "radiology", sessions=None):
+        """``sessions``, a :class:`~.sessions.SessionPool`, lets clients open sessions of their own; without it
+        every request acts on ``registry``."""
         if not token:
             raise ValueError("a non-empty bearer token is required")
         self.registry = registry
         self.token = token
         self.application = application
+        self.sessions = sessions
 
     def authorized(self, authorization: str | None) -> bool:
         expected = f"Bearer {self.token}"
         return authorization is not None and hmac.compare_digest(authorization.encode(), expected.encode())
 
+    @staticmethod
+    def on_scene(uri: str, session: str | None) -> bool:
+        """Whether the request acts on the shared registry, whose calls run one at a time on the scene's thread;
+        a session's requests (and opening or ending one) run on the request's own thread, in parallel with other
+        sessions' (each has its own viewer process, which takes one call at a time)."""
+        return session is None and not urlparse(uri).path.startswith("/v1/sessions")
+
     def handle(self, method: str, uri: str, body: bytes, authorization: str | None,
-               actor: str | None = None) -> Response:
+               actor: str | None = None, session: str | None = None) -> Response:
         if not self.authorized(authorization):
             return unauthorized()
         parsed = urlparse(uri)
+        path = parsed.path.rstrip("/")
+        if path == "/v1/sessions" or path.startswith("/v1/sessions/"):
+            return self.manage_session(method, path)
+        if session is None:
+            return self.route(self.registry, method, parsed, body, actor)
+        if self.sessions is None:
+            return unknown_session(session)
+        with self.sessions.use(session) as registry:
+            if registry is None:
+                return unknown_session(session)
+            return self.route(registry, method, parsed, body, actor)
+
+    def route(self, registry, method: str, parsed, body: bytes, actor: str | None) -> Response:
         path = parsed.path.rstrip("/")
         if path == "/v1/tools" and method == "GET":
             fmt = parse_qs(parsed.query).get("format", ["describe"])[0]
             if fmt not in catalog.FORMATS:
                 return error_response(400, "invalid_argument", f"format must be one of {', '.join(catalog.FORMATS)}")
-            return Response(200, [catalog.serialize(fmt, action, self.application)
-                                  for action in self.registry.actions()])
+            return Response(200, [catalog.serialize(fmt, action, self.application) for action in registry.actions()])
         if path == "/v1/state" and method == "GET":
-            return Response(200, self.registry.state())
+            return Response(200, registry.state())
         if path == "/v1/trace" and method == "GET":
-            return Response(200, self.registry.trace.records)
+            return Response(200, registry.trace.records)
         if path.startswith("/v1/actions/") and method == "POST":
-            return self.call(path.removeprefix("/v1/actions/"), body, actor or "agent")
+            return self.call(registry, path.removeprefix("/v1/actions/"), body, actor or "agent")
         if path in ("/v1/tools", "/v1/state", "/v1/trace") or path.startswith("/v1/actions/"):
             return error_response(405, "method_not_allowed", f"{method} is not allowed on {path}")
         return error_response(404, "not_found", f"no route {path}")
 
-    def call(self, name: str, body: bytes, actor: str) -> Response:
+    def manage_session(self, method: str, path: str) -> Response:
+        """``POST /v1/sessions`` opens a session (201, its id to send as the session header); ``DELETE
+        /v1/sessions/{id}`` ends one."""
+        if self.sessions is None:
+            return error_response(409, "sessions_unavailable", "this server keeps one shared scene (serve "
+                                                               "--in-process, or inside Slicer): send requests "
+                                                               f"without a {SESSION_HEADER} header")
+        if path == "/v1/sessions":
+            if method != "POST":
+                return error_response(405, "method_not_allowed", f"{method} is not allowed on {path}")
+            key = secrets.token_urlsafe(18)
+            try:
+                self.sessions.open(key)
+            except ActionError as error:
+                return error_response(503, error.code, error.message)
+            return Response(201, {"ok": True, "session": key, "header": SESSION_HEADER,
+                                  "number": self.sessions.number(key), "idle_timeout_s": self.sessions.idle_s})
+        if method != "DELETE":
+            return error_response(405, "method_not_allowed", f"{method} is not allowed on {path}")
+        key = path.removeprefix("/v1/sessions/")
+        if not self.sessions.release(key):
+            return unknown_session(key)
+        return Response(200, {"ok": True, "session": key, "closed": True})
+
+    def call(self, registry, name: str, body: bytes, actor: str) -> Response:
         if actor not in ACTORS:
             return error_response(400, "invalid_actor", f"actor must be one of {ACTORS}")
         if actor != "agent":
@@ -151,7 +211,7 @@ class RestService:
         except (ValueError, RecursionError) as error:  # JSONDecodeError, invalid UTF-8, nesting beyond the parser
             reason = "nested too deeply" if isinstance(error, RecursionError) else bounded_message(str(error), 200)
             return error_response(400, "invalid_json", f"body is not JSON: {reason}")
-        result = self.registry.call(name, arguments, actor=actor)
+        result = registry.call(name, arguments, actor=actor)
         status = 404 if (result.error or {}).get("code") == "unknown_action" else 200
         return Response(status, result.to_json())
 
@@ -258,9 +318,11 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         if len(body) < length:
             raise HttpError(400, "bad_request", "the body ended before Content-Length bytes arrived")
-        future = self.executor.submit(self.service.handle, method, self.path, body,
-                                      self.headers.get("Authorization"), self.headers.get("X-Actor"))
-        return future.result()
+        session = self.headers.get(SESSION_HEADER)
+        request = (method, self.path, body, self.headers.get("Authorization"), self.headers.get("X-Actor"), session)
+        if self.service.on_scene(self.path, session):
+            return self.executor.submit(self.service.handle, *request).result()
+        return self.service.handle(*request)
 
     def _send(self, response: Response, include_body: bool = True) -> None:
         payload = response.encode()
@@ -382,8 +444,8 @@ def new_token() -> str:
 class BackgroundRestServer:
     """For tests and embedding: HTTP on a background thread, calls executed on a dedicated scene thread."""
 
-    def __init__(self, registry: ActionRegistry, token: str, port: int = 0):
-        self.service = RestService(registry, token)
+    def __init__(self, registry: ActionRegistry, token: str, port: int = 0, sessions=None):
+        self.service = RestService(registry, token, sessions=sessions)
         self.executor = SceneThreadExecutor()
         self.httpd = make_http_server(self.service, self.executor, port)
         self.port = self.httpd.server_address[1]

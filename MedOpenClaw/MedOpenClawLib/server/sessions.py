@@ -12,13 +12,21 @@ a case package (``bench prepare --out``) is narrowed to its ``data/`` folder, an
 from __future__ import annotations
 
 import argparse
+import contextlib
+import itertools
 import os
 import sys
 import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..audit import AuditTrace
 from ..catalog import APPLICATIONS
+from ..result import ActionError
 
 PACKAGE_DATA, PACKAGE_HIDDEN, PACKAGE_MANIFEST = "data", "hidden", "manifest.json"
 SCAN_DEPTH, SCAN_ENTRIES = 4, 20_000  # how far a data root is searched for packages and slides
@@ -36,6 +44,13 @@ def round_budget(text: str) -> int | None:
     if value < 0:
         raise argparse.ArgumentTypeError("must be 0 (no budget) or a positive number of rounds")
     return value or None
+
+
+def positive_count(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
 
 
 def add_session_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,6 +75,12 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
                              "waits for a viewer to start)")
     parser.add_argument("--call-timeout", type=float, default=300.0,
                         help="seconds before a call that has not returned counts as a hung viewer")
+    parser.add_argument("--max-sessions", type=positive_count, default=4, metavar="N",
+                        help="sessions of their own open at once (REST: POST /v1/sessions; MCP over HTTP: one per "
+                             "client), each a viewer process (~150 MB plus what it loads, twice that with the "
+                             "spare viewer)")
+    parser.add_argument("--session-idle", type=float, default=1800.0, metavar="S",
+                        help="seconds without a request after which such a session ends (default 1800)")
 
 
 # ------------------------------------------------------------------------------------------ the data roots
@@ -184,3 +205,121 @@ def close_session(registry) -> None:
     close = getattr(registry, "close", None)
     if close is not None:
         close()
+
+
+
+@dataclass
+class _Session:
+    number: int
+    registry: Any = None  # None while the factory builds it
+    last_use: float = 0.0  # monotonic
+    running: int = 0  # requests holding it
+    built: threading.Event = field(default_factory=threading.Event)
+
+
+class SessionPool:
+    """The sessions of a multi-client front-end, by key (an MCP session id, a REST session id): each its own
+    registry -- viewer process, scene, audit trace, round budget -- built by ``factory(number, client)`` for the
+    ``number``-th session. At most ``max_sessions`` at once; with ``idle_s``, a session without a request for that
+    long is closed (never while a request holds it). Each session's memory is bounded by its viewer's voxel and
+    tile ceilings and its trace's in-memory window (:data:`TRACE_WINDOW`)."""
+
+    def __init__(self, factory: Callable[[int, dict], Any], max_sessions: int, idle_s: float | None = None):
+        if max_sessions < 1:
+            raise ValueError("max_sessions must be at least 1")
+        self.factory, self.max_sessions, self.idle_s = factory, max_sessions, idle_s
+        self._sessions: dict[str, _Session] = {}
+        self._numbers = itertools.count(1)
+        self._lock = threading.Lock()
+        self._stopped = threading.Event()
+        if idle_s is not None:
+            threading.Thread(target=self._expire_loop, name="session-expiry", daemon=True).start()
+
+    def open(self, key: str, client: dict | None = None) -> Any:
+        """The registry of session ``key``, built now when the key is new (a concurrent request for the same key
+        waits for it); ActionError ``too_many_sessions`` when ``max_sessions`` are open."""
+        with self._lock:
+            session = self._sessions.get(key)
+            building = session is None
+            if building:
+                if len(self._sessions) >= self.max_sessions:
+                    raise ActionError("too_many_sessions", f"{self.max_sessions} sessions are open: end one or "
+                                                           f"wait for one to expire")
+                session = self._sessions[key] = _Session(next(self._numbers), last_use=time.monotonic())
+            session.last_use = time.monotonic()
+        if not building:
+            session.built.wait()
+            if session.registry is None:
+                raise ActionError("session_unavailable", "the session could not be started")
+            return session.registry
+        try:
+            session.registry = self.factory(session.number, client or {})
+        except BaseException:
+            with self._lock:
+                self._sessions.pop(key, None)
+            raise
+        finally:
+            session.built.set()
+        return session.registry
+
+    def number(self, key: str) -> int | None:
+        """The session's number (it names its trace), None when there is no such session."""
+        with self._lock:
+            session = self._sessions.get(key)
+            return None if session is None else session.number
+
+    @contextlib.contextmanager
+    def use(self, key: str) -> Iterator[Any]:
+        """The session's registry for one request (None when there is no such session): it cannot expire
+        meanwhile, and its idle time starts again when the request ends."""
+        with self._lock:
+            session = self._sessions.get(key)
+            if session is not None and session.registry is None:
+                session = None
+            if session is not None:
+                session.running += 1
+        try:
+            yield None if session is None else session.registry
+        finally:
+            if session is not None:
+                with self._lock:
+                    session.running -= 1
+                    session.last_use = time.monotonic()
+
+    def release(self, key: str) -> bool:
+        """End session ``key`` (its viewer stopped); whether there was one."""
+        with self._lock:
+            session = self._sessions.pop(key, None)
+        if session is not None and session.registry is not None:
+            close_session(session.registry)
+        return session is not None
+
+    def expire_idle(self) -> list[int]:
+        """Close every session idle for ``idle_s`` or longer; the numbers of those closed."""
+        if self.idle_s is None:
+            return []
+        now = time.monotonic()
+        with self._lock:
+            idle = [key for key, session in self._sessions.items()
+                    if session.registry is not None and not session.running and now - session.last_use >= self.idle_s]
+            expired = [self._sessions.pop(key) for key in idle]
+        for session in expired:
+            close_session(session.registry)
+        return [session.number for session in expired]
+
+    def _expire_loop(self) -> None:
+        while not self._stopped.wait(min(30.0, max(0.05, self.idle_s / 4))):
+            self.expire_idle()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._sessions)
+
+    def close(self) -> None:
+        """End every session."""
+        self._stopped.set()
+        with self._lock:
+            sessions, self._sessions = list(self._sessions.values()), {}
+        for session in sessions:
+            if session.registry is not None:
+                close_session(session.registry)

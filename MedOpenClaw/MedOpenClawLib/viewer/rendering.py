@@ -113,6 +113,7 @@ def render_view(engine: ViewerEngine, view: str, size: int, returned: bool = Tru
                              slice_offset_mm=round(geometry.slice_offset_mm, 3), pixels=pixels, geometry=geometry)
     if returned:
         engine.images.returned([rendered])
+        rendered.encode_ahead()  # while the answer's next view renders
     return rendered
 
 

@@ -91,3 +91,19 @@ def test_help_and_offline_bench_commands_need_no_viewer(tmp_path):
     outcome = json.loads(completed.stdout.strip().splitlines()[-1])
     assert outcome["helps"] >= 14 and outcome["codes"] == [0, 0, 0]
     assert (tmp_path / "report" / "index.html").exists()
+
+
+def test_each_command_module_registers_the_commands_the_table_names():
+    """`medopenclaw mcp` builds only server.mcp's parsers (a fast MCP start): the table must name every
+    sub-command each module registers, or a command line would miss its own parser."""
+    import argparse
+    import importlib
+
+    from MedOpenClawLib.cli import COMMAND_MODULES, build_parser
+
+    for module, names in COMMAND_MODULES.items():
+        subparsers = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(module).add_commands(subparsers)
+        assert tuple(subparsers.choices) == names, module
+        assert set(build_parser([names[0]])._subparsers._group_actions[0].choices) == set(names)
+    assert len(build_parser([])._subparsers._group_actions[0].choices) == sum(map(len, COMMAND_MODULES.values()))

@@ -260,3 +260,32 @@ def test_long_calls_report_progress_and_failures_are_error_results():
 
     anyio.run(main)
     assert [value for value, _ in updates] == [1, 2] and updates[0][1].startswith("segment: running for")
+
+
+def test_tools_are_listed_before_the_viewer_is_ready_and_calls_wait_for_it():
+    """stdio start-up: initialize and tools/list are answered from the catalog while the viewer still boots (its
+    registry not built yet); a tool call waits for the viewer and then runs."""
+    registry = ActionRegistry(ToyContext(), [toy_tools], AuditTrace(None))
+    scene = ThreadPoolExecutor(max_workers=1)
+    booting: Future = Future()
+    server = mcp_server.build_server(mcp_server.SharedSession(booting, scene.submit, registry.actions()))
+
+    async def main() -> None:
+        async with Client(server) as client:
+            listed = await client.list_tools()
+            assert {tool.name for tool in listed.tools} == {action.name for action in registry.actions()}
+            assert not booting.done()
+            async with anyio.create_task_group() as group:
+                answers: list = []
+
+                async def call() -> None:
+                    answers.append(await client.call_tool("observe", {"size": 8}))
+
+                group.start_soon(call)
+                await anyio.sleep(0.3)
+                assert answers == []  # waiting for the viewer
+                booting.set_result(registry)
+            assert not answers[0].is_error
+
+    anyio.run(main)
+    assert [record["action"] for record in registry.trace.records if record.get("action")] == ["observe"]

@@ -92,7 +92,7 @@ def test_service_routes_are_exactly_the_documented_ones():
     source = Path(RestService.__module__.replace(".", "/") + ".py")
     text = (Path(MedOpenClawLib.__file__).parent / source.relative_to("MedOpenClawLib")).read_text()
     routes = set(re.findall(r'"(/v1/[a-z_/]*)"', text))
-    assert routes == {"/v1/tools", "/v1/state", "/v1/trace", "/v1/actions/"}
+    assert routes == {"/v1/tools", "/v1/state", "/v1/trace", "/v1/actions/", "/v1/sessions", "/v1/sessions/"}
 
 
 CODE_EXECUTION = re.compile(r"(?<![\w.])(eval|exec|compile|execfile)\s*\(|os\.system\s*\(|shell\s*=\s*True|"
@@ -133,3 +133,71 @@ def test_views_are_encoded_losslessly_once_and_relayed_as_sent(monkeypatch, fast
     assert [item["png_base64"] for item in again["images"]] == [item["png_base64"] for item in sent["images"]]
     assert all(image._png is None for image in relayed.images)  # never decoded to be re-encoded
     assert relayed.images[0].png_bytes() == images[0].png_bytes()
+
+
+def test_sessions_of_their_own_are_separate_bounded_and_expire():
+    """Two REST clients, each in a session of its own (POST /v1/sessions, then the session header): neither sees
+    the other's scene or trace, nor the shared session's; a third is refused at the bound; an ended or expired
+    session is unknown, and its place is free again."""
+    import time
+
+    from agents_fakes import toy_registry
+
+    from MedOpenClawLib.audit import AuditTrace
+    from MedOpenClawLib.server.rest import SESSION_HEADER
+    from MedOpenClawLib.server.sessions import SessionPool
+
+    built: list = []
+
+    def factory(number: int, client: dict):
+        built.append(toy_registry(AuditTrace(None, header={"session": number})))
+        return built[-1]
+
+    pool = SessionPool(factory, max_sessions=2, idle_s=0.5)
+    shared = toy_registry(AuditTrace(None))
+    with BackgroundRestServer(shared, TOKEN, sessions=pool) as running:
+        url = f"http://127.0.0.1:{running.port}"
+
+        def open_session() -> requests.Response:
+            return requests.post(f"{url}/v1/sessions", headers=auth(), timeout=5)
+
+        first, second = (open_session().json()["session"] for _ in range(2))
+        refused = open_session()
+        assert refused.status_code == 503 and refused.json()["error"]["code"] == "too_many_sessions"
+
+        def act(session: str, name: str, **arguments) -> requests.Response:
+            return requests.post(f"{url}/v1/actions/{name}", headers={**auth(), SESSION_HEADER: session},
+                                 json=arguments, timeout=5)
+
+        assert act(first, "set_slice_offset", offset=12.0).json()["ok"]
+        assert act(second, "observe", size=8).json()["data"] == {"offset": 0.0}
+        states = [requests.get(f"{url}/v1/state", headers={**auth(), SESSION_HEADER: key}, timeout=5).json()
+                  for key in (first, second)]
+        assert states == [{"offset": 12.0}, {"offset": 0.0}]
+        assert requests.get(f"{url}/v1/state", headers=auth(), timeout=5).json() == {"offset": 0.0}
+        traces = [[record.get("action") for record in requests.get(
+            f"{url}/v1/trace", headers={**auth(), SESSION_HEADER: key}, timeout=5).json() if record.get("action")]
+            for key in (first, second)]
+        assert traces == [["set_slice_offset"], ["observe"]]
+        assert not [record for record in shared.trace.records if record.get("action")]
+
+        assert requests.delete(f"{url}/v1/sessions/{first}", headers=auth(), timeout=5).json()["closed"]
+        gone = act(first, "observe")
+        assert gone.status_code == 404 and gone.json()["error"]["code"] == "unknown_session"
+        third = open_session().json()["session"]  # the ended session's place is free
+        with pool.use(third):  # idle for 0.5 s, the second expires; one holding a request never does
+            time.sleep(1.0)
+            assert pool.number(second) is None and pool.number(third) == 3
+        assert act(second, "observe").json()["error"]["code"] == "unknown_session"
+        time.sleep(1.0)
+        assert act(third, "observe").json()["error"]["code"] == "unknown_session"
+    pool.close()
+    assert len(pool) == 0
+
+
+def test_a_server_with_one_scene_has_no_sessions(server):
+    url, _, _ = server
+    refused = requests.post(f"{url}/v1/sessions", headers=auth(), timeout=5)
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "sessions_unavailable"
+    unknown = requests.get(f"{url}/v1/state", headers={**auth(), "MedOpenClaw-Session": "nope"}, timeout=5)
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "unknown_session"

@@ -212,6 +212,39 @@ def test_rest_serve_answers_viewer_crashed_over_a_real_socket(tmp_path, data_roo
     assert verify_trace(trace).ok and replay_trace(trace, [data_root]).ok
 
 
+def test_rest_sessions_of_their_own_over_a_real_socket(tmp_path, data_root):
+    """`medopenclaw serve`: two clients, each in a session of its own (own viewer process, scene and trace file),
+    do not see each other's state nor the shared session's; a crash in one session leaves the other untouched."""
+    trace = tmp_path / "rest.jsonl"
+    env = {**os.environ, "MEDOPENCLAW_TOKEN": "session-token"}
+    server = subprocess.Popen(front_end("serve", "--data-root", str(data_root), "--port", "0", "--trace", str(trace),
+                                        "--no-spare-viewer", "--max-sessions", "2"),
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
+    try:
+        url = server.stdout.readline().split(" on ")[1].split()[0]
+        token = {"Authorization": "Bearer session-token"}
+        first, second = ({**token, "MedOpenClaw-Session": requests.post(f"{url}/v1/sessions", headers=token,
+                                                                         timeout=60).json()["session"]}
+                         for _ in range(2))
+
+        def post(headers, name, **arguments):
+            return requests.post(f"{url}/v1/actions/{name}", headers=headers, json=arguments, timeout=60).json()
+
+        assert post(first, "open_case", dicom_dir=str(data_root), size=64)["ok"]
+        assert post(second, "get_viewer_state")["data"]["active_volume"] is None
+        assert post(first, "record_point", ras=[0, 0, 0], label="CRASH:segv")["error"]["code"] == VIEWER_CRASHED
+        assert post(first, "get_viewer_state")["data"]["active_volume"] == "CT"  # restored from its own trace
+        assert post(second, "get_viewer_state")["data"]["active_volume"] is None
+        assert requests.get(f"{url}/v1/state", headers=token, timeout=60).json()["active_volume"] is None
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    actions = [[record.get("action") for record in read_trace(tmp_path / f"rest.client{number}.jsonl")
+                if record.get("action")] for number in (1, 2)]
+    assert actions == [["open_case", "get_viewer_state"], ["get_viewer_state", "get_viewer_state"]]
+    assert read_trace(tmp_path / "rest.client2.jsonl")[0]["payload"]["session"] == 2
+
+
 def test_mcp_stdio_answers_viewer_crashed_with_the_official_client(tmp_path, data_root):
     import anyio
     from mcp import ClientSession
