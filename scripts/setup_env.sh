@@ -17,3 +17,15 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "$venv/bin/python" -m pip install --quiet -e "$root[test,report,ray,vista3d]"  # vista3d: torch + monai, the suite tests VISTA3D
   echo "$want" > "$stamp"
 fi
+
+# Ajv for the strict-mode check of the MCP tool schemas (Testing/Python/server/test_schema_portability.py), pinned by
+# its package-lock.json; skipped without Node.js (the test then says so)
+ajv="$root/Testing/Python/server/ajv"
+lock="$(sha256sum "$ajv/package-lock.json" | cut -d' ' -f1)"
+if command -v npm >/dev/null && [ "$(cat "$ajv/node_modules/.medopenclaw-installed" 2>/dev/null)" != "$lock" ]; then
+  if npm ci --prefix "$ajv" --no-audit --no-fund --ignore-scripts --silent; then
+    echo "$lock" > "$ajv/node_modules/.medopenclaw-installed"
+  else
+    echo "npm ci in $ajv failed: the Ajv schema check will try again or be skipped" >&2
+  fi
+fi

@@ -1,0 +1,90 @@
+"""Tool schemas are portable across MCP clients, checked by a validator this project did not write: every tool the
+MCP server lists (radiology and pathology, track B: every action) and every vendor dialect's parameters, compiled
+by Ajv in strict mode under JSON Schema draft-07 and 2020-12 -- the checks of the MCP Inspector's strict mode (49
+warnings on this project's schemas before they were made portable) and of the TypeScript SDK's result validation.
+
+Ajv runs in Node.js from the pinned package in ``ajv/`` (package.json + package-lock.json; ``scripts/setup_env.sh``
+installs it, and this test does with ``npm ci`` when it is missing). Without Node.js the test is skipped, saying so.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from concurrent.futures import Future
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp.client import Client
+
+from MedOpenClawLib import catalog
+from MedOpenClawLib.registry import ActionSpec
+from MedOpenClawLib.server import mcp as mcp_server
+
+AJV = Path(__file__).resolve().parent / "ajv"
+VENDOR_SCHEMA = {"openai": ("function", "parameters"), "gemini": ("function", "parameters"),
+                 "anthropic": ("input_schema",)}
+
+
+@pytest.fixture(scope="module")
+def ajv() -> Path:
+    """The checker script, its pinned Ajv installed (skip when Node.js or the package cannot be had)."""
+    if shutil.which("node") is None:
+        pytest.skip("Node.js is not installed: the Ajv strict-mode check of the tool schemas needs node (>= 18)")
+    if not (AJV / "node_modules" / "ajv" / "package.json").is_file():
+        if shutil.which("npm") is None:
+            pytest.skip(f"Ajv is not installed in {AJV} and npm is missing: run npm ci --prefix {AJV}")
+        installed = subprocess.run(["npm", "ci", "--prefix", str(AJV), "--no-audit", "--no-fund", "--ignore-scripts"],
+                                   capture_output=True, text=True, timeout=300)
+        if installed.returncode != 0:
+            pytest.skip(f"npm ci --prefix {AJV} failed (offline?): {installed.stderr.strip()[-300:]}")
+    return AJV / "check_schemas.mjs"
+
+
+def strict_problems(script: Path, items: list[dict]) -> list[dict]:
+    completed = subprocess.run(["node", str(script)], input=json.dumps(items), capture_output=True, text=True,
+                               timeout=120, check=True)
+    return json.loads(completed.stdout)
+
+
+def listed_tools(application: str) -> list[dict]:
+    """tools/list as an MCP client receives it from the server (the SDK's own client, in memory)."""
+    listing = catalog.specs(application, "B")
+    server = mcp_server.build_server(mcp_server.SharedSession(Future(), lambda function: Future(), listing),
+                                     application)
+
+    async def main() -> list[dict]:
+        async with Client(server) as client:
+            return [tool.model_dump(by_alias=True, mode="json", exclude_none=True)
+                    for tool in (await client.list_tools()).tools]
+
+    return anyio.run(main)
+
+
+def test_every_listed_tool_schema_compiles_in_ajv_strict_mode(ajv):
+    items = []
+    for application in catalog.APPLICATIONS:
+        for tool in listed_tools(application):
+            items += [{"where": f"mcp:{application}:{tool['name']}:{key}", "schema": tool[key]}
+                      for key in ("inputSchema", "outputSchema")]
+        for entry in catalog.entries(application, "B"):
+            for fmt, path in VENDOR_SCHEMA.items():
+                schema = catalog.serialize(fmt, ActionSpec.from_description(entry), application)
+                for key in path:
+                    schema = schema[key]
+                items.append({"where": f"{fmt}:{application}:{entry['name']}", "schema": schema})
+    assert len(items) > 4 * len(catalog.entries(None, "B"))
+    assert strict_problems(ajv, items) == []
+
+
+def test_the_check_finds_what_strict_clients_warn_about(ajv):
+    """The checker is not vacuous: a type list, a keyword of another type, an undefined required property and an
+    unknown keyword are each reported, in both dialects."""
+    schema = {"type": "object", "properties": {"x": {"type": ["string", "null"], "minimum": 1}},
+              "required": ["y"], "optional": True}
+    problems = strict_problems(ajv, [{"where": "bad", "schema": schema}])
+    text = " ".join(problem["problem"] for problem in problems)
+    assert {problem["dialect"] for problem in problems} == {"draft-07", "2020-12"}
+    assert all(word in text for word in ("strictRequired", "strictTypes", 'unknown keyword: "optional"'))
