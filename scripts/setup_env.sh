@@ -18,14 +18,14 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-# Ajv for the strict-mode check of the MCP tool schemas (Testing/Python/server/test_schema_portability.py), pinned by
-# its package-lock.json; skipped without Node.js (the test then says so)
-ajv="$root/Testing/Python/server/ajv"
-lock="$(sha256sum "$ajv/package-lock.json" | cut -d' ' -f1)"
-if command -v npm >/dev/null && [ "$(cat "$ajv/node_modules/.medopenclaw-installed" 2>/dev/null)" != "$lock" ]; then
-  if npm ci --prefix "$ajv" --no-audit --no-fund --ignore-scripts --silent; then
-    echo "$lock" > "$ajv/node_modules/.medopenclaw-installed"
+# the Node.js clients the suite runs (Ajv strict mode on the tool schemas, the TypeScript MCP SDK's client), pinned
+# by their package-lock.json; without Node.js those tests are skipped, saying so
+node_clients="$root/Testing/Python/server/node"
+lock="$(sha256sum "$node_clients/package-lock.json" | cut -d' ' -f1)"
+if command -v npm >/dev/null && [ "$(cat "$node_clients/node_modules/.medopenclaw-installed" 2>/dev/null)" != "$lock" ]; then
+  if npm ci --prefix "$node_clients" --no-audit --no-fund --ignore-scripts --silent; then
+    echo "$lock" > "$node_clients/node_modules/.medopenclaw-installed"
   else
-    echo "npm ci in $ajv failed: the Ajv schema check will try again or be skipped" >&2
+    echo "npm ci in $node_clients failed: the tests that need it will try again or be skipped" >&2
   fi
 fi

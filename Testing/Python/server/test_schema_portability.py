@@ -3,14 +3,13 @@ MCP server lists (radiology and pathology, track B: every action) and every vend
 by Ajv in strict mode under JSON Schema draft-07 and 2020-12 -- the checks of the MCP Inspector's strict mode (49
 warnings on this project's schemas before they were made portable) and of the TypeScript SDK's result validation.
 
-Ajv runs in Node.js from the pinned package in ``ajv/`` (package.json + package-lock.json; ``scripts/setup_env.sh``
-installs it, and this test does with ``npm ci`` when it is missing). Without Node.js the test is skipped, saying so.
+Ajv runs in Node.js from the pinned packages in ``node/`` (the ``node_clients`` fixture of this folder's conftest.py);
+without Node.js the test is skipped, saying so.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from concurrent.futures import Future
 from pathlib import Path
@@ -23,24 +22,13 @@ from MedOpenClawLib import catalog
 from MedOpenClawLib.registry import ActionSpec
 from MedOpenClawLib.server import mcp as mcp_server
 
-AJV = Path(__file__).resolve().parent / "ajv"
 VENDOR_SCHEMA = {"openai": ("function", "parameters"), "gemini": ("function", "parameters"),
                  "anthropic": ("input_schema",)}
 
 
 @pytest.fixture(scope="module")
-def ajv() -> Path:
-    """The checker script, its pinned Ajv installed (skip when Node.js or the package cannot be had)."""
-    if shutil.which("node") is None:
-        pytest.skip("Node.js is not installed: the Ajv strict-mode check of the tool schemas needs node (>= 18)")
-    if not (AJV / "node_modules" / "ajv" / "package.json").is_file():
-        if shutil.which("npm") is None:
-            pytest.skip(f"Ajv is not installed in {AJV} and npm is missing: run npm ci --prefix {AJV}")
-        installed = subprocess.run(["npm", "ci", "--prefix", str(AJV), "--no-audit", "--no-fund", "--ignore-scripts"],
-                                   capture_output=True, text=True, timeout=300)
-        if installed.returncode != 0:
-            pytest.skip(f"npm ci --prefix {AJV} failed (offline?): {installed.stderr.strip()[-300:]}")
-    return AJV / "check_schemas.mjs"
+def ajv(node_clients: Path) -> Path:
+    return node_clients / "check_schemas.mjs"
 
 
 def strict_problems(script: Path, items: list[dict]) -> list[dict]:
