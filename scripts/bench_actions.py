@@ -17,6 +17,7 @@ import json
 import os
 import platform
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -141,6 +142,19 @@ def navigation_paths(registry, repeats: int) -> dict:
     return report
 
 
+def without_isal(array: np.ndarray) -> bytes:
+    """encode_png where isal is not installed (its zlib fallback)."""
+    saved = sys.modules.get("isal")
+    sys.modules["isal"] = None  # importing it now raises ImportError
+    try:
+        return encode_png(array)
+    finally:
+        if saved is None:
+            del sys.modules["isal"]
+        else:
+            sys.modules["isal"] = saved
+
+
 def encoders(registry, repeats: int) -> dict:
     """The lossless encoders tried on a rendered 512 px view: time and bytes (the library uses the fastest)."""
     pixels = ok(registry.call("observe", {"view": "axial", "size": 512})).images[0].pixels
@@ -155,10 +169,12 @@ def encoders(registry, repeats: int) -> dict:
 
     candidates = {"pillow_png_level1": pillow(1), "pillow_png_level0": pillow(0),
                   "libpng_level1_default": lambda array: imagecodecs.png_encode(array, level=1),
-                  "libspng_level1": lambda array: imagecodecs.spng_encode(array, level=1),
-                  "libpng_level1_rle_sub (opencv)": lambda array: imagecodecs.png_encode(array, level=1, strategy=3,
-                                                                                          filter=16),
-                  "libpng_level1_huffman_up (used)": encode_png}
+                  "libpng_level1_rle_sub (opencv's)": lambda array: imagecodecs.png_encode(array, level=1, strategy=3,
+                                                                                           filter=16),
+                  "libpng_level1_huffman_up": lambda array: imagecodecs.png_encode(array, level=1, strategy=2,
+                                                                                   filter=32),
+                  "up_filter_zlib_huffman (without isal)": without_isal,
+                  "up_filter_isal_level1 (used)": encode_png}
     samples = interleaved({name: (lambda i, f=f: f(pixels)) for name, f in candidates.items()}, repeats)
     report = {}
     for name, encode in candidates.items():
