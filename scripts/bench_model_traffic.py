@@ -1,14 +1,22 @@
-"""What a 20-round model episode sends, per module: the default conversation policy against ``--image-history all``
-(the behaviour before the policy), against the repo's limit-enforcing fake servers -> ``bench/model_traffic.json``.
+"""What a 20-round model episode sends, per module, against the repo's limit-enforcing fake servers
+(Testing/Python/model_servers.py) -> ``bench/model_traffic.json``.
 
-Per module and policy, over the episodes of ``--cases`` cases (a scripted GPT-4o/Claude-like model making two tool
-calls per round for 20 rounds, then answering): images, bytes and tokens of the largest request, input tokens sent
-per episode (Anthropic's image rule: w*h/750, text at 3.5 characters per token), and the same with prompt caching
-(the part of each request identical to the previous one read from the cache, billed at 10 %, as Anthropic does),
-and how many requests each documented server limit would have refused. The default policy also runs against the
-strictest fake (llama.cpp at 16k, which refuses any request over its window): refusals there must be 0.
+Traffic, per module: the default conversation policy against ``--image-history all --tool-history all`` (the
+behaviour before the policy), both on the Anthropic wire format, a scripted GPT-4o/Claude-like model making two tool
+calls per round for 20 rounds, then answering. Per episode: images, bytes and tokens of the largest request, the
+input tokens sent (Anthropic's image rule w*h/750, text at 3.5 characters per token), and with prompt caching the
+tokens read from the cache (the prefix -- tools, system, whole messages -- identical to the previous request's)
+reported apart from those written (every other prompt token: the breakpoints sit on the latest turns), billed as
+Anthropic bills them (reads 10 %, writes 125 % of the input price); and per documented server limit how many
+requests it would have refused.
 
-    python scripts/bench_model_traffic.py [--cases 2] [--rounds 20] [--modules ucsf-pdgm,...]
+Matrix, per module and fake server profile (OpenAI, OpenAI strict mode, Anthropic with and without extended
+thinking, vLLM at 32k, Gemini 2.5 and 3, Mistral, Ollama at 32k, llama.cpp at 16k): one 20-round episode under the
+default policy must finish scored with its full scripted trajectory (two tool calls per round), with no request
+refused, over a documented limit, or silently cut; and a text-only or tool-less server must be refused by the
+pre-flight (exit 2) in seconds.
+
+    python scripts/bench_model_traffic.py [--cases 1] [--rounds 20] [--modules ucsf-pdgm,...] [--no-matrix]
 """
 
 from __future__ import annotations
@@ -30,14 +38,21 @@ sys.path.insert(0, str(ROOT / "Testing" / "Python"))
 
 from model_servers import PROFILES, LimitedModelServer, Profile, ScriptedVLM, image_cost, png_size  # noqa: E402
 
+from MedOpenClawLib.audit import read_trace  # noqa: E402
 from MedOpenClawLib.bench.modules import names  # noqa: E402
 from MedOpenClawLib.cli import main  # noqa: E402
 
 CACHE_MARK = ', "cache_control": {"type": "ephemeral"}'  # breakpoints move each turn; the cached prefix does not
-CACHED_PRICE = 0.1  # Anthropic bills cache reads at 10 % of the input price
-STRICTEST = "llamacpp-16k"
-# the documented per-request limits each request is checked against (model_servers.PROFILES, cited there)
+CACHE_READ_PRICE = 0.1  # Anthropic: cache reads at 10 % of the input price ...
+CACHE_WRITE_PRICE = 1.25  # ... and 5-minute cache writes at 125 %
+# the documented per-request limits each traffic request is checked against (model_servers.PROFILES, cited there)
 CHECKED = ("anthropic", "gemini-2.5", "mistral", "vllm-32k", "ollama-32k", "llamacpp-16k")
+MATRIX = ("openai", "openai-strict", "anthropic", "anthropic-thinking", "vllm-32k", "gemini-2.5", "gemini-3",
+          "mistral", "ollama-32k", "llamacpp-16k")
+REFUSED_BY_PREFLIGHT = ("text-only", "no-tools")
+MODELS = {"anthropic": "claude-sonnet-4", "gemini-2.5": "gemini-2.5-flash", "gemini-3": "gemini-3-pro-preview",
+          "mistral": "mistral-small-latest", "openai": "gpt-4o", "openai-strict": "gpt-4o"}
+THINKING = '{"thinking": {"type": "enabled", "budget_tokens": 1024}}'
 
 
 def _images(body: dict) -> list[str]:
@@ -60,7 +75,7 @@ def _images(body: dict) -> list[str]:
 
 def tokens(body: dict, rule: str) -> int:
     images = _images(body)
-    text = len(json.dumps({key: value for key, value in body.items()})) - sum(len(data) for data in images)
+    text = len(json.dumps(body)) - sum(len(data) for data in images)
     return math.ceil(text / 3.5) + sum(image_cost(rule, *png_size(data)) for data in images)
 
 
@@ -83,7 +98,7 @@ class Recorder:
 
     model: ScriptedVLM
     requests: list[dict] = field(default_factory=list)
-    previous: list = field(default_factory=list)
+    previous: dict = field(default_factory=dict)
 
     def __call__(self, body: dict, profile: Profile) -> dict:
         if not any((tool.get("function") or tool).get("name") == "report_colour" for tool in body.get("tools", [])):
@@ -91,19 +106,22 @@ class Recorder:
         return self.model(body, profile)
 
     def measure(self, body: dict) -> None:
-        messages = json.loads(json.dumps(body.get("messages", [])).replace(CACHE_MARK, ""))
+        plain = json.loads(json.dumps(body).replace(CACHE_MARK, ""))
+        messages, previous = plain.get("messages", []), self.previous.get("messages", [])
         if len(messages) <= 2:  # a new episode starts
-            self.previous = []
+            previous = []
         shared = 0
-        while shared < min(len(messages), len(self.previous)) and messages[shared] == self.previous[shared]:
+        while shared < min(len(messages), len(previous)) and messages[shared] == previous[shared]:
             shared += 1
+        prefix = {key: plain.get(key) for key in ("tools", "system")}
+        same_prefix = bool(previous) and prefix == {key: self.previous.get(key) for key in prefix}
         total = tokens(body, "anthropic")
-        cached = tokens({"messages": messages[:shared], "tools": body.get("tools")}, "anthropic") if shared else 0
+        cached = tokens({**prefix, "messages": messages[:shared]}, "anthropic") if same_prefix else 0
         size = len(json.dumps(body))
         self.requests.append({"images": len(_images(body)), "bytes": size, "tokens": total,
-                              "cached": min(cached, total), "episode_start": not self.previous,
+                              "cached": min(cached, total), "episode_start": not previous,
                               "refused_by": [name for name in CHECKED if refusals(body, size, PROFILES[name])]})
-        self.previous = messages
+        self.previous = plain
 
 
 def small_cohort(root: Path, modules: list[str], cases: int) -> Path:
@@ -120,21 +138,24 @@ def small_cohort(root: Path, modules: list[str], cases: int) -> Path:
     return root / "cases"
 
 
-def run(module: str, profile: Profile, policy: str, cases: int, rounds: int, out: Path, cohort: Path,
-        server_profile: str | None = None) -> tuple[dict, Recorder, LimitedModelServer]:
-    recorder = Recorder(ScriptedVLM(rounds=rounds))
-    with LimitedModelServer(profile, recorder) as server:
+def run(module: str, profile: Profile, model, cases: int, rounds: int, out: Path, cohort: Path,
+        options: list[str]) -> tuple[dict, LimitedModelServer, float]:
+    """One ``bench run --agent model`` against a fake of ``profile``: (summary, server, seconds)."""
+    started = time.perf_counter()
+    with LimitedModelServer(profile, model) as server:
         argv = ["bench", "run", "--module", module, "--agent", "model", "--provider", profile.wire, "--model",
-                "claude-sonnet-4" if profile.wire == "anthropic" else "local-vlm", "--base-url", server.url,
-                "--limit", str(cases), "--max-rounds", str(rounds), "--image-history", policy,
-                "--out", str(out), "--max-retries", "1", "--cases", str(cohort / module)]
-        argv += ["--server-profile", server_profile] if server_profile else []
-        stdout = io.StringIO()
-        with contextlib.redirect_stdout(stdout):
+                MODELS.get(profile.name.removesuffix("-thinking"), "local-vlm"), "--base-url", server.url,
+                "--limit", str(cases), "--max-rounds", str(rounds), "--out", str(out), "--max-retries", "1",
+                "--cases", str(cohort / module), *options]
+        argv += ["--extra-body", THINKING] if profile.thinking_budget else []
+        stdout, stderr = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             code = main(argv)
-    summary = json.loads(stdout.getvalue().strip().splitlines()[-1])
+    lines = stdout.getvalue().strip().splitlines()
+    summary = json.loads(lines[-1]) if lines and lines[-1].startswith("{") else {}
     summary["exit_code"] = code
-    return summary, recorder, server
+    summary["stderr_tail"] = stderr.getvalue().strip().splitlines()[-1:]
+    return summary, server, time.perf_counter() - started
 
 
 def episodes(requests: list[dict]) -> list[list[dict]]:
@@ -146,56 +167,113 @@ def episodes(requests: list[dict]) -> list[list[dict]]:
     return grouped
 
 
-def report(summary: dict, recorder: Recorder) -> dict:
+def traffic(summary: dict, recorder: Recorder) -> dict:
     per_episode = episodes(recorder.requests)
-    largest = max(recorder.requests, key=lambda request: request["tokens"])
-    sent = [sum(request["tokens"] for request in episode) for episode in per_episode]
-    billed = [sum(r["tokens"] - r["cached"] + CACHED_PRICE * r["cached"] for r in episode) for episode in per_episode]
-    refused = {name: sum(name in request["refused_by"] for request in recorder.requests) for name in CHECKED}
+    count = len(per_episode)
+
+    def per(key: str) -> int:
+        return round(sum(request[key] for request in recorder.requests) / count)
+
+    sent, read = per("tokens"), per("cached")
     return {
-        "episodes": len(per_episode), "scored": summary.get("scored"), "errors": summary.get("errors"),
-        "rejected": summary.get("rejected"),
-        "requests_per_episode": round(len(recorder.requests) / len(per_episode), 1),
-        "largest_request": {"images": max(r["images"] for r in recorder.requests),
-                            "bytes": max(r["bytes"] for r in recorder.requests), "tokens": largest["tokens"]},
-        "images_sent_per_episode": round(sum(r["images"] for r in recorder.requests) / len(per_episode), 1),
-        "input_tokens_per_episode": round(sum(sent) / len(sent)),
-        "cache_read_tokens_per_episode": round(sum(r["cached"] for r in recorder.requests) / len(per_episode)),
-        "billed_input_tokens_per_episode_with_caching": round(sum(billed) / len(billed)),
-        "requests_over_documented_limits": refused,
+        "episodes": count, "scored": summary.get("scored"), "errors": summary.get("errors"),
+        "rejected": summary.get("rejected"), "requests_per_episode": round(len(recorder.requests) / count, 1),
+        "largest_request": {key: max(r[key] for r in recorder.requests) for key in ("images", "bytes", "tokens")},
+        "images_sent_per_episode": round(per("images")),
+        "input_tokens_per_episode": sent,
+        "cache_read_tokens_per_episode": read,
+        "cache_write_tokens_per_episode": sent - read,
+        "billed_input_tokens_per_episode_with_caching": round((sent - read) * CACHE_WRITE_PRICE
+                                                              + read * CACHE_READ_PRICE),
+        "requests_over_documented_limits": {name: sum(name in r["refused_by"] for r in recorder.requests)
+                                            for name in CHECKED},
     }
+
+
+def module_traffic(module: str, args, scratch: Path, cohort: Path) -> dict:
+    row = {}
+    for policy, options in (("all", ["--image-history", "all", "--tool-history", "all", "--server-profile",
+                                     "openai"]), ("default", [])):
+        # all: today's behaviour against a server that refuses nothing (held to OpenAI's roomy limits, so the
+        # budget trims nothing); default: the policy against the Anthropic fake
+        profile = Profile("unlimited", "anthropic") if policy == "all" else PROFILES["anthropic"]
+        recorder = Recorder(ScriptedVLM(rounds=args.rounds))
+        summary, _, seconds = run(module, profile, recorder, args.cases, args.rounds, scratch / module / policy,
+                                  cohort, options)
+        row[policy] = {**traffic(summary, recorder), "seconds": round(seconds, 1)}
+    row["reduction"] = round(row["all"]["input_tokens_per_episode"] / row["default"]["input_tokens_per_episode"], 2)
+    row["billed_reduction_with_caching"] = round(row["all"]["billed_input_tokens_per_episode_with_caching"]
+                                                 / row["default"]["billed_input_tokens_per_episode_with_caching"], 2)
+    return row
+
+
+def trajectory(out: Path) -> list[int]:
+    """Tool calls received per episode (the scripted trajectory: two per round)."""
+    return [sum(record["kind"] == "tool_receipt" for record in read_trace(trace))
+            for trace in sorted(out.rglob("trace-*.jsonl"))]
+
+
+def matrix_cell(module: str, name: str, args, scratch: Path, cohort: Path) -> dict:
+    profile = PROFILES[name]
+    options = ["--server-profile", "openai-strict"] if profile.strict_tools else []
+    out = scratch / module / f"matrix-{name}"
+    summary, server, seconds = run(module, profile, ScriptedVLM(rounds=args.rounds), args.cases, args.rounds, out,
+                                   cohort, options)
+    calls = trajectory(out)
+    cell = {"scored": summary.get("scored"), "errors": summary.get("errors"), "rejected": summary.get("rejected"),
+            "exit_code": summary["exit_code"], "tool_calls_per_episode": calls,
+            "refusals": len(server.refusals), "requests_cut_by_server": sum(s.dropped > 0 for s in server.stats),
+            "largest_request": {"images": max(s.images for s in server.stats),
+                                "tokens_by_the_server": max(s.tokens for s in server.stats),
+                                "bytes": max(s.bytes for s in server.stats)},
+            "seconds": round(seconds, 1)}
+    cell["ok"] = bool(summary.get("scored") == args.cases and not summary.get("errors") and not cell["refusals"]
+                      and not cell["requests_cut_by_server"] and calls == [2 * args.rounds] * args.cases)
+    if server.refusals:
+        cell["first_refusal"] = server.refusals[0][:300]
+    return cell
+
+
+def preflight_refusals(module: str, args, scratch: Path, cohort: Path) -> dict:
+    found = {}
+    for name in REFUSED_BY_PREFLIGHT:
+        summary, server, seconds = run(module, PROFILES[name], ScriptedVLM(rounds=args.rounds), args.cases,
+                                       args.rounds, scratch / f"preflight-{name}", cohort, [])
+        found[name] = {"exit_code": summary["exit_code"], "seconds": round(seconds, 2),
+                       "message": summary["stderr_tail"], "requests": len(server.stats),
+                       "ok": summary["exit_code"] == 2 and len(server.stats) == 1}
+    return found
 
 
 def main_bench() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", type=int, default=2)
+    parser.add_argument("--cases", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--modules", default=",".join(names()))
+    parser.add_argument("--no-matrix", action="store_true", help="traffic only")
     parser.add_argument("--out", default=str(ROOT / "bench" / "model_traffic.json"))
     args = parser.parse_args()
-    results: dict = {"rounds": args.rounds, "cases_per_module": args.cases, "token_rule": "anthropic w*h/750, "
-                     "text/3.5", "cached_price": CACHED_PRICE, "strictest_server": STRICTEST, "modules": {}}
+    modules = args.modules.split(",")
+    from MedOpenClawLib.providers.conversation import ConversationPolicy
+
+    results: dict = {"rounds": args.rounds, "cases_per_module": args.cases, "wire": "anthropic",
+                     "token_rule": "anthropic w*h/750, text/3.5", "default_policy": ConversationPolicy().to_json(),
+                     "cache_prices": {"read": CACHE_READ_PRICE, "write": CACHE_WRITE_PRICE}, "modules": {}}
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
-        cohort = small_cohort(Path(scratch) / "cohort", args.modules.split(","), args.cases)
-        for module in args.modules.split(","):
-            row = {}
-            # today's behaviour: every image, the task every round, against a server that refuses nothing
-            summary, recorder, _ = run(module, Profile("unlimited"), "all", args.cases, args.rounds,
-                                       Path(scratch) / module / "all", cohort, server_profile="openai")
-            row["all"] = report(summary, recorder)
-            summary, recorder, _ = run(module, PROFILES["anthropic"], "6", args.cases, args.rounds,
-                                       Path(scratch) / module / "default", cohort)
-            row["default"] = report(summary, recorder)
-            summary, recorder, server = run(module, PROFILES[STRICTEST], "6", args.cases, args.rounds,
-                                            Path(scratch) / module / "strictest", cohort)
-            row["default_on_strictest"] = {**report(summary, recorder), "refusals": len(server.refusals)}
-            row["reduction"] = round(row["all"]["input_tokens_per_episode"]
-                                     / row["default"]["input_tokens_per_episode"], 2)
+        cohort = small_cohort(Path(scratch) / "cohort", modules, args.cases)
+        for module in modules:
+            row = module_traffic(module, args, Path(scratch), cohort)
+            if not args.no_matrix:
+                row["matrix"] = {name: matrix_cell(module, name, args, Path(scratch), cohort) for name in MATRIX}
             results["modules"][module] = row
+            failed = [name for name, cell in row.get("matrix", {}).items() if not cell["ok"]]
             print(f"{module}: {row['all']['input_tokens_per_episode']} -> {row['default']['input_tokens_per_episode']}"
-                  f" tokens/episode ({row['reduction']}x), strictest refusals "
-                  f"{row['default_on_strictest']['refusals']}", file=sys.stderr)
+                  f" tokens/episode ({row['reduction']}x); matrix failures: {failed or 'none'}", file=sys.stderr)
+        if not args.no_matrix:
+            results["preflight_refusals"] = preflight_refusals(modules[0], args, Path(scratch), cohort)
+    results["all_matrix_cells_ok"] = all(cell["ok"] for row in results["modules"].values()
+                                         for cell in row.get("matrix", {}).values())
     results["seconds"] = round(time.perf_counter() - started, 1)
     Path(args.out).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 

@@ -16,6 +16,12 @@ that is too optimistic fails here. Sources of each rule:
 - vLLM (``--max-model-len``; GET /v1/models reports ``max_model_len``): prompt + max_tokens over the window is a 400
   "This model's maximum context length is N tokens. However, you requested ..."; invalid JSON tool arguments in the
   history are a 400; Qwen2-VL images cost one token per 28x28 patch.
+- OpenAI strict mode (platform.openai.com/docs/guides/structured-outputs, "Supported schemas"; function calling
+  with ``"strict": true``): every object needs ``additionalProperties: false`` and every property in ``required``;
+  the root is an object, never ``anyOf``; only the documented keywords (``default``, ``minLength``, ``maxLength``,
+  ``uniqueItems``, ``allOf``, ``not``, ``if``/``then``/``else``, ... are refused: "Invalid schema for function
+  'f': In context=(...), 'default' is not permitted.", code ``invalid_function_parameters``); the model then sends
+  every property, null for those it does not give.
 - Gemini 2.5 / 3 OpenAI endpoint (ai.google.dev/gemini-api/docs/openai, /image-understanding, /thought-signatures):
   20 MB inline request limit; Gemini 3 answers 400 when a function call of the history lacks its
   ``extra_content.google.thought_signature``; the schema subset refuses ``additionalProperties``.
@@ -59,6 +65,7 @@ class Profile:
     strict_history_json: bool = False  # vLLM: tool-call arguments in the history must be valid JSON
     thought_signatures: bool = False  # Gemini 3
     gemini_schema: bool = False
+    strict_tools: bool = False  # OpenAI strict mode: every tool must be strict and in its schema subset
     user_after_tool: bool = True  # Mistral: False
     drop_oldest: bool = False  # Ollama
     thinking_budget: int = 0  # Anthropic extended thinking
@@ -69,6 +76,8 @@ class Profile:
 
 PROFILES = {
     "openai": Profile("openai", context=128_000, max_images=500, max_request_bytes=50_000_000, image_rule="openai"),
+    "openai-strict": Profile("openai-strict", context=128_000, max_images=500, max_request_bytes=50_000_000,
+                             image_rule="openai", strict_tools=True),
     "anthropic": Profile("anthropic", "anthropic", 200_000, 100, 32_000_000, 5 * 1024 * 1024, 8000, 20, 2000,
                          image_rule="anthropic"),
     "anthropic-thinking": Profile("anthropic-thinking", "anthropic", 200_000, 100, 32_000_000, 5 * 1024 * 1024,
@@ -87,8 +96,8 @@ PROFILES = {
     "no-tools": Profile("no-tools", context=32_768, tool_calling=False),
 }
 # the URL path each profile is served under, so the harness's profile detection sees what a user would give it
-URL_HINTS = {"openai": "/v1", "anthropic": "", "anthropic-thinking": "", "gemini-2.5": "/gemini/v1",
-             "gemini-3": "/gemini/v1", "mistral": "/mistral/v1"}
+URL_HINTS = {"openai": "/v1", "openai-strict": "/v1", "anthropic": "", "anthropic-thinking": "",
+             "gemini-2.5": "/gemini/v1", "gemini-3": "/gemini/v1", "mistral": "/mistral/v1"}
 
 
 def png_size(data: str) -> tuple[int, int]:
@@ -151,6 +160,42 @@ def _images(message: dict) -> list[str]:
         elif part.get("type") == "tool_result" and isinstance(part.get("content"), list):
             found += _images({"content": part["content"]})
     return found
+
+
+STRICT_KEYWORDS = frozenset({"type", "description", "enum", "const", "properties", "required",
+                             "additionalProperties", "items", "anyOf", "pattern", "format", "multipleOf", "minimum",
+                             "maximum", "exclusiveMinimum", "exclusiveMaximum", "minItems", "maxItems", "$ref",
+                             "$defs"})
+
+
+def strict_problem(schema, context: tuple) -> str | None:
+    """Why OpenAI strict mode refuses ``schema`` (None: accepted), in its error's words."""
+    where = f"In context={context}"
+    if not isinstance(schema, dict):
+        return f"{where}, schema must be an object."
+    if not context and (schema.get("type") != "object" or "anyOf" in schema):
+        return f"{where}, the root schema must be an object and not 'anyOf'."
+    for key in schema:
+        if key not in STRICT_KEYWORDS:
+            return f"{where}, '{key}' is not permitted."
+    if schema.get("type") == "object" or "properties" in schema:
+        properties = schema.get("properties") or {}
+        if schema.get("additionalProperties") is not False:
+            return f"{where}, 'additionalProperties' is required to be supplied and to be false."
+        missing = [name for name in properties if name not in (schema.get("required") or [])]
+        if missing or set(schema.get("required") or []) - set(properties):
+            return (f"{where}, 'required' is required to be supplied and to be an array including every key in "
+                    f"properties. Missing '{(missing or ['?'])[0]}'.")
+        for name, item in properties.items():
+            if (problem := strict_problem(item, (*context, "properties", name))) is not None:
+                return problem
+    for key in ("items",):
+        if key in schema and (problem := strict_problem(schema[key], (*context, key))) is not None:
+            return problem
+    for index, option in enumerate(schema.get("anyOf") or []):
+        if (problem := strict_problem(option, (*context, "anyOf", str(index)))) is not None:
+            return problem
+    return None
 
 
 @dataclass
@@ -293,9 +338,16 @@ class LimitedModelServer:
         return dropped
 
     def check_history(self, body: dict) -> None:
-        """Message-order and round-trip rules of the history sent back."""
+        """Message-order and round-trip rules of the history sent back, and the tool schema dialect."""
         profile = self.profile
         messages = body.get("messages", [])
+        for tool in body.get("tools", []) if profile.strict_tools else []:
+            function = tool.get("function") or {}
+            problem = "'strict' must be true" if function.get("strict") is not True else strict_problem(
+                function.get("parameters"), ())
+            if problem:
+                raise openai_error(f"Invalid schema for function '{function.get('name')}': {problem}",
+                                   "invalid_function_parameters")
         if profile.gemini_schema and "additionalProperties" in json.dumps(body.get("tools", [])):
             raise openai_error('Invalid JSON payload received. Unknown name "additionalProperties" at '
                                "'tools[0].function.parameters': Cannot find field.")
@@ -326,6 +378,8 @@ class LimitedModelServer:
 # ---------------------------------------------------------------------------------------------- scripted model
 VOLUME = re.compile(r"- (\S+) \(id ")
 IMAGE_ID = re.compile(r"img-\d+")
+# a line of the conversation policy's list of shortened earlier rounds
+SHORTENED_ROUND = re.compile(r"\\n(\d+)\. (?:[a-z_]+ [{\[]|a reply without)")
 RADIOLOGY_ANSWER = ("Findings: one enhancing lesion reviewed on several slices.\nKEY_SLICE_AXIAL_MM: 0.0\n"
                     "KEY_SLICE_SAGITTAL_MM: 0.0\nKEY_SLICE_CORONAL_MM: 0.0\nRAS: [0.0, 0.0, 0.0]\nANSWER: A")
 PATHOLOGY_ANSWER = "The slide was reviewed at several magnifications.\nANSWER: A"
@@ -366,7 +420,8 @@ def pathology_round(index: int) -> list[tuple[str, dict]]:
 @dataclass
 class ScriptedVLM:
     """Plays GPT-4o / Claude: ``rounds`` tool rounds of two calls, then the answer. Stateless per request (the
-    round is the number of assistant turns in the history). ``quirks``: ``truncated`` (round 2's first call is cut
+    round is the number of assistant turns in the history, plus the earlier rounds the conversation policy
+    listed in one line each). ``quirks``: ``truncated`` (round 2's first call is cut
     at max_tokens), ``empty`` (round 4's reply is empty), ``answer_turn_call`` (a tool call on the answer turn),
     ``reasoning_answer`` (the answer only in reasoning_content)."""
 
@@ -378,9 +433,10 @@ class ScriptedVLM:
         messages = body.get("messages", [])
         assistant = [m for m in messages if m.get("role") == "assistant"
                      and m.get("content") not in ("(tool results received)",)]
-        index = len([m for m in assistant if m.get("tool_calls") or any(
-            b.get("type") == "tool_use" for b in (m.get("content") if isinstance(m.get("content"), list) else []))])
         conversation = _text_of(messages)
+        shortened = [int(number) for number in SHORTENED_ROUND.findall(conversation)]  # rounds no longer shown
+        index = max(shortened, default=0) + len([m for m in assistant if m.get("tool_calls") or any(
+            b.get("type") == "tool_use" for b in (m.get("content") if isinstance(m.get("content"), list) else []))])
         pathology = any(t.get("name", t.get("function", {}).get("name")) == "capture_viewer"
                         for t in body.get("tools", []))
         preflight = any((t.get("function") or t).get("name") == "report_colour" for t in body.get("tools", []))
@@ -399,6 +455,10 @@ class ScriptedVLM:
             self.state["empty"] = True
             return self.reply(profile, "", [], index)
         calls = pathology_round(index) if pathology else radiology_round(index, conversation)
+        if profile.strict_tools:  # strict mode: every property, null for those not given
+            schemas = {t["function"]["name"]: t["function"]["parameters"] for t in body.get("tools", [])}
+            calls = [(name, {**dict.fromkeys((schemas.get(name) or {}).get("properties") or {}), **arguments})
+                     for name, arguments in calls]
         cut = "truncated" in self.quirks and index == 2 and not self.state.get("cut")
         self.state["cut"] = self.state.get("cut") or cut
         return self.reply(profile, "", calls, index, cut=cut)

@@ -35,6 +35,8 @@ CONTINUE = "Your reply was cut off at the output-token limit. Continue exactly w
 TRUNCATED_CALL = ("{name}: the call's arguments were cut off at the output-token limit (max_tokens), so nothing was "
                   "executed; send the call again, shorter")
 MAX_CONTINUATIONS = 2
+# what an old round's viewer state summary shrinks to under the conversation policy (each round brings the current one)
+SUPERSEDED_STATE = "[earlier viewer state, not repeated: the latest one is current]"
 # the protocol deviations counted per episode (process metrics): what the model did outside the API's contract
 DEVIATIONS = ("tool_call_as_text", "empty_reply", "answer_in_reasoning", "tool_call_on_answer_turn")
 
@@ -254,7 +256,7 @@ class EpisodeLoop:
                 if self.config.round_observation is not None:
                     text, images = self.config.round_observation(self.env, outcome.rounds)
                     outcome.images_received += len(images)
-                    self.conversation.append(Message("user", text, images=images))
+                    self.conversation.append(Message("user", text, images=images, superseded=SUPERSEDED_STATE))
                 continue
             elif not reply.text and not nudged and not pieces:
                 nudged = True

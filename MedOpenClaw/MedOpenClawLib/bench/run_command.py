@@ -107,8 +107,9 @@ def provider_config(args):
         model=args.model, provider=args.provider, base_url=args.base_url, temperature=args.temperature,
         seed=args.seed, timeout_s=args.model_timeout, max_tokens=args.max_tokens or args.max_completion_tokens
         or 2048, token_limit_field="max_completion_tokens" if args.max_completion_tokens else "max_tokens",
-        extra_body=args.extra_body or {}, image_history=args.image_history, context_window=args.context_window,
-        profile=args.server_profile, retry=RetryPolicy(max_retries=args.max_retries, deadline_s=args.retry_deadline))
+        extra_body=args.extra_body or {}, context_window=args.context_window,
+        profile=args.server_profile, retry=RetryPolicy(max_retries=args.max_retries, deadline_s=args.retry_deadline),
+        **{key: getattr(args, key) for key in ("image_history", "tool_history") if hasattr(args, key)})
     if args.prices:
         config.price = load_price(args.prices, config.model)
         if config.price is None:
@@ -303,11 +304,11 @@ def _fail_on_error(text: str) -> float:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
-def _image_history(text: str) -> int | None:
-    from ..providers.conversation import parse_image_history
+def _history(text: str) -> int | None:
+    from ..providers.conversation import parse_history
 
     try:
-        return parse_image_history(text)
+        return parse_history(text)
     except ValueError as error:
         raise argparse.ArgumentTypeError(str(error)) from None
 
@@ -348,15 +349,21 @@ def add_bench_subcommand(bench_subparsers) -> None:
     model.add_argument("--no-preflight", action="store_true",
                        help="skip the request (one image, one tool) that checks key, URL, model, image input and tool "
                             "calling before workers start")
-    model.add_argument("--image-history", type=_image_history, default=6, metavar="K|all",
-                       help="images each request carries: the last K (older ones become text stubs; default 6), or "
-                            "all; recorded in run.json")
+    # defaults: the conversation policy's (providers.conversation, imported only when a model agent runs)
+    model.add_argument("--image-history", type=_history, default=argparse.SUPPRESS, metavar="K|all",
+                       help="images each request carries: the last K at each drop point (older ones become text "
+                            "stubs; default: the documented policy, see README), or all; recorded in run.json")
+    model.add_argument("--tool-history", type=_history, default=argparse.SUPPRESS, metavar="N|all",
+                       help="rounds whose tool outputs and viewer states each request carries whole: the last N at "
+                            "each drop point (older ones become one-line stubs naming status, view and image ids; "
+                            "default: the documented policy), or all; recorded in run.json")
     model.add_argument("--context-window", type=int, metavar="TOKENS",
                        help="the server's context window (default: documented per server, reported by vLLM and "
                             "llama.cpp, else 16384); every request is trimmed to fit it")
-    model.add_argument("--server-profile", choices=("openai", "anthropic", "gemini", "mistral", "vllm", "ollama",
-                                                    "llamacpp", "openai-compatible"),
-                       help="whose documented limits requests are held to (default: detected from URL and model)")
+    model.add_argument("--server-profile", choices=("openai", "openai-strict", "anthropic", "gemini", "mistral",
+                                                    "vllm", "ollama", "llamacpp", "openai-compatible"),
+                       help="whose documented limits requests are held to (default: detected from URL and model); "
+                            "openai-strict: OpenAI with strict function calling")
     parser.add_argument("--fail-on-error", type=_fail_on_error, metavar="N|FRACTION",
                         help="stop starting episodes once N episodes (or more than FRACTION of the run) ended "
                              "in a provider error; errored episodes are re-run when the same command runs again")

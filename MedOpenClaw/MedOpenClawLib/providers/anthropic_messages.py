@@ -16,7 +16,7 @@ import logging
 from .base import Provider
 from .http import ProviderError
 from .messages import ImageInput, Message, ModelReply, ToolCall, Usage, invalid_number
-from .tool_schemas import anthropic_tools
+from .tool_schemas import anthropic_tools, concise
 
 log = logging.getLogger(__name__)
 API_VERSION = "2023-06-01"
@@ -40,6 +40,9 @@ class AnthropicProvider(Provider):
     def _url(self) -> str:
         base = self.config.base_url
         return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+
+    def wire_tools(self, tools: list[dict]) -> list[dict]:
+        return anthropic_tools(concise(tools))
 
     def _headers(self) -> dict:
         headers = {"Content-Type": "application/json", "anthropic-version": API_VERSION}
@@ -93,7 +96,7 @@ class AnthropicProvider(Provider):
                 "the Anthropic Messages API has no seed parameter; seed %s is not sent", self.config.seed
             )
         if tools:
-            body["tools"] = anthropic_tools(tools)
+            body["tools"] = self.wire_tools(tools)
             body["tool_choice"] = {"type": "auto" if allow_tools else "none"}
         return body, images
 

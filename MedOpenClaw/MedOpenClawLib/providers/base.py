@@ -18,6 +18,7 @@ from .http import AUTH_STATUSES, RETRY_STATUSES, ProviderError, RetryPolicy, pos
 from .limits import CONTEXT_MARGIN
 from .messages import ImageInput, Message, ModelReply, loads_bounded
 from .text_calls import text_tool_calls
+from .tool_schemas import drop_strict_nulls, strict_optional
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,18 @@ PREFLIGHT_PROMPT = "The attached image is one coloured square. Call the tool rep
 # what servers answer a request with an image for a text-only model, or with tools when they have no tool calling
 NO_IMAGES = re.compile(r"image|vision|multimodal|multi-modal|mmproj|content type|image_url", re.IGNORECASE)
 NO_TOOLS = re.compile(r"tool|function", re.IGNORECASE)
+
+
+def _drop_strict_nulls(calls: list, tools: list[dict]) -> None:
+    """Strict mode makes the model send null for every optional argument it does not give: those nulls go (the
+    registry would refuse them), recorded as a repair."""
+    optional = strict_optional(tools)
+    for call in calls:
+        if isinstance(call.arguments, dict):
+            kept = drop_strict_nulls(call.arguments, optional.get(call.name, frozenset()))
+            if kept != call.arguments:
+                call.arguments = kept
+                call.repair = "; ".join(filter(None, (call.repair, "dropped the nulls strict mode sent for arguments")))
 
 
 def preflight_image() -> ImageInput:
@@ -63,8 +76,8 @@ class Provider(ABC):
         A refusal for length compacts the conversation and retries once; a second one raises it (``length``), and
         the episode then asks for the answer without tools. Tool calls the model wrote as text are parsed."""
         while True:
-            view, request = fit(messages, tools, self._limits, self.config.max_tokens, self.config.policy(),
-                                self.squeeze)
+            view, request = fit(messages, self.wire_tools(tools), self._limits, self.config.max_tokens,
+                                self.config.policy(), self.squeeze)
             body, images = self._request_body(view, tools, allow_tools)
             body = self.config.request_body(body)
             request["bytes"] = len(json.dumps(body))
@@ -86,6 +99,8 @@ class Provider(ABC):
             reply.request = request
             if tools and not reply.tool_calls and reply.text:
                 reply.tool_calls, reply.text = text_tool_calls(reply.text, {tool["name"] for tool in tools})
+            if self._limits.schema_dialect == "openai-strict":
+                _drop_strict_nulls(reply.tool_calls, tools)
             return reply
 
     def preflight(self) -> str | None:
@@ -186,6 +201,10 @@ class Provider(ABC):
 
     @abstractmethod
     def _headers(self) -> dict: ...
+
+    @abstractmethod
+    def wire_tools(self, tools: list[dict]) -> list[dict]:
+        """Neutral tools as this server reads them in a request (:func:`.tool_schemas.concise`, its dialect)."""
 
     @abstractmethod
     def _request_body(

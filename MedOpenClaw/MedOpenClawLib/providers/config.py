@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 
 from .. import settings
-from .conversation import DEFAULT_IMAGE_HISTORY, ConversationPolicy
+from .conversation import DEFAULT_IMAGE_HISTORY, DEFAULT_TOOL_HISTORY, ConversationPolicy
 from .http import RetryPolicy
 from .limits import PROFILE_NAMES, ServerLimits, detect_profile, resolve_limits
 from .pricing import Price
@@ -64,6 +64,7 @@ class ProviderConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     price: Price | None = None
     image_history: int | None = DEFAULT_IMAGE_HISTORY  # images a request carries (None: all), see conversation
+    tool_history: int | None = DEFAULT_TOOL_HISTORY  # rounds whose tool outputs a request carries whole (None: all)
     context_window: int | None = None  # tokens; None: the profile's documented window (or what the server reports)
     profile: str | None = None  # a limits.PROFILES name; None: detected from kind, URL and model
 
@@ -81,8 +82,9 @@ class ProviderConfig:
         if thinking_budget(self.extra_body) >= self.max_tokens:
             raise ValueError(f"max tokens ({self.max_tokens}) must exceed the thinking budget "
                              f"({thinking_budget(self.extra_body)}) declared in the extra body")
-        if self.image_history is not None and self.image_history < 1:
-            raise ValueError("image_history must be at least 1 (or None for every image)")
+        for name in ("image_history", "tool_history"):
+            if getattr(self, name) is not None and getattr(self, name) < 0:
+                raise ValueError(f"{name} must be 0 or more (or None for all)")
         if self.context_window is not None and self.context_window <= self.max_tokens:
             raise ValueError(f"the context window ({self.context_window} tokens) must exceed max_tokens "
                              f"({self.max_tokens})")
@@ -95,7 +97,7 @@ class ProviderConfig:
         return resolve_limits(self.profile, self.context_window)
 
     def policy(self) -> ConversationPolicy:
-        return ConversationPolicy(self.image_history)
+        return ConversationPolicy(self.image_history, tool_history=self.tool_history)
 
     def conversation(self) -> dict:
         """The conversation policy and the limits it is held to: result-changing, so part of the identity."""

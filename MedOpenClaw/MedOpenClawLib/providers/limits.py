@@ -32,7 +32,7 @@ class ServerLimits:
     many_images_edge: int | None = None  # ... every image must fit this edge
     image_rule: str = "max"  # see image_tokens
     user_after_tool: bool = True  # False: a user message may not follow tool messages (Mistral)
-    schema_dialect: str = "openai"  # "openai" | "anthropic" | "gemini": see tool_schemas
+    schema_dialect: str = "openai"  # "openai" | "openai-strict" | "anthropic" | "gemini": see tool_schemas
     discover: bool = False  # a local server that may report its window (vLLM /v1/models, llama.cpp /props)
 
     def to_json(self) -> dict:
@@ -43,6 +43,10 @@ PROFILES: dict[str, ServerLimits] = {
     # platform.openai.com/docs/guides/images-vision: up to 500 image inputs and 50 MB of payload per request;
     # gpt-4o / gpt-4.1 context 128k (gpt-4.1: 1M). Image tokens: 85 + 170 per 512 px tile (high detail).
     "openai": ServerLimits("openai", 128_000, 500, 50_000_000, None, None, image_rule="openai"),
+    # the same server with strict function calling ("strict": true: calls always match the schema; the schemas go
+    # out in strict mode's subset, see tool_schemas)
+    "openai-strict": ServerLimits("openai-strict", 128_000, 500, 50_000_000, None, None, image_rule="openai",
+                                  schema_dialect="openai-strict"),
     # docs.anthropic.com/en/docs/build-with-claude/vision: 100 images per API request, 8000x8000 px at most and
     # 2000x2000 px once a request holds more than 20 images, 5 MB per image; 32 MB per request (API errors page:
     # 413 request_too_large); 200k context. Image tokens: width * height / 750.

@@ -39,14 +39,14 @@ class ImageInput:
         """(width, height) read from the PNG header."""
         return png_size_b64(self.png_base64)
 
+    def name(self) -> str:
+        """What names this image in text: its id (or label), view and offset, e.g. ``img-12 axial 5.5 mm``."""
+        offset = None if self.offset_mm is None else f"{self.offset_mm:g} mm"
+        return " ".join(part for part in (self.image_id or self.label or "(unnamed)", self.view, offset) if part)
+
     def stub(self) -> str:
         """The text that stands in for this image once the conversation policy stops sending its pixels."""
-        where = [part for part in (self.view, None if self.offset_mm is None else f"offset {self.offset_mm:g} mm")
-                 if part]
-        name = f"image {self.image_id}" if self.image_id else f"image {self.label or '(unnamed)'}"
-        detail = f" ({', '.join(where)})" if where else ""
-        keep = "; its image_id stays valid for 0..999 arguments" if self.image_id else ""
-        return f"[{name}{detail}: no longer attached{keep}]"
+        return f"[image {self.name()}: not attached" + ("; its id stays valid]" if self.image_id else "]")
 
     def sha256(self) -> str:
         return hashlib.sha256(base64.b64decode(self.png_base64)).hexdigest()
@@ -94,6 +94,9 @@ class Message:
     is_error: bool = False
     result: dict | None = None  # the structured Result a tool message's text was rendered from (not sent)
     vendor: dict | None = None  # an assistant turn's server fields ({"kind": ..., ...}), echoed to that kind only
+    # what the conversation policy sends instead once the message is old, for a message the next round supersedes
+    # (a round's viewer state summary); None: kept whole (tool outputs have their own stub)
+    superseded: str | None = None
 
     def __post_init__(self):
         if self.role not in ROLES:

@@ -21,7 +21,7 @@ import json
 from .base import Provider
 from .http import ProviderError
 from .messages import ImageInput, Message, ModelReply, ToolCall, Usage, invalid_number, parse_tool_arguments
-from .tool_schemas import openai_tools
+from .tool_schemas import concise, openai_tools
 
 TOOL_IMAGES_TEXT = "Images returned by the tool calls above:"
 BRIDGE_TEXT = "(tool results received)"
@@ -49,6 +49,9 @@ def _tool_call_json(call: ToolCall) -> dict:
 class OpenAIChatProvider(Provider):
     def _url(self) -> str:
         return f"{self.config.base_url}/chat/completions"
+
+    def wire_tools(self, tools: list[dict]) -> list[dict]:
+        return openai_tools(concise(tools), self._limits.schema_dialect)
 
     def _headers(self) -> dict:
         headers = {"Content-Type": "application/json"}
@@ -102,7 +105,7 @@ class OpenAIChatProvider(Provider):
         if self.config.seed is not None:
             body["seed"] = self.config.seed
         if tools:
-            body["tools"] = openai_tools(tools, self._limits.schema_dialect)
+            body["tools"] = self.wire_tools(tools)
             body["tool_choice"] = "auto" if allow_tools else "none"
         return body, images
 

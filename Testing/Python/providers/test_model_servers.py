@@ -14,11 +14,17 @@ from model_servers import PROFILES, LimitedModelServer, Profile, ScriptedVLM
 from MedOpenClawLib.audit import AuditTrace, read_trace
 from MedOpenClawLib.bench.agents.base import AgentContext
 from MedOpenClawLib.bench.agents.model import ModelAgent
-from MedOpenClawLib.bench.episode import EpisodeConfig, EpisodePrompt, run_episode
+from MedOpenClawLib.bench.episode import EpisodeConfig, EpisodePrompt, feedback_text, run_episode
 from MedOpenClawLib.bench.run_command import add_bench_subcommand
 from MedOpenClawLib.cli import main
 from MedOpenClawLib.providers import ImageInput, Message, ProviderConfig, ProviderError, RetryPolicy, make_provider
-from MedOpenClawLib.providers.conversation import ContextBudgetError, ConversationPolicy, compact, fit
+from MedOpenClawLib.providers.conversation import (
+    DEFAULT_IMAGE_HISTORY,
+    DEFAULT_TOOL_HISTORY,
+    ContextBudgetError,
+    ConversationPolicy,
+    fit,
+)
 from MedOpenClawLib.providers.limits import PROFILE_NAMES, resolve_limits
 from MedOpenClawLib.providers.text_calls import text_tool_calls
 from MedOpenClawLib.providers.tool_schemas import gemini_schema
@@ -43,6 +49,8 @@ def tiny_png(size: int = 16) -> ImageInput:
 def config_for(server: LimitedModelServer, **options) -> ProviderConfig:
     profile = server.profile
     extra = THINKING if profile.thinking_budget else {}
+    if profile.strict_tools:  # strict function calling is the user's choice, not detected from the URL
+        options.setdefault("profile", "openai-strict")
     return ProviderConfig(kind=profile.wire, model=MODELS.get(profile.name, "local-vlm"), base_url=server.url,
                           api_key="k", retry=FAST, extra_body=extra, max_tokens=2048, **options)
 
@@ -61,21 +69,77 @@ def toy_episode(tmp_path, profile: Profile, model: ScriptedVLM, rounds: int = 6,
 
 
 # ------------------------------------------------------------------------------------------ policy and budget
-def test_old_images_become_stubs_in_chunks_and_the_budget_trims_to_the_limits():
+def test_images_seen_beyond_the_history_become_stubs_and_the_budget_trims_to_the_limits():
+    """The newest K images stay, and every image of the latest round even when it brought more; older ones
+    become stubs naming id, view and offset."""
+    from MedOpenClawLib.providers import ToolCall
+
     images = [ImageInput(tiny_png().png_base64, "observe:axial", "axial", f"img-{i}", float(i)) for i in range(10)]
     messages = [Message("system", "s"), Message("user", "task", images=images[:3])]
-    messages += [Message("tool", f"out {i}", images=[image]) for i, image in enumerate(images[3:])]
-    policy = ConversationPolicy(4, 3)
-    assert [policy.kept(n) for n in (3, 4, 6, 7, 9, 10)] == [3, 4, 6, 4, 6, 4]
-    view = compact(messages, policy.kept(10))
-    assert sum(len(m.images) for m in view) == 4 and len(messages[1].images) == 3  # the history is untouched
-    assert "[image img-0 (axial, offset 0 mm): no longer attached; its image_id stays valid" in view[1].text
-    limits = resolve_limits("mistral")
-    view, request = fit(messages, [], limits, 1024, ConversationPolicy(None))
+    for i in range(3, 9):
+        messages += [Message("assistant", tool_calls=[ToolCall(f"c{i}", "observe", {})]),
+                     Message("tool", f"out {i}", images=[images[i]], tool_call_id=f"c{i}", tool_name="observe")]
+    messages[-1] = Message("tool", "out 8", images=images[8:], tool_call_id="c8", tool_name="observe")
+    view, request = fit(messages, [], resolve_limits("anthropic"), 1024, ConversationPolicy(3, tool_history=None))
+    kept = [image.image_id for m in view for image in m.images]
+    assert kept == ["img-7", "img-8", "img-9"] and request["images_stubbed"] == 7
+    assert len(messages[1].images) == 3  # the history itself is untouched
+    assert "[image img-0 axial 0 mm: not attached; its id stays valid]" in view[1].text
+    assert [m.text for m in fit(messages, [], resolve_limits("anthropic"), 1024, ConversationPolicy(0, None))[0]
+            if m.images] == ["out 8"]  # 0: only what the latest round brought
+    view, request = fit(messages, [], resolve_limits("mistral"), 1024, ConversationPolicy(None, None))
     assert request["images"] == 8 and request["images_stubbed"] == 2  # Mistral: 8 images per request
     tiny = resolve_limits("llamacpp", context_window=1200)
     with pytest.raises(ContextBudgetError):
-        fit([Message("user", "x" * 5000)], [], tiny, 256, policy)
+        fit([Message("user", "x" * 5000)], [], tiny, 256, ConversationPolicy())
+
+
+def test_old_rounds_become_one_line_each_at_drop_points_and_old_image_ids_still_work(tmp_path):
+    """Rounds older than the latest and N before it shrink to one line each in the task (the calls, ok or error,
+    what names the view, the image ids; never geometry, never a superseded viewer state), changing only at drop
+    points so cached prefixes hold; an old image's 0..999 point still resolves by its id."""
+    from runtime_data import call_ok, oblique_lps_affine, phantom, write_nifti
+
+    from MedOpenClawLib.bench.episode import SUPERSEDED_STATE
+    from MedOpenClawLib.providers import ToolCall
+    from MedOpenClawLib.session import build_slicer_registry
+
+    root = tmp_path / "data"
+    root.mkdir()
+    write_nifti(root / "T1c.nii.gz", phantom(1), oblique_lps_affine())
+    registry = build_slicer_registry([root])
+    call_ok(registry, "open_case", dicom_dir=str(root), size=64)
+
+    def episode(rounds: int) -> list[Message]:
+        messages = [Message("system", "s"), Message("user", "task")]
+        for round_id in range(rounds):
+            result = call_ok(registry, "observe", view="axial", size=64)
+            record = {"ok": True, "data": {**result.data, "view": "axial", "geometry": [[1.0] * 4] * 4},
+                      "images": [{"view": "axial", "image_id": result.images[0].image_id}]}
+            messages += [Message("assistant", tool_calls=[ToolCall(f"c{round_id}", "observe", {"view": "axial"})]),
+                         Message("tool", feedback_text(record), tool_call_id=f"c{round_id}", tool_name="observe",
+                                 result=record),
+                         Message("user", f"viewer state {round_id}", superseded=SUPERSEDED_STATE)]
+        return messages
+
+    messages = episode(10)  # 9 finished rounds and the latest: drop point 9, 8 rounds shortened
+    first_id = messages[3].result["images"][0]["image_id"]
+    policy = ConversationPolicy(None, tool_history=1, drop_every=3)
+    assert [policy.old_rounds(n) for n in (0, 2, 3, 5, 6, 9, 11)] == [0, 0, 2, 2, 5, 8, 8]
+    view, request = fit(messages, [], resolve_limits("anthropic"), 1024, policy)
+    task = view[1].text
+    assert request["rounds_shortened"] == 8 and task.startswith("task\nEarlier rounds, shortened")
+    assert f'1. observe {{"view":"axial"}} -> ok; view=axial; images {first_id}' in task
+    assert "8. observe" in task and "9. observe" not in task and "geometry" not in task
+    assert [m.text for m in view if m.role == "user"][1:] == ["viewer state 8", "viewer state 9"]
+    # later requests before the next drop point: the shortened prefix is byte-identical
+    longer = messages[:-1] + episode(12)[-7:]
+    assert fit(longer, [], resolve_limits("anthropic"), 1024, policy)[0][1].text == task
+    assert fit(messages, [], resolve_limits("anthropic"), 1024, ConversationPolicy(None, None))[1][
+        "rounds_shortened"] == 0  # all: every round whole
+    # the viewer keeps the geometry of every image id: a point on the oldest image still resolves
+    point = call_ok(registry, "image_coords_to_ras", view="axial", point_1000=[500, 500], image_id=first_id)
+    assert point.data["image_id"] == first_id and len(point.data["ras"]) == 3
 
 
 def test_tool_calls_written_as_text_and_gemini_schemas():
@@ -97,6 +161,42 @@ def test_tool_calls_written_as_text_and_gemini_schemas():
     assert gemini_schema(schema) == {"type": "object", "properties": {
         "x": {"type": "string", "nullable": True}, "n": {"type": "number", "minimum": 0},
         "k": {"enum": ["a"]}, "m": {"anyOf": [{"type": "integer"}]}}}
+
+
+def test_every_catalog_tool_converts_to_openai_strict_mode_and_is_accepted(tmp_path):
+    """Strict mode (the fake refuses what OpenAI's documented subset refuses): every action of both applications,
+    full and concise; in an episode the model's nulls for arguments it does not give never reach the registry."""
+    from model_servers import strict_problem
+
+    from MedOpenClawLib import catalog
+    from MedOpenClawLib.providers.tool_schemas import concise, drop_strict_nulls, openai_tools, strict_optional
+
+    tools = [{key: entry[key] for key in ("name", "description", "parameters")} for entry in catalog.entries()]
+    for converted in (openai_tools(tools, "openai-strict"), openai_tools(concise(tools), "openai-strict")):
+        problems = {tool["function"]["name"]: strict_problem(tool["function"]["parameters"], ())
+                    for tool in converted if tool["function"]["strict"] is not True
+                    or strict_problem(tool["function"]["parameters"], ())}
+        assert len(converted) == len(tools) and problems == {}
+    assert strict_problem({"type": "object", "properties": {"a": {"type": "string", "default": "x"}},
+                           "required": ["a"], "additionalProperties": False}, ()) is not None  # the fake refuses
+    fusion = strict_optional([tool for tool in tools if tool["name"] == "fusion"])["fusion"]
+    assert "size" in fusion and "foreground_volume_ref" not in fusion  # an argument that takes null keeps it
+    assert drop_strict_nulls({"size": None, "foreground_volume_ref": None}, fusion) == {"foreground_volume_ref": None}
+    scripted = ScriptedVLM(rounds=3)
+
+    def default_size(body: dict, profile: Profile) -> dict:  # the model leaves observe's size to its default
+        reply = scripted(body, profile)
+        for call in reply["choices"][0]["message"].get("tool_calls") or []:
+            call["function"]["arguments"] = call["function"]["arguments"].replace('"size": 512', '"size": null')
+        return reply
+
+    outcome, server, records = toy_episode(tmp_path, PROFILES["openai-strict"], default_size, rounds=3)
+    assert server.refusals == [] and outcome.rounds == 3
+    assert all(body["tools"][0]["function"]["strict"] for body in server.bodies)
+    receipts = [r["payload"] for r in records if r["kind"] == "tool_receipt"]
+    assert receipts and all(None not in r["arguments"].values() for r in receipts if r["dispatched"])
+    defaulted = [r for r in receipts if r["raw_arguments"] == '{"size": null}']
+    assert defaulted and all(r["executed"] and r["arguments"] == {} and "nulls" in r["repair"] for r in defaulted)
 
 
 def test_cli_profile_choices_are_the_providers_profiles():
@@ -145,7 +245,8 @@ def test_a_limit_hit_anyway_ends_as_model_length_scored(tmp_path):
     registry = toy_registry(AuditTrace(tmp_path / "trace.jsonl"), 10)
     env = LocalEnvironment(registry)
     with FakeModelServer(script) as server:
-        agent = ModelAgent(make_provider(ProviderConfig(kind="openai", model="m", base_url=server.url, retry=FAST)))
+        agent = ModelAgent(make_provider(ProviderConfig(kind="openai", model="m", base_url=server.url, retry=FAST,
+                                                        image_history=None)))  # every image until refused
         agent.reset(AgentContext(module="toy", case=None, tools=env.tools(), max_rounds=10))
         outcome = run_episode(agent, env, EpisodePrompt("s", "task", [tiny_png()]), EpisodeConfig(max_rounds=10))
     assert outcome.status == "completed" and outcome.stop_reason == "model_length"
@@ -214,5 +315,7 @@ def test_bench_run_per_module_against_a_limited_server(module, cohort, tmp_path,
     receipts = [r["payload"] for r in records if r["kind"] == "tool_receipt"]
     assert len(receipts) == 2 * rounds  # the whole scripted trajectory, two calls per round
     run = json.loads((tmp_path / "run" / "run.json").read_text())
-    assert run["provider"]["conversation"]["image_history"] == 6
-    assert max(stats.images for stats in server.stats) <= 8  # the default policy: 6 images plus a chunk
+    conversation = run["provider"]["conversation"]
+    assert (conversation["image_history"], conversation["tool_history"]) == (DEFAULT_IMAGE_HISTORY,
+                                                                             DEFAULT_TOOL_HISTORY)
+    assert max(stats.images for stats in server.stats) <= 8

@@ -105,7 +105,15 @@ class Run:
     @property
     def image_history(self) -> str | None:
         """The conversation policy's images per request (``all`` or K); runs of different policies never pool."""
-        value = _mapping(_mapping(self.identity.get("provider")).get("conversation")).get("image_history")
+        return self._conversation("image_history")
+
+    @property
+    def tool_history(self) -> str | None:
+        """The conversation policy's rounds of whole tool outputs (``all`` or N; None for runs before it)."""
+        return self._conversation("tool_history")
+
+    def _conversation(self, key: str) -> str | None:
+        value = _mapping(_mapping(self.identity.get("provider")).get("conversation")).get(key)
         return None if value is None else str(value)
 
     @property

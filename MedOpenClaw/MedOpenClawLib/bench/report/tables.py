@@ -114,7 +114,8 @@ def table5_columns() -> list[Column]:
 
 # ------------------------------------------------------------------------------------------------ grouping
 def row_key(run: Run, images: bool = True) -> tuple:
-    policy = (run.image_history,) if run.image_history else ()  # the conversation policy: never pooled across
+    # the conversation policy: never pooled across
+    policy = tuple(value for value in (run.image_history, run.tool_history) if value)
     # the unregistered LUMIERE control (native scans) is a row of its own, never pooled with atlas-space runs
     space = ("native scans",) if images and run.images == "native" else ()
     return (run.agent, run.model, run.provider, run.track, *policy, *space)
