@@ -180,12 +180,84 @@ class _LoadableModule:
         return self._logic
 
 
+# The loadable modules whose logics the application puts on its scene at start-up (qSlicerAbstractCoreModule::
+# setMRMLScene -> logic->SetMRMLApplicationLogic, SetMRMLScene, Base/QTCore/qSlicerAbstractCoreModule.cxx), as far as
+# slicer-core has their logic classes; each observes the scene from then on (the Markups logic, for one, gives every
+# markups node added outside a batch a display node: Modules/Loadable/Markups/Logic/vtkSlicerMarkupsLogic.cxx
+# OnMRMLSceneNodeAdded). Colors, Volumes and Segmentations come from build_core_logics.
+MODULE_LOGICS = {"SubjectHierarchy": "vtkSlicerSubjectHierarchyModuleLogic", "Markups": "vtkSlicerMarkupsLogic",
+                 "Transforms": "vtkSlicerTransformLogic", "Sequences": "vtkSlicerSequencesLogic",
+                 "Units": "vtkSlicerUnitsLogic", "ViewControllers": "vtkSlicerViewControllersLogic",
+                 "Tables": "vtkSlicerTablesLogic", "Texts": "vtkSlicerTextsLogic", "Models": "vtkSlicerModelsLogic",
+                 "Cameras": "vtkSlicerCamerasModuleLogic", "Reformat": "vtkSlicerReformatLogic",
+                 "CropVolume": "vtkSlicerCropVolumeLogic", "Plots": "vtkSlicerPlotsLogic",
+                 "VolumeRendering": "vtkSlicerVolumeRenderingLogic", "Data": "vtkSlicerDataModuleLogic"}
+
+
+class SubjectHierarchyPluginLogic:
+    """qSlicerSubjectHierarchyPluginLogic (Modules/Loadable/SubjectHierarchy/Widgets/
+    qSlicerSubjectHierarchyPluginLogic.cxx), the Qt half of the Subject Hierarchy module that slicer-core lacks:
+    ``onNodeAdded`` puts every data node added outside a scene import and not hidden from editors under the scene
+    item (the plugins own displayable nodes, transforms among them); ``onNodeAboutToBeRemoved`` removes its item
+    (not when the scene is closing)."""
+
+    def __init__(self, scene):
+        self.scene = scene
+        self.observers = [_observe_with_node(self.on_node_added), _observe_with_node(self.on_node_removed)]
+        self.tags = [scene.AddObserver(slicer.vtkMRMLScene.NodeAddedEvent, self.observers[0]),
+                     scene.AddObserver(slicer.vtkMRMLScene.NodeAboutToBeRemovedEvent, self.observers[1])]
+
+    def hierarchy(self):
+        return slicer.vtkMRMLSubjectHierarchyNode.GetSubjectHierarchyNode(self.scene)
+
+    def on_node_added(self, scene, _event, node=None) -> None:
+        if isinstance(node, slicer.vtkMRMLSubjectHierarchyNode):
+            slicer.vtkMRMLSubjectHierarchyNode.ResolveSubjectHierarchy(scene)
+        elif (node is not None and not scene.IsImporting() and not node.GetHideFromEditors()
+              and node.IsA("vtkMRMLDisplayableNode")):
+            hierarchy = self.hierarchy()
+            if hierarchy is not None and not hierarchy.GetItemByDataNode(node):
+                hierarchy.CreateItem(hierarchy.GetSceneItemID(), node)
+
+    def on_node_removed(self, scene, _event, node=None) -> None:
+        if node is None or scene.IsClosing() or isinstance(node, slicer.vtkMRMLSubjectHierarchyNode):
+            return
+        hierarchy = self.hierarchy()
+        item = hierarchy.GetItemByDataNode(node) if hierarchy is not None else 0
+        if item:
+            hierarchy.RemoveItem(item, False, False)
+
+    def close(self) -> None:
+        for tag in self.tags:
+            self.scene.RemoveObserver(tag)
+
+
+def _observe_with_node(callback):
+    """A VTK observer that receives the event's vtkObject call data (the added/removed node)."""
+    import vtk
+    from vtkmodules.util.misc import calldata_type
+
+    @calldata_type(vtk.VTK_OBJECT)
+    def observer(caller, event, node=None):
+        callback(caller, event, node)
+
+    return observer
+
+
 class Application:
     """``slicer.app`` (qSlicerApplication): ``layoutManager()`` is None unless the main window was created."""
 
     def __init__(self, main_window: bool):
         self.scene, self.app_logic, self.color_logic, self.volumes_logic, self.segmentations_logic = (
             build_core_logics())
+        self.module_logics = {}
+        for name, class_name in MODULE_LOGICS.items():
+            logic = getattr(slicer, class_name)()
+            logic.SetMRMLApplicationLogic(self.app_logic)
+            logic.SetMRMLScene(self.scene)
+            self.app_logic.SetModuleLogic(name, logic)
+            self.module_logics[name] = logic
+        self.subject_hierarchy = SubjectHierarchyPluginLogic(self.scene)
         # the application logic's slice logic collection is null until qSlicerApplication::setLayoutManager
         # (Base/QTGUI/qSlicerApplication.cxx) hands it the layout manager's
         self.app_logic.SetSliceLogics(None)
@@ -216,7 +288,9 @@ class Application:
             logics.GetItemAsObject(index).SetMRMLScene(None)
         if self._layout_manager is not None:
             self._layout_manager.layout_logic.SetMRMLScene(None)
-        for logic in (self.segmentations_logic, self.volumes_logic, self.color_logic):
+        self.subject_hierarchy.close()
+        for logic in (*reversed(self.module_logics.values()), self.segmentations_logic, self.volumes_logic,
+                      self.color_logic):
             logic.SetMRMLScene(None)
         self.app_logic.SetMRMLScene(None)
 

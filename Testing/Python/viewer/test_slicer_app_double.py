@@ -39,6 +39,40 @@ def gui(monkeypatch):
     app.close()
 
 
+# ------------------------------------------------------------------- the application's scene observers
+def hierarchy_items(app) -> set[str]:
+    """IDs of the data nodes the Data module lists (subject hierarchy items under the scene)."""
+    import vtk
+
+    hierarchy, children = app.subject_hierarchy.hierarchy(), vtk.vtkIdList()
+    hierarchy.GetItemChildren(hierarchy.GetSceneItemID(), children, True)
+    return {hierarchy.GetItemDataNode(children.GetId(i)).GetID() for i in range(children.GetNumberOfIds())}
+
+
+def test_the_apps_module_logics_observe_what_the_agent_adds(gui, data_root, monkeypatch):
+    """The Markups logic gives evidence markups their display node, the subject hierarchy lists every volume and
+    markup the agent adds and forgets those a new case or a rolled-back action removed."""
+    from MedOpenClawLib import policy
+
+    registry = build_slicer_registry([data_root], app=SlicerApplication.create())
+    call_ok(registry, "open_case", dicom_dir=str(data_root), size=64)
+    volumes = {node.GetID() for node in registry.context.engine.volume_nodes()}
+    assert volumes and volumes <= hierarchy_items(gui)
+    centre = call_ok(registry, "image_coords_to_ras", view="axial", point_1000=[500, 500]).data["ras"]
+    point = call_ok(registry, "record_point", ras=centre, label="lesion").data
+    markups = slicer.mrmlScene.GetNodeByID(registry.context.evidence.items[-1].node_id)
+    assert markups.GetNumberOfDisplayNodes() == 1, "one display node: the Markups logic's, none of our own"
+    assert markups.GetID() in hierarchy_items(gui) and point["evidence_id"]
+    nodes = slicer.mrmlScene.GetNumberOfNodes()
+    monkeypatch.setattr(policy, "MAX_EVIDENCE_ITEMS", len(registry.context.evidence.items))
+    refused = registry.call("record_point", {"ras": point["ras"], "label": "again"})
+    assert refused.error["code"] == "evidence_full"
+    assert slicer.mrmlScene.GetNumberOfNodes() == nodes, "the rolled-back markup left its display node behind"
+    assert len(hierarchy_items(gui)) == len(volumes) + 1
+    call_ok(registry, "open_case", dicom_dir=str(data_root), size=64)
+    assert not (volumes | {markups.GetID()}) & hierarchy_items(gui), "the Data module lists removed nodes"
+
+
 # ------------------------------------------------------------------------------ item 1: --no-main-window
 def test_without_main_window_slice_logics_are_built_on_the_app_scene(no_main_window, data_root):
     assert slicer.app.layoutManager() is None and slicer.app.applicationLogic().GetSliceLogics() is None
