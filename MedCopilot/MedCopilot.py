@@ -16,6 +16,8 @@ from slicer.ScriptedLoadableModule import (
 
 class MedCopilot(ScriptedLoadableModule):
     def __init__(self, parent):
+        from MedOpenClaw import refuseOlderSlicer
+
         ScriptedLoadableModule.__init__(self, parent)
         self.parent.title = "MedCopilot"
         self.parent.categories = ["Informatics"]
@@ -26,6 +28,7 @@ Chat with a vision-language model about the loaded study. The model can only pro
 actions; each proposal is shown as a card you approve or reject. Evidence it captures is listed and the final
 answer links every claim to its evidence. There is no code execution and no Python console access."""
         self.parent.acknowledgementText = "MedOpenClaw and MedFlow-Bench."
+        refuseOlderSlicer(self.parent)
 
 
 class QSettingsStore:

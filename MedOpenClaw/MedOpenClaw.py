@@ -17,6 +17,22 @@ from slicer.ScriptedLoadableModule import (
 SETTINGS_PREFIX = "MedOpenClaw/"
 
 
+def refuseOlderSlicer(parent):
+    """On a 3D Slicer older than MedOpenClaw supports, one error line naming the release needed and the module
+    hidden (its panel, logic and test never run there); True when refused."""
+    import logging
+
+    from MedOpenClawLib.dependencies import slicer_release_problem
+
+    problem = slicer_release_problem(slicer.app.majorVersion, slicer.app.minorVersion)
+    if problem is None:
+        return False
+    logging.error(problem)
+    parent.hidden = True
+    parent.helpText = problem
+    return True
+
+
 class MedOpenClaw(ScriptedLoadableModule):
     def __init__(self, parent):
         ScriptedLoadableModule.__init__(self, parent)
@@ -29,6 +45,7 @@ Serves a bounded, audited set of named viewer actions to agents (REST on 127.0.0
 shows every action of the session - by agents, the copilot or you - in a live, hash-chained audit log.
 No route or action executes code."""
         self.parent.acknowledgementText = "MedOpenClaw and MedFlow-Bench."
+        refuseOlderSlicer(self.parent)
 
 
 class MedOpenClawWidget(ScriptedLoadableModuleWidget):

@@ -39,8 +39,10 @@ NOT_IN_SLICER = ("MedOpenClawLib.bench", "MedOpenClawLib.cli", "MedOpenClawLib.s
 APPLICATION_MODULES = ("slicer", "qt", "PySide6")
 BUILTIN_TYPES = {"str", "int", "float", "bool", "bytes", "dict", "list", "tuple", "set", "frozenset", "type", "object"}
 TESTS = "Testing/Python/"
-EVERYWHERE = [TESTS + "copilot/test_copilot_logic.py", TESTS + "gui/test_gui_packaging.py"]
-WITH_SLICER_CORE = [TESTS + "viewer/test_slicer_app_double.py", TESTS + "viewer/test_verify_in_slicer.py",
+EVERYWHERE = [TESTS + "copilot/test_copilot_logic.py", TESTS + "gui/test_gui_packaging.py",
+              TESTS + "gui/test_slicer_release_refusal.py"]
+WITH_SLICER_CORE = [TESTS + "viewer/test_slicer_app_double.py", TESTS + "gui/test_slicer_module_tests.py",
+                    TESTS + "viewer/test_verify_in_slicer.py",
                     TESTS + "worker/test_worker_process_tree.py", TESTS + "gui/test_runtime_trace_kept.py"]
 # needs the benchmark runner (its own Python) or, without slicer-core, a registry over the scene
 NOT_HERE = "not ctrl_c and not pathology"

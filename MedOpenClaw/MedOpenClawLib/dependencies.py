@@ -30,16 +30,35 @@ from .result import ActionError
 FEATURES: dict[str, tuple[str, ...]] = {
     "core": ("jsonschema>=4.20", "nibabel>=5.2", "pillow>=10", "requests>=2.31"),  # registry, rendering, models
     "track_b": ("scipy>=1.11",),  # quantification (convex-hull diameters)
-    "dicom_seg": ("highdicom>=0.28",),  # export_dicom_seg / import_dicom_seg
+    # export_dicom_seg / import_dicom_seg; the preview of 3D Slicer bundles highdicom 0.27.0, which is kept
+    "dicom_seg": ("highdicom>=0.27", "pydicom>=3.0.1"),
     "vista3d": ("torch>=2.2", "monai>=1.4"),  # vista3d_segment
 }
 FEATURE_NAMES = {"core": "MedOpenClaw", "track_b": "Track B analysis operators", "dicom_seg": "DICOM SEG",
                  "vista3d": "VISTA3D segmentation"}
-# features whose packages need a newer Python than 3D Slicer 5.6/5.8 ship (3.9.10): highdicom 0.28 requires 3.10
+# features whose packages need a newer Python than 3D Slicer 5.6/5.8 ship (3.9.10): highdicom 0.23+ requires 3.10
 MIN_PYTHON = {"dicom_seg": (3, 10)}
+# Packages a feature needs in a newer version than a supported release bundles (Testing/SlicerReleases/), so that
+# installing the feature upgrades Slicer's own copy -- the confirmation lists it ("pydicom>=3.0.1 (2.4.4 is
+# installed)"). pydicom: highdicom 0.23 and later need pydicom 3, and Slicer 5.10 bundles 2.4.4; Slicer's own DICOM
+# code runs on pydicom 3 unchanged (its main branch moved the bundled pydicom from 2.4.4 to 3.0.2 after 5.10
+# touching only SuperBuild files, Slicer commit 226e800166).
+BUNDLED_UPGRADES = {"pydicom": ("slicer-5.10",)}
+# The oldest 3D Slicer the modules load in: 5.10, the current stable (Python 3.12.10). The Extensions Index builds
+# extensions for the current stable and the preview only, and 5.6/5.8 (Python 3.9.10) cannot be tested: the module
+# tests run against the application double, built on slicer-core, which exists for Python 3.10 and later only.
+MIN_SLICER = (5, 10)
 IMPORT_NAMES = {"pillow": "PIL", "pyyaml": "yaml"}
 REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*)$")
 TORCH = "torch"
+
+
+def slicer_release_problem(major: int, minor: int) -> str | None:
+    """One line saying that this 3D Slicer is older than :data:`MIN_SLICER`, or None when it is supported."""
+    if (major, minor) >= MIN_SLICER:
+        return None
+    return (f"MedOpenClaw needs 3D Slicer {MIN_SLICER[0]}.{MIN_SLICER[1]} or later; this is 3D Slicer {major}.{minor} "
+            f"(Python {sys.version_info[0]}.{sys.version_info[1]})")
 
 
 def import_name(requirement: str) -> str:

@@ -109,8 +109,34 @@ def replay_records(registry: ActionRegistry, records: list[dict]) -> ReplayRepor
         actions = action_states(records)
     except StateDeltaError as error:
         return ReplayReport(False, 0, None, f"the trace's state deltas do not apply: {error}")
+    refused = engine_refusal(registry, [record for record, _ in actions])
+    if refused is not None:
+        return refused
     with images_without_pixels(registry):
         return _replay(registry, actions)
+
+
+def engine_refusal(registry: ActionRegistry, actions: list[dict]) -> ReplayReport | None:
+    """A replay runs each operator on the engine the trace recorded (``backend``: BRAINSFit inside 3D Slicer,
+    SimpleITK headless), or not at all: another engine gives other transforms and a mismatch that blames the
+    trace. None when ``registry`` runs every engine the actions recorded."""
+    engine = getattr(registry.context, "engine", None)
+    app = getattr(engine, "app", None)
+    if app is None:
+        return None  # a viewer without operators (pathology): nothing recorded a backend
+    from .operators.brainsfit import SLICER_ENGINES, engines
+
+    available = engines(app)
+    for record in actions:
+        data = ((record.get("result") or {}).get("data") or {}) if record.get("status") == "ok" else {}
+        backend = (data.get("parameters") or {}).get("backend") if isinstance(data, dict) else None
+        if backend is not None and backend not in available:
+            where = ("inside 3D Slicer, where its BRAINS CLI modules are loaded" if backend in SLICER_ENGINES
+                     else "on a headless session")
+            return ReplayReport(False, len(actions), record.get("seq"),
+                                f"{record['action']} (#{record.get('seq')}) ran {backend}, which this replay "
+                                f"cannot run (it has {', '.join(available)}): replay the trace {where}")
+    return None
 
 
 def _replay(registry: ActionRegistry, actions: list[tuple[dict, dict | None]]) -> ReplayReport:

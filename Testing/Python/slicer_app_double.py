@@ -247,6 +247,9 @@ def _observe_with_node(callback):
 class Application:
     """``slicer.app`` (qSlicerApplication): ``layoutManager()`` is None unless the main window was created."""
 
+    # the release the application double stands for (qSlicerCoreApplication's version properties)
+    majorVersion, minorVersion, applicationVersion = 5, 10, "5.10.0"  # noqa: N815 - Slicer's names
+
     def __init__(self, main_window: bool):
         self.scene, self.app_logic, self.color_logic, self.volumes_logic, self.segmentations_logic = (
             build_core_logics())
@@ -266,6 +269,7 @@ class Application:
         self.cli = CliRunner(self.scene, self.app_logic)
         self._options = _CommandOptions()
         self.exit_status: int | None = None  # set by exit(); None: the event loop keeps running
+        self.io_manager = None
 
     def layoutManager(self):  # noqa: N802 - Qt's name
         return self._layout_manager
@@ -280,6 +284,16 @@ class Application:
 
     def applicationLogic(self):  # noqa: N802 - Qt's name
         return self.app_logic
+
+    def coreIOManager(self):  # noqa: N802 - Qt's name
+        """qSlicerCoreApplication::coreIOManager; present once :func:`install_modules` gave it one."""
+        return self.io_manager
+
+    def processEvents(self) -> None:  # noqa: N802 - Qt's name
+        """QCoreApplication::processEvents: the Qt event loop's pending events (timers, sockets) run here."""
+        from MedOpenClawLib.gui.qt_compat import application
+
+        application().processEvents()
 
     def close(self) -> None:
         """Detach in the order Slicer tears down: slice logics, module logics, then the application logic."""
@@ -337,3 +351,70 @@ def brains_modules(app: Application, fail_fit: str | None = None, fail_resample:
     resample = CliModule("brainsresample", "Resample Image (BRAINS)", brainsresample)
     app.modules.brainsfit, app.modules.brainsresample = fit, resample
     return fit, resample
+
+
+class CoreIOManager:
+    """``slicer.app.coreIOManager()`` (Base/QTCore/qSlicerCoreIOManager.cxx) with the one writer our code meets,
+    qSlicerNodeWriter for volumes (Base/QTGUI/qSlicerNodeWriter.cxx ``write``): the node's storage node, added by
+    ``createAndAddDefaultStorageNode`` (``AddDefaultStorageNode``) when it has none, writes ``fileName``; a node
+    no writer takes, or a missing file name, fails with a message, as ``saveNodes`` does."""
+
+    WRITERS = {"VolumeFile": "vtkMRMLVolumeNode"}
+
+    def __init__(self, scene):
+        self.scene = scene
+
+    def fileWriterFileType(self, node) -> str:  # noqa: N802 - Qt's name
+        return next((kind for kind, class_name in self.WRITERS.items() if node.IsA(class_name)), "NoFile")
+
+    def saveNodes(self, file_type: str, properties: dict, user_messages=None) -> bool:  # noqa: N802 - Qt's name
+        import os
+
+        import vtk
+
+        file_name = str(properties.get("fileName") or "")
+        node = self.scene.GetNodeByID(properties.get("nodeID", ""))
+        if not file_name or file_type not in self.WRITERS or node is None or not node.IsA(self.WRITERS[file_type]):
+            if user_messages is not None:
+                user_messages.AddMessage(vtk.vtkCommand.ErrorEvent,
+                                         f"No writer found to write file {file_name} of type {file_type}.")
+            return False
+        os.makedirs(os.path.dirname(os.path.abspath(file_name)), exist_ok=True)
+        if node.GetStorageNode() is None and not node.AddDefaultStorageNode():
+            return False
+        storage = node.GetStorageNode()
+        storage.SetFileName(file_name)
+        storage.SetURI(None)
+        written = bool(storage.WriteData(node))
+        if user_messages is not None:
+            user_messages.AddMessages(storage.GetUserMessages())
+        return written
+
+
+def install_modules(monkeypatch, app: Application, home) -> None:
+    """What the scripted modules and their tests need of the running application beyond the scene: ``qt``
+    (PySide6 standing in for PythonQt), ``slicer.ScriptedLoadableModule``, the event loop, the core IO manager,
+    the default scene path, ``--testing``, and QSettings in an ini file of ``home`` (qSlicerCoreApplication sets
+    ``QSettings::setDefaultFormat(QSettings::IniFormat)``; Base/QTCore/qSlicerCoreApplication.cxx)."""
+    import sys
+    from pathlib import Path
+
+    from slicer_scripted_module_double import scripted_module_double
+
+    from MedOpenClawLib.gui.qt_compat import application, qt
+
+    application()
+    settings_file = str(Path(home) / "Slicer.ini")
+
+    class Settings(qt.QSettings):
+        def __init__(self):
+            super().__init__(settings_file, qt.QSettings.IniFormat)
+
+    monkeypatch.setattr(qt, "QSettings", Settings)
+    monkeypatch.setitem(sys.modules, "qt", qt)
+    scripted = scripted_module_double()
+    monkeypatch.setitem(sys.modules, scripted.__name__, scripted)
+    monkeypatch.setattr(slicer, "ScriptedLoadableModule", scripted, raising=False)
+    monkeypatch.setattr(app, "defaultScenePath", str(Path(home) / "Documents"), raising=False)
+    app._options.testingEnabled = True
+    app.io_manager = CoreIOManager(app.scene)

@@ -14,6 +14,15 @@ INITIALIZE_MODES = {"moments": "useMomentsAlign", "geometry": "useGeometryAlign"
 INTERPOLATION_MODES = {"linear": "Linear", "nearest": "NearestNeighbor", "bspline": "BSpline"}
 
 
+SLICER_ENGINES = ("BRAINSFit", "BRAINSResample")  # the ``backend`` an operator records when it ran these CLIs
+HEADLESS_ENGINES = ("SimpleITK",)
+
+
+def engines(app) -> tuple[str, ...]:
+    """The registration engines a session on ``app`` runs (what its operators record as ``backend``)."""
+    return SLICER_ENGINES if available(app) else HEADLESS_ENGINES
+
+
 def available(app) -> bool:
     """True inside the Slicer GUI when the BRAINS CLI modules are loaded."""
     if not getattr(app, "embedded", False):

@@ -193,6 +193,30 @@ def test_brainsresample_keeps_the_users_views_and_records_its_output(gui, data_r
     assert data["parameters"]["backend"] == "BRAINSResample" and slicer.util.arrayFromVolume(output).any()
 
 
+def test_replay_runs_the_registration_engine_the_trace_recorded(gui, data_root, tmp_path):
+    """A trace registered with BRAINSFit is replayed with BRAINSFit (the application's CLI modules) or refused with
+    the reason -- never with SimpleITK, whose other transform would be reported as the trace's mismatch. The audit
+    panel's Replay button replays on a headless scene, so it refuses."""
+    from MedOpenClawLib.gui import trace_tools
+    from MedOpenClawLib.replay import replay_records
+
+    slicer_app_double.brains_modules(gui, matrix=SHIFT)
+    path = tmp_path / "trace.jsonl"
+    registry = build_slicer_registry([data_root], track="B", trace=AuditTrace(path), app=SlicerApplication.create())
+    call_ok(registry, "open_case", dicom_dir=str(data_root), size=64)
+    fit = call_ok(registry, "register_volumes", fixed_volume="T1c", moving_volume="FLAIR")
+    assert fit.data["parameters"]["backend"] == "BRAINSFit"
+    seq = registry.trace.records[-1]["seq"]
+    report = trace_tools.replay(path, [data_root])
+    assert not report.ok and report.first_mismatch_seq == seq
+    assert "ran BRAINSFit" in report.message and "inside 3D Slicer" in report.message and "SimpleITK" in report.message
+    slicer.mrmlScene.Clear(0)
+    again = build_slicer_registry([data_root], track="B", app=SlicerApplication.create())
+    replayed = replay_records(again, registry.trace.records)
+    assert replayed.ok, replayed.message
+    assert again.context.state()["volumes"] and len(gui.modules.brainsfit.calls) == 2
+
+
 def test_the_double_resets_views_when_update_display_is_left_on(gui, data_root):
     """The behaviour the two tests above guard against is really in the double (so they can fail)."""
     _, resample = slicer_app_double.brains_modules(gui)
