@@ -12,8 +12,10 @@ Run with the release's venv (``scripts/setup_slicer_pythons.sh``). Two checks:
    itself (``slicer`` where no slicer-core wheel exists for the release's Python, PythonQt's ``qt``) or an
    optional feature's package is listed as such; any other failure fails;
 2. the tests of the in-Slicer paths with this Python: against the Slicer application double (module binding,
-   ``run_bench.py`` under a launcher that forks the application, ``verify_in_slicer.py``) where slicer-core
-   exists, and the dependency and copilot-logic tests everywhere.
+   the module tests ``MedOpenClawTest``/``MedCopilotTest``, ``run_bench.py`` under a launcher that forks the
+   application, ``verify_in_slicer.py``) where slicer-core exists (Python 3.10 and later: the supported
+   releases), and everywhere the copilot-logic and packaging tests and the refusal of releases older than
+   ``dependencies.MIN_SLICER``.
 
 Exit status: 0 when everything passed, 1 otherwise.
 """

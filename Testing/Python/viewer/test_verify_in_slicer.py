@@ -29,17 +29,24 @@ def shift_matrix(shift) -> np.ndarray:
 
 @pytest.mark.parametrize("main_window", [False, True])
 def test_the_verification_checks_pass_on_the_application_double(main_window, monkeypatch, tmp_path):
+    from MedOpenClawLib.gui import app_session
     from MedOpenClawLib.gui.qt_compat import qt
     from MedOpenClawLib.worker import service as worker
 
     app = slicer_app_double.install(monkeypatch, main_window=main_window)
     monkeypatch.setitem(sys.modules, "qt", qt)  # PythonQt's module inside Slicer; QSize is all the script uses
     monkeypatch.setattr(worker, "_SLICER_APP", [])
+    slicer_app_double.install_modules(monkeypatch, app, tmp_path / "home")
+    monkeypatch.setattr(app_session, "_shared", None)
+    monkeypatch.setattr(app_session, "_listeners", [])
+    for folder in ("MedOpenClaw", "MedCopilot"):
+        monkeypatch.delitem(sys.modules, folder, raising=False)
     script = load_script()
     slicer_app_double.brains_modules(app, matrix=shift_matrix(-script.SHIFT_MM))
+    checks = [script.check_app_binding, script.check_registry, script.check_bench_worker, script.check_view_resize,
+              script.check_brainsfit, script.check_dependencies]
     try:
-        for check in (script.check_app_binding, script.check_registry, script.check_bench_worker,
-                      script.check_view_resize, script.check_brainsfit, script.check_dependencies):
+        for check in checks + ([script.check_module_tests] if main_window else []):
             detail = check(tmp_path / check.__name__)
             assert detail, check.__name__
             app.scene.Clear(0)
@@ -48,6 +55,8 @@ def test_the_verification_checks_pass_on_the_application_double(main_window, mon
             assert results["module_tests"] == results["copilot_panel"] == "SKIP"
             assert "FAIL" not in results.values(), results
     finally:
+        if app_session.shared_session() is not None:
+            app_session.shared_session().stop_server()
         if worker._SLICER_APP:
             worker._SLICER_APP[0].close()
         app.close()
