@@ -270,6 +270,7 @@ class Application:
         self._options = _CommandOptions()
         self.exit_status: int | None = None  # set by exit(); None: the event loop keeps running
         self.io_manager = None
+        self.sessions = None  # MedOpenClawLib.gui.app_session once install_modules made the modules loadable
 
     def layoutManager(self):  # noqa: N802 - Qt's name
         return self._layout_manager
@@ -296,7 +297,11 @@ class Application:
         application().processEvents()
 
     def close(self) -> None:
-        """Detach in the order Slicer tears down: slice logics, module logics, then the application logic."""
+        """Detach in the order Slicer tears down: slice logics, module logics, then the application logic (after
+        the modules' shared session stopped serving, as their cleanup at exit does)."""
+        shared = self.sessions.shared_session() if self.sessions is not None else None
+        if shared is not None:
+            shared.stop_server()
         logics = self.app_logic.GetSliceLogics()
         for index in range(logics.GetNumberOfItems() if logics is not None else 0):
             logics.GetItemAsObject(index).SetMRMLScene(None)
@@ -418,3 +423,12 @@ def install_modules(monkeypatch, app: Application, home) -> None:
     monkeypatch.setattr(app, "defaultScenePath", str(Path(home) / "Documents"), raising=False)
     app._options.testingEnabled = True
     app.io_manager = CoreIOManager(app.scene)
+    # the module files on the path and imported afresh, with no shared session of an earlier test
+    from MedOpenClawLib.gui import app_session
+
+    for folder in ("MedOpenClaw", "MedCopilot"):
+        monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / folder))
+        monkeypatch.delitem(sys.modules, folder, raising=False)
+    monkeypatch.setattr(app_session, "_shared", None)
+    monkeypatch.setattr(app_session, "_listeners", [])
+    app.sessions = app_session

@@ -5,30 +5,17 @@ scripts/check_slicer_release.py that is the Python and bundled packages of each 
 from __future__ import annotations
 
 import importlib
-import sys
-from pathlib import Path
 
 import pytest
 import slicer_app_double
-
-ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture()
 def modules(monkeypatch, tmp_path):
     """The two scripted modules imported as Slicer imports them, inside the application double."""
-    from MedOpenClawLib.gui import app_session
-
     app = slicer_app_double.install(monkeypatch, main_window=True)
     slicer_app_double.install_modules(monkeypatch, app, tmp_path)
-    for folder in ("MedOpenClaw", "MedCopilot"):
-        monkeypatch.syspath_prepend(str(ROOT / folder))
-        monkeypatch.delitem(sys.modules, folder, raising=False)
-    monkeypatch.setattr(app_session, "_shared", None)
-    monkeypatch.setattr(app_session, "_listeners", [])
     yield importlib.import_module("MedOpenClaw"), importlib.import_module("MedCopilot")
-    if app_session.shared_session() is not None:
-        app_session.shared_session().stop_server()
     app.close()
 
 

@@ -29,7 +29,6 @@ def shift_matrix(shift) -> np.ndarray:
 
 @pytest.mark.parametrize("main_window", [False, True])
 def test_the_verification_checks_pass_on_the_application_double(main_window, monkeypatch, tmp_path):
-    from MedOpenClawLib.gui import app_session
     from MedOpenClawLib.gui.qt_compat import qt
     from MedOpenClawLib.worker import service as worker
 
@@ -37,10 +36,6 @@ def test_the_verification_checks_pass_on_the_application_double(main_window, mon
     monkeypatch.setitem(sys.modules, "qt", qt)  # PythonQt's module inside Slicer; QSize is all the script uses
     monkeypatch.setattr(worker, "_SLICER_APP", [])
     slicer_app_double.install_modules(monkeypatch, app, tmp_path / "home")
-    monkeypatch.setattr(app_session, "_shared", None)
-    monkeypatch.setattr(app_session, "_listeners", [])
-    for folder in ("MedOpenClaw", "MedCopilot"):
-        monkeypatch.delitem(sys.modules, folder, raising=False)
     script = load_script()
     slicer_app_double.brains_modules(app, matrix=shift_matrix(-script.SHIFT_MM))
     checks = [script.check_app_binding, script.check_registry, script.check_bench_worker, script.check_view_resize,
@@ -55,8 +50,6 @@ def test_the_verification_checks_pass_on_the_application_double(main_window, mon
             assert results["module_tests"] == results["copilot_panel"] == "SKIP"
             assert "FAIL" not in results.values(), results
     finally:
-        if app_session.shared_session() is not None:
-            app_session.shared_session().stop_server()
         if worker._SLICER_APP:
             worker._SLICER_APP[0].close()
         app.close()
