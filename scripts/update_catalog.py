@@ -11,8 +11,8 @@ from pathlib import Path
 from MedOpenClawLib import catalog
 
 README = Path(__file__).resolve().parent.parent / "README.md"
-SECTION = re.compile(r"(<!-- tools:(?P<application>[a-z]+):(?P<track>[AB]) -->\n)(?:(?!<!-- ).)*(<!-- /tools -->)",
-                     re.S)
+SECTION = re.compile(r"(?P<start><!-- tools:(?P<application>[a-z]+):(?P<track>[AB]) -->\n)(?:(?!<!-- ).)*"
+                     r"(?P<end><!-- /tools -->)", re.S)
 
 
 def catalog_text(entries: list[dict]) -> str:
@@ -27,7 +27,7 @@ def render(text: str, entries: list[dict]) -> str:
         application, track = match.group("application"), match.group("track")
         rows = [entry for entry in entries if entry["application"] == application and track in entry["tracks"]
                 and not (track == "B" and application == "radiology" and "A" in entry["tracks"])]
-        return match.group(1) + catalog.markdown_table(rows) + "\n" + match.group(3)
+        return match.group("start") + catalog.markdown_table(rows) + "\n" + match.group("end")
 
     return SECTION.sub(section, text)
 

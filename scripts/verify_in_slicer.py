@@ -146,17 +146,17 @@ def check_brainsfit(work: Path) -> str:
          size=64)
     call(registry, "zoom", view="axial", factor=1.5, size=64)
     views = registry.context.state()["views"]
-    fit = call(registry, "register_volumes", fixed_volume="Fixed", moving_volume="Moving")["data"]
+    fit = call(registry, "register_volumes", fixed_volume_ref="Fixed", moving_volume_ref="Moving")["data"]
     assert fit["parameters"]["backend"] == "BRAINSFit", fit["parameters"]
     translation = np.abs(np.asarray(fit["matrix_ras"])[:3, 3])
     assert np.allclose(translation, np.abs(SHIFT_MM), atol=1.5), fit["matrix_ras"]
     assert registry.context.state()["views"] == views, "BRAINSFit changed the views"
     resampled = call(registry, "resample_volume", volume_name="Moving", transform_name=fit["transform_id"],
-                     reference_volume="Fixed")["data"]
+                     reference_volume_ref="Fixed")["data"]
     output = slicer.mrmlScene.GetNodeByID(resampled["outputs"]["volume_id"])
     assert slicer.util.arrayFromVolume(output).any(), "BRAINSResample produced an all-zero volume"
     assert registry.context.state()["views"] == views, "BRAINSResample changed the views (update_display)"
-    failed = registry.call("register_volumes", {"fixed_volume": "Fixed", "moving_volume": "Blank"})
+    failed = registry.call("register_volumes", {"fixed_volume_ref": "Fixed", "moving_volume_ref": "Blank"})
     assert not failed.ok and failed.error["code"] == "registration_failed", failed.error
     return (f"translation {np.round(translation, 2).tolist()} mm (expected {np.abs(SHIFT_MM).tolist()}); views "
             f"kept; blank moving volume -> {failed.error['message'][:160]}")

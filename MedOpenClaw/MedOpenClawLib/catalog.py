@@ -19,7 +19,11 @@ from pathlib import Path
 
 from .registry import ActionSpec, Toolset
 
+# the one vocabulary of application kinds: catalog entries, session_config "app", worker builders, module specs
 APPLICATIONS = ("radiology", "pathology")
+RADIOLOGY, PATHOLOGY = APPLICATIONS
+# what traces written before that vocabulary call them in session_config "app"
+FORMER_APPLICATION_NAMES = {"slicer": RADIOLOGY, "wsi": PATHOLOGY}
 TRACKS = ("A", "B")
 CATALOG_PATH = Path(__file__).resolve().parent / "resources" / "actions.json"
 
@@ -35,6 +39,14 @@ def toolsets(application: str, track: str) -> list[Toolset]:
 
         return [PATHOLOGY]
     raise ValueError(f"application must be one of {', '.join(APPLICATIONS)}, got {application!r}")
+
+
+def application_named(name: object) -> str:
+    """The application a trace's ``app`` names (older traces say ``slicer``/``wsi``); ValueError for others."""
+    application = FORMER_APPLICATION_NAMES.get(name, name) if isinstance(name, str) else name
+    if application not in APPLICATIONS:
+        raise ValueError(f"unknown application {name!r}; expected one of {', '.join(APPLICATIONS)}")
+    return application
 
 
 def describe(application: str, spec: ActionSpec) -> dict:

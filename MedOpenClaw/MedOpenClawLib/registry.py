@@ -7,6 +7,7 @@ viewer-state snapshot.
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import threading
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 from typing import Any, Protocol
 
+from .arguments import canonical_arguments
 from .audit import AuditTrace, recordable
 from .hygiene import bounded_message, check_arguments, preview, refused_input
 from .policy import SessionPolicy
@@ -139,6 +141,18 @@ class Action(ActionSpec):
         if not callable(self.handler):
             raise TypeError(f"{self.name}: an action needs a handler")
         full_match_validator().check_schema({**self.parameters, **self.rules})
+
+    @cached_property
+    def defaults(self) -> dict:
+        """The schema's defaults of the top-level arguments: the one place a default is written (the registry
+        passes them to the handler, whose signature repeats none)."""
+        return {name: schema["default"] for name, schema in self.parameters.get("properties", {}).items()
+                if "default" in schema}
+
+    def with_defaults(self, arguments: dict) -> dict:
+        """``arguments`` completed with the defaults of the arguments not given (each a fresh copy)."""
+        return {**{name: copy.deepcopy(value) for name, value in self.defaults.items() if name not in arguments},
+                **arguments}
 
     @cached_property
     def validator(self) -> Any:
@@ -299,11 +313,12 @@ class ActionRegistry(ToolCatalog):
                 action = self.lookup(name)  # an unknown name is answered as such, whatever its arguments hold
                 if refusal is not None:
                     raise refusal
+                arguments = recorded_arguments = canonical_arguments(action.name, arguments)
                 self._check(action, arguments)
                 if actor == "agent":
                     self.policy.charge_round(round_id)
                 checkpoint = self.context.checkpoint()
-                result = action.handler(self.context, **arguments)
+                result = action.handler(self.context, **action.with_defaults(arguments))
                 if not isinstance(result, Result):
                     raise TypeError(f"handler returned {type(result).__name__}, not a Result")
                 problem = warning_shape_problem(result.data) if result.ok else None
@@ -370,6 +385,8 @@ class ActionRegistry(ToolCatalog):
             first = errors[0]
             where = "/".join(str(part) for part in first.absolute_path) or "arguments"
             message = first.message
-            if len(message) > 240:  # jsonschema quotes the whole offending value
+            if first.validator in ROOT_RULES and not first.absolute_path:  # say which arguments the rule wants
+                message = describe_rules({first.validator: first.validator_value})
+            elif len(message) > 240:  # jsonschema quotes the whole offending value
                 message = f"{preview(first.instance)} fails {first.validator!r}: {preview(first.validator_value)}"
             raise ActionError("invalid_argument", bounded_message(f"{name}: {where}: {message}"))

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .audit import StateDeltaError, action_states, read_trace
+from .catalog import RADIOLOGY, application_named
 from .registry import ActionRegistry
 
 IGNORED_STATE_KEYS = ("time",)
@@ -48,22 +49,23 @@ def build_from_config(config: dict, data_roots: list[str | os.PathLike],
     ``artifacts_dir`` (artifacts get the same names there, see ``fresh_path``)."""
     if not isinstance(config, dict):
         raise ValueError("the trace's session_config is not an object")
-    app = config.get("app", "slicer")
+    try:
+        app = application_named(config.get("app", RADIOLOGY))
+    except ValueError as error:
+        raise ValueError(f"{error} in session_config") from None
     roots = list(data_roots)
     options = {"track": config.get("track", "A"), "max_rounds": config.get("max_rounds")}
-    if app == "slicer":
+    if app == RADIOLOGY:
         from .session import build_headless_slicer_registry
 
         if config.get("artifacts"):
             options["artifacts_dir"] = artifacts_dir
         return build_headless_slicer_registry(roots, **options)
-    if app == "wsi":
-        from .pathology.actions import build_pathology_registry
-        from .pathology.viewer import DEFAULT_VIEWPORT, HeadlessWsiViewer
+    from .pathology.actions import build_pathology_registry
+    from .pathology.viewer import DEFAULT_VIEWPORT, HeadlessWsiViewer
 
-        viewport = tuple(config.get("viewport") or DEFAULT_VIEWPORT)
-        return build_pathology_registry(roots, viewer=HeadlessWsiViewer(viewport), **options)
-    raise ValueError(f"unknown application {app!r} in session_config")
+    viewport = tuple(config.get("viewport") or DEFAULT_VIEWPORT)
+    return build_pathology_registry(roots, viewer=HeadlessWsiViewer(viewport), **options)
 
 
 def first_difference(expected, actual, path: str = "") -> str | None:

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .audit import AuditTrace
+from .catalog import RADIOLOGY
 from .evidence.actions import EVIDENCE
 from .evidence.store import EvidenceStore
 from .policy import DataRootPolicy, SessionPolicy
@@ -79,7 +80,7 @@ def build_slicer_registry(
     """A registry over a fresh headless scene (or ``app``, e.g. the running Slicer GUI)."""
     policy = SessionPolicy(track=track, max_rounds=max_rounds, data_roots=DataRootPolicy(data_roots))
     context = SlicerContext(ViewerEngine(app), policy, artifacts_dir)
-    config = {"app": "slicer", "track": track, "max_rounds": max_rounds, "data_roots": policy.data_roots.to_json(),
+    config = {"app": RADIOLOGY, "track": track, "max_rounds": max_rounds, "data_roots": policy.data_roots.to_json(),
               "artifacts": artifacts_dir is not None}
     return ActionRegistry(context, toolsets_for(track), trace, config)
 

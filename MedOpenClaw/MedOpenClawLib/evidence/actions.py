@@ -10,20 +10,19 @@ import re
 import numpy as np
 import slicer
 
+from ..arguments import BOX_1000, IMAGE_ID, LABEL, POINT_1000, POINT_1000_ITEM, RAS, SIZE, VIEW, VOLUME
 from ..audit import fresh_path, sha256_file
 from ..registry import Toolset
 from ..result import ActionError, Result
 from ..sinks import write_json
-from ..viewer.actions import POINT_1000, RAS, SIZE, VIEW, VOLUME_NAME, render, screen_points_to_ras, with_reference
+from ..viewer.actions import render, screen_points_to_ras, with_reference
 from ..viewer.geometry import CANONICAL_AXIS, VIEWS, lies_inside
-from ..viewer.image_geometry import IMAGE_ID
 
 EVIDENCE = Toolset("evidence")
-LABEL = {"type": "string", "maxLength": 200, "description": "short free-text label"}
 
 
-def require_volume(ctx, volume_name: str | None = None):
-    return ctx.engine.find_volume(volume_name=volume_name)
+def require_volume(ctx, volume_id: str | None = None, volume_name: str | None = None):
+    return ctx.engine.find_volume(volume_id, volume_name)
 
 
 def check_inside(node, ras) -> None:
@@ -61,7 +60,7 @@ def capture(ctx, kind: str, label: str, data: dict, node=None, view: str | None 
 
 @EVIDENCE.action("bookmark_view", "evidence", "Bookmark the current view (volume, slice, zoom) as evidence.",
                  {"view": VIEW, "label": LABEL}, required=["view"])
-def bookmark_view(ctx, view, label: str = "") -> Result:
+def bookmark_view(ctx, view, label: str) -> Result:
     require_volume(ctx)
     return capture(ctx, "bookmark", label, {"view": view, "offset_mm": round(ctx.engine.offset(view), 3)},
                    view=view)
@@ -72,11 +71,11 @@ def bookmark_view(ctx, view, label: str = "") -> Result:
     "Record key slices in canonical RAS mm (axial=S, sagittal=R, coronal=A); omitted views use their current "
     "offsets. Values must lie inside the active (or named) volume.",
     {"axial_mm": {"type": "number"}, "sagittal_mm": {"type": "number"}, "coronal_mm": {"type": "number"},
-     "volume_name": VOLUME_NAME, "label": LABEL},
+     **VOLUME, "label": LABEL},
 )
-def record_key_slices(ctx, axial_mm=None, sagittal_mm=None, coronal_mm=None, volume_name=None,
-                      label: str = "") -> Result:
-    node = require_volume(ctx, volume_name)
+def record_key_slices(ctx, label: str, axial_mm=None, sagittal_mm=None, coronal_mm=None, volume_id=None,
+                      volume_name=None) -> Result:
+    node = require_volume(ctx, volume_id, volume_name)
     given = {"axial": axial_mm, "sagittal": sagittal_mm, "coronal": coronal_mm}
     slices = {}
     for view in VIEWS:
@@ -90,9 +89,9 @@ def record_key_slices(ctx, axial_mm=None, sagittal_mm=None, coronal_mm=None, vol
 
 
 @EVIDENCE.action("record_point", "evidence", "Record a RAS point (mm) inside the active volume as evidence.",
-                 {"ras": RAS, "label": LABEL, "volume_name": VOLUME_NAME}, required=["ras"])
-def record_point(ctx, ras, label: str = "", volume_name=None) -> Result:
-    node = require_volume(ctx, volume_name)
+                 {"ras": RAS, "label": LABEL, **VOLUME}, required=["ras"])
+def record_point(ctx, ras, label: str, volume_id=None, volume_name=None) -> Result:
+    node = require_volume(ctx, volume_id, volume_name)
     check_inside(node, ras)
     markups = add_markups(ctx, "vtkMRMLMarkupsFiducialNode", "point", label, [ras])
     return capture(ctx, "point", label, {"ras": [round(float(v), 3) for v in ras], "volume_name": node.GetName()},
@@ -104,15 +103,14 @@ def record_point(ctx, ras, label: str = "", volume_name=None) -> Result:
     "Draw a region of interest on a displayed slice in 0..999 screen coordinates: a box (bbox_1000), a circle "
     "(center_1000 + radius_1000) or a polygon (points_1000). Stored as a Slicer markups node in RAS.",
     {"view": VIEW, "shape": {"type": "string", "enum": ["box", "circle", "polygon"]},
-     "bbox_1000": {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 999}, "minItems": 4,
-                   "maxItems": 4},
+     "bbox_1000": BOX_1000,
      "center_1000": POINT_1000, "radius_1000": {"type": "number", "exclusiveMinimum": 0, "maximum": 999},
-     "points_1000": {"type": "array", "items": POINT_1000, "minItems": 3, "maxItems": 64},
+     "points_1000": {"type": "array", "items": POINT_1000_ITEM, "minItems": 3, "maxItems": 64},
      "image_id": IMAGE_ID, "label": LABEL, "size": SIZE},
     required=["view", "shape"],
 )
-def draw_roi(ctx, view, shape, bbox_1000=None, center_1000=None, radius_1000=None, points_1000=None,
-             image_id=None, label: str = "", size: int = 512) -> Result:
+def draw_roi(ctx, view, shape, label: str, size: int, bbox_1000=None, center_1000=None, radius_1000=None,
+             points_1000=None, image_id=None) -> Result:
     node = require_volume(ctx)
     needed = {"box": ("bbox_1000",), "circle": ("center_1000", "radius_1000"), "polygon": ("points_1000",)}[shape]
     given = {"bbox_1000": bbox_1000, "center_1000": center_1000, "radius_1000": radius_1000,
@@ -173,8 +171,8 @@ def polygon_area(points: np.ndarray, normal_axis: int) -> float:
      "image_id": IMAGE_ID, "label": LABEL, "size": SIZE},
     oneOf=[{"required": ["view", "start_1000", "end_1000"]}, {"required": ["start_ras", "end_ras"]}],
 )
-def measure_line(ctx, view=None, start_1000=None, end_1000=None, start_ras=None, end_ras=None,
-                 image_id=None, label: str = "", size: int = 512) -> Result:
+def measure_line(ctx, label: str, size: int, view=None, start_1000=None, end_1000=None, start_ras=None, end_ras=None,
+                 image_id=None) -> Result:
     node = require_volume(ctx)
     if start_1000 is not None and start_ras is not None:
         raise ActionError("invalid_argument", "give screen points or RAS points, not both")
@@ -207,7 +205,7 @@ def list_evidence(ctx) -> Result:
     "Write the evidence list (JSON) and its markups (.mrk.json) to the session's artifact folder.",
     {"name": {"type": "string", "pattern": "^[A-Za-z0-9_-]{1,64}$", "default": "evidence"}},
 )
-def export_evidence(ctx, name: str = "evidence") -> Result:
+def export_evidence(ctx, name: str) -> Result:
     if ctx.artifacts_dir is None:
         raise ActionError("no_artifact_dir", "this session has no artifact folder configured")
     if not ctx.evidence.items:

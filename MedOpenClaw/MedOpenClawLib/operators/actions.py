@@ -17,12 +17,12 @@ import numpy as np
 import pydicom
 import pydicom.errors
 
+from ..arguments import IMAGE_ID, NAME, POINTS_1000, POINTS_RAS, SIZE, VIEW, VOLUME, VOLUME_GIVEN, VOLUME_REF
 from ..audit import fresh_path, sha256_file
 from ..dependencies import require
 from ..registry import Toolset
 from ..result import ActionError, Result, add_warning
-from ..viewer.actions import POINT_1000, RAS, SIZE, VIEW, render, screen_points_to_ras, target_views
-from ..viewer.image_geometry import IMAGE_ID
+from ..viewer.actions import render, screen_points_to_ras, target_views
 from . import brainsfit, scene_nodes, vista3d
 from .artifacts import VolumeArtifact
 from .image import ImageVolume
@@ -34,11 +34,7 @@ from .suv import SuvError, suv_calibration
 OPERATORS = Toolset("operators")
 TRACKS = ("B",)
 
-VOLUME = {"type": "string", "description": "name (or node id) of a loaded volume"}
-POINTS_RAS = {"type": "array", "items": RAS, "minItems": 1, "maxItems": 16}
-POINTS_1000 = {"type": "array", "items": POINT_1000, "minItems": 1, "maxItems": 16,
-               "description": "points on the displayed slice of `view`, 0..999 from the top-left"}
-NAME = {"type": "string", "minLength": 1, "maxLength": 64}
+TRANSFORM = {"type": "string", "description": "name or id of a transform"}
 
 
 def install(context) -> None:
@@ -59,16 +55,6 @@ OPERATORS.attach = install
 
 def artifact_graph_state(context) -> dict:
     return scene_nodes.artifact_graph(context.engine).to_json()
-
-
-def volume_node(ctx, ref: str | None):
-    """A volume by id or name (the active one when ``ref`` is omitted)."""
-    if ref is None:
-        return ctx.engine.find_volume()
-    try:
-        return ctx.engine.find_volume(volume_id=ref)
-    except ActionError:
-        return ctx.engine.find_volume(volume_name=ref)
 
 
 def points_to_ijk(ctx, node, image: ImageVolume, points_ras, points_1000, view,
@@ -141,7 +127,7 @@ def binding_warnings(graph, volume: VolumeArtifact, what: str) -> list[dict]:
     "Segment a CT volume with MONAI VISTA3D: class prompts by name or id (e.g. 'liver', 'lung tumor', 23), "
     "and/or point prompts (RAS mm, or 0..999 points on a view) for one class. Creates a segmentation bound to the "
     "volume and returns per-segment volume (ml), centroid RAS, bounding box and diameters.",
-    {"volume_name": VOLUME,
+    {**VOLUME,
      "label_prompt": {"type": "array", "items": {"anyOf": [{"type": "string"}, {"type": "integer"}]}, "minItems": 1,
                       "maxItems": 16},
      "point_prompts_ras": POINTS_RAS, "point_prompts_1000": POINTS_1000, "view": VIEW, "image_id": IMAGE_ID,
@@ -151,11 +137,12 @@ def binding_warnings(graph, volume: VolumeArtifact, what: str) -> list[dict]:
     tracks=TRACKS,
     anyOf=[{"required": ["label_prompt"]}, {"required": ["point_prompts_ras"]}, {"required": ["point_prompts_1000"]}],
 )
-def vista3d_segment(ctx, volume_name=None, label_prompt=None, point_prompts_ras=None, point_prompts_1000=None,
-                    view=None, image_id=None, point_labels=None, segmentation_name=None, size: int = 512) -> Result:
+def vista3d_segment(ctx, size: int, volume_id=None, volume_name=None, label_prompt=None, point_prompts_ras=None,
+                    point_prompts_1000=None, view=None, image_id=None, point_labels=None,
+                    segmentation_name=None) -> Result:
     started = time.perf_counter()
     require("vista3d")
-    node = volume_node(ctx, volume_name)
+    node = ctx.engine.find_volume(volume_id, volume_name)
     image = scene_nodes.image_of(node)
     try:
         vista3d.check_ct_input(image.array, image.metadata["modality"])
@@ -202,17 +189,18 @@ def vista3d_segment(ctx, volume_name=None, label_prompt=None, point_prompts_ras=
     "Register a moving volume to a fixed volume (BRAINSFit in Slicer; Mattes mutual information). Creates a "
     "linear transform node and returns its id and moving-to-fixed 4x4 RAS matrix. It is NOT applied: then call "
     "apply_transform or resample_volume, and verify with fusion.",
-    {"fixed_volume": VOLUME, "moving_volume": VOLUME,
+    {"fixed_volume_ref": VOLUME_REF, "moving_volume_ref": VOLUME_REF,
      "transform_type": {"type": "string", "enum": list(TRANSFORM_TYPES), "default": "rigid"},
      "initialization": {"type": "string", "enum": list(INITIALIZATIONS), "default": "moments"},
      "transform_name": NAME},
-    required=["fixed_volume", "moving_volume"],
+    required=["fixed_volume_ref", "moving_volume_ref"],
     tracks=TRACKS,
 )
-def register_volumes(ctx, fixed_volume, moving_volume, transform_type: str = "rigid",
-                     initialization: str = "moments", transform_name=None) -> Result:
+def register_volumes(ctx, fixed_volume_ref, moving_volume_ref, transform_type: str, initialization: str,
+                     transform_name=None) -> Result:
     started = time.perf_counter()
-    fixed, moving = volume_node(ctx, fixed_volume), volume_node(ctx, moving_volume)
+    fixed = ctx.engine.find_volume(volume_name=fixed_volume_ref)
+    moving = ctx.engine.find_volume(volume_name=moving_volume_ref)
     if fixed.GetID() == moving.GetID():
         raise ActionError("invalid_argument", "fixed and moving must be different volumes")
     for node in (fixed, moving):
@@ -253,14 +241,14 @@ def register_volumes(ctx, fixed_volume, moving_volume, transform_type: str = "ri
     "apply_transform", "operator",
     "Place a volume under a registration transform (no resampling), so it is displayed in the transform's fixed "
     "space. Refused when the transform was estimated for a volume in another frame of reference.",
-    {"volume_name": VOLUME, "transform_name": {"type": "string", "description": "name or id of a transform"},
-     "size": SIZE},
-    required=["volume_name", "transform_name"],
+    {**VOLUME, "transform_name": TRANSFORM, "size": SIZE},
+    required=["transform_name"],
     tracks=TRACKS,
+    anyOf=VOLUME_GIVEN,
 )
-def apply_transform(ctx, volume_name, transform_name, size: int = 512) -> Result:
+def apply_transform(ctx, transform_name, size: int, volume_id=None, volume_name=None) -> Result:
     started = time.perf_counter()
-    node = volume_node(ctx, volume_name)
+    node = ctx.engine.find_volume(volume_id, volume_name)
     transform = scene_nodes.find_transform(ctx.engine.scene, transform_name)
     if node.GetAttribute(scene_nodes.DERIVED_FROM):
         raise ActionError("already_resampled", f"{node.GetName()} was produced by resample_volume and is already "
@@ -287,18 +275,18 @@ def apply_transform(ctx, volume_name, transform_name, size: int = 512) -> Result
     "resample_volume", "operator",
     "Resample a volume through a registration transform onto a reference volume's grid (BRAINSResample in "
     "Slicer), creating a new volume in the reference space.",
-    {"volume_name": VOLUME, "transform_name": {"type": "string", "description": "name or id of a transform"},
-     "reference_volume": VOLUME,
+    {**VOLUME, "transform_name": TRANSFORM, "reference_volume_ref": VOLUME_REF,
      "interpolation": {"type": "string", "enum": list(INTERPOLATIONS), "default": "linear"},
      "output_name": NAME},
-    required=["volume_name", "transform_name", "reference_volume"],
+    required=["transform_name", "reference_volume_ref"],
     tracks=TRACKS,
+    anyOf=VOLUME_GIVEN,
 )
-def resample_volume(ctx, volume_name, transform_name, reference_volume, interpolation: str = "linear",
+def resample_volume(ctx, transform_name, reference_volume_ref, interpolation: str, volume_id=None, volume_name=None,
                     output_name=None) -> Result:
     started = time.perf_counter()
-    moving = volume_node(ctx, volume_name)
-    reference = volume_node(ctx, reference_volume)
+    moving = ctx.engine.find_volume(volume_id, volume_name)
+    reference = ctx.engine.find_volume(volume_name=reference_volume_ref)
     transform = scene_nodes.find_transform(ctx.engine.scene, transform_name)
     if reference.GetParentTransformNode() is not None:
         raise ActionError("transformed_input", f"reference {reference.GetName()} is under a transform")
@@ -340,7 +328,7 @@ def resample_volume(ctx, volume_name, transform_name, reference_volume, interpol
     "Segment a structure by region growing from seed points (RAS mm, or 0..999 points on a view): 'confidence' "
     "grows while intensities stay within mean +- multiplier x std of the region, 'threshold' within [lower, upper]. "
     "Returns the same statistics as vista3d_segment.",
-    {"volume_name": VOLUME, "seeds_ras": POINTS_RAS, "seeds_1000": POINTS_1000, "view": VIEW, "image_id": IMAGE_ID,
+    {**VOLUME, "seeds_ras": POINTS_RAS, "seeds_1000": POINTS_1000, "view": VIEW, "image_id": IMAGE_ID,
      "method": {"type": "string", "enum": list(METHODS), "default": "confidence"},
      "lower": {"type": "number"}, "upper": {"type": "number"},
      "multiplier": {"type": "number", "exclusiveMinimum": 0, "maximum": 10, "default": 2.5},
@@ -348,11 +336,10 @@ def resample_volume(ctx, volume_name, transform_name, reference_volume, interpol
     tracks=TRACKS,
     anyOf=[{"required": ["seeds_ras"]}, {"required": ["seeds_1000"]}],
 )
-def segment_region(ctx, volume_name=None, seeds_ras=None, seeds_1000=None, view=None, image_id=None,
-                   method: str = "confidence", lower=None, upper=None, multiplier: float = 2.5, segment_name=None,
-                   size: int = 512) -> Result:
+def segment_region(ctx, method: str, multiplier: float, size: int, volume_id=None, volume_name=None, seeds_ras=None,
+                   seeds_1000=None, view=None, image_id=None, lower=None, upper=None, segment_name=None) -> Result:
     started = time.perf_counter()
-    node = volume_node(ctx, volume_name)
+    node = ctx.engine.find_volume(volume_id, volume_name)
     image = scene_nodes.image_of(node)
     seeds, seeds_ijk, warnings = points_to_ijk(ctx, node, image, seeds_ras, seeds_1000, view, image_id)
     parameters = GrowingParameters(method, lower, upper, multiplier)
@@ -385,19 +372,20 @@ def segment_region(ctx, volume_name=None, seeds_ras=None, seeds_1000=None, view=
     "mean, max, SUVmax/SUVmean for PET with decay-corrected DICOM units, centroid, bounding box, longest 3-D "
     "diameter and the RANO longest axial diameter x perpendicular product.",
     {"segmentation_name": {"type": "string"}, "segment_name": {"type": "string"},
-     "roi_evidence_id": {"type": "string", "description": "evidence id of a box ROI"}, "volume_name": VOLUME},
+     "roi_evidence_id": {"type": "string", "description": "evidence id of a box ROI"}, **VOLUME},
     tracks=TRACKS,
     oneOf=[{"required": ["segmentation_name"]}, {"required": ["roi_evidence_id"]}],
 )
-def quantify(ctx, segmentation_name=None, segment_name=None, roi_evidence_id=None, volume_name=None) -> Result:
+def quantify(ctx, segmentation_name=None, segment_name=None, roi_evidence_id=None, volume_id=None,
+             volume_name=None) -> Result:
     started = time.perf_counter()
     if segmentation_name is not None:
         segmentation = scene_nodes.find_segmentation(ctx.engine.scene, segmentation_name)
         source_id = segmentation.GetAttribute(scene_nodes.SOURCE_VOLUME)
         source = ctx.engine.scene.GetNodeByID(source_id) if source_id else None
-        target = volume_node(ctx, volume_name) if volume_name else source
+        target = ctx.engine.find_volume(volume_id, volume_name) if volume_id or volume_name else source
         if target is None:
-            raise ActionError("invalid_argument", "name the volume to measure (volume_name)")
+            raise ActionError("invalid_argument", "name the volume to measure (volume_name or volume_id)")
         warnings = region_space_warnings(ctx, source, target, f"{segmentation.GetName()} was made on")
         segment_id = scene_nodes.find_segment(segmentation, segment_name)
         mask = scene_nodes.segment_mask(ctx.engine.app, segmentation, segment_id, target)
@@ -406,7 +394,7 @@ def quantify(ctx, segmentation_name=None, segment_name=None, roi_evidence_id=Non
     else:
         if segment_name is not None:
             raise ActionError("invalid_argument", "segment_name goes with segmentation_name")
-        target = volume_node(ctx, volume_name)
+        target = ctx.engine.find_volume(volume_id, volume_name)
         mask, region, drawn_on = roi_mask(ctx, roi_evidence_id, target)
         warnings = region_space_warnings(ctx, drawn_on, target, f"ROI {roi_evidence_id} was drawn on")
     image = scene_nodes.image_of(target)
@@ -523,17 +511,18 @@ def export_dicom_seg(ctx, segmentation_name, segment_names=None) -> Result:
     "import_dicom_seg", "operator",
     "Load a DICOM SEG file as a segmentation on the volume whose grid it was made on.",
     {"path": {"type": "string", "description": "a SEG file under a data root or this session's artifacts"},
-     "volume_name": VOLUME, "size": SIZE},
-    required=["path", "volume_name"],
+     **VOLUME, "size": SIZE},
+    required=["path"],
     tracks=TRACKS,
+    anyOf=VOLUME_GIVEN,
 )
-def import_dicom_seg(ctx, path, volume_name, size: int = 512) -> Result:
+def import_dicom_seg(ctx, path, size: int, volume_id=None, volume_name=None) -> Result:
     started = time.perf_counter()
     require("dicom_seg")
     from .dicom_seg import DicomSegError, import_seg  # highdicom: imported where used
 
     resolved = _readable_path(ctx, path)
-    node = volume_node(ctx, volume_name)
+    node = ctx.engine.find_volume(volume_id, volume_name)
     try:
         segments = import_seg(resolved, scene_nodes.image_of(node, world=False))
     except DicomSegError as error:

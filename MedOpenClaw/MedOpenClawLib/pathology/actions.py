@@ -12,13 +12,15 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import catalog
+from ..arguments import COORDINATE_1000, WSI_LABEL
 from ..audit import AuditTrace, fresh_path, sha256_bytes
 from ..policy import DataRootPolicy, SessionPolicy
 from ..registry import ActionRegistry, Toolset
 from ..result import ActionError, RenderedImage, Result, warning
 from ..sinks import write_json
 from .cases import resolve_case_image, resolve_slide
-from .geometry import MIN_DOWNSAMPLE, NORMALISED_SPAN, PAN_DIRECTIONS, PAN_UNITS, ZOOM_DIRECTIONS, ZOOM_UNITS, ViewState
+from .geometry import MIN_DOWNSAMPLE, PAN_DIRECTIONS, PAN_UNITS, ZOOM_DIRECTIONS, ZOOM_UNITS, ViewState
 from .render import normalised_rect
 from .summaries import direct_state_summary, gui_state_summary
 from .viewer import IMAGE_TYPES, MAX_SLEEP_SECONDS, HeadlessWsiViewer, PathologyViewer, describe_view, view_record
@@ -26,8 +28,6 @@ from .viewer import IMAGE_TYPES, MAX_SLEEP_SECONDS, HeadlessWsiViewer, Pathology
 PATHOLOGY = Toolset("pathology")
 # Table 10: the direct tools MedFlow-Bench's BRACS / CAMELYON17 agents see; the rest serve recovery and setup.
 MODEL_VISIBLE_ACTIONS = ("zoom", "pan", "focus_qupath", "capture_viewer", "viewer_point_to_wsi_coordinate")
-_LABEL = {"type": "string", "minLength": 1, "maxLength": 80, "description": "short name for this evidence item"}
-_POINT = {"type": "number", "minimum": 0, "maximum": NORMALISED_SPAN - 1}
 
 
 @dataclass
@@ -165,13 +165,13 @@ def set_image_type(context: PathologyContext, image_type: str) -> Result:
         "direction": {"type": "string", "enum": list(ZOOM_DIRECTIONS)},
         "amount": {"type": "number", "exclusiveMinimum": 0},
         "unit": {"type": "string", "enum": list(ZOOM_UNITS), "default": "factor"},
-        "x": _POINT,
-        "y": _POINT,
+        "x": COORDINATE_1000,
+        "y": COORDINATE_1000,
     },
     required=["amount"],
 )
-def zoom(context: PathologyContext, amount: float, direction: str | None = None, unit: str = "factor",
-         x: float | None = None, y: float | None = None) -> Result:
+def zoom(context: PathologyContext, amount: float, unit: str, direction: str | None = None, x: float | None = None,
+         y: float | None = None) -> Result:
     state = context.viewer.zoom(direction, amount, unit, x, y)
     return Result(True, context.view_data(notes=_limit_notes(state)))
 
@@ -186,12 +186,12 @@ def zoom(context: PathologyContext, amount: float, direction: str | None = None,
         "direction": {"type": "string", "enum": list(PAN_DIRECTIONS)},
         "amount": {"type": "number", "exclusiveMinimum": 0},
         "unit": {"type": "string", "enum": list(PAN_UNITS), "default": "viewport"},
-        "x": _POINT,
-        "y": _POINT,
+        "x": COORDINATE_1000,
+        "y": COORDINATE_1000,
     },
 )
-def pan(context: PathologyContext, direction: str | None = None, amount: float | None = None,
-        unit: str = "viewport", x: float | None = None, y: float | None = None) -> Result:
+def pan(context: PathologyContext, unit: str, direction: str | None = None, amount: float | None = None,
+        x: float | None = None, y: float | None = None) -> Result:
     state = context.viewer.pan(direction, amount, unit, x, y)
     return Result(True, context.view_data(notes=_limit_notes(state)))
 
@@ -206,7 +206,7 @@ def focus_qupath(context: PathologyContext) -> Result:
     "capture_viewer",
     "evidence",
     "Capture the current viewer screenshot and store it as a labelled evidence artifact.",
-    properties={"label": _LABEL},
+    properties={"label": WSI_LABEL},
     required=["label"],
 )
 def capture_viewer(context: PathologyContext, label: str) -> Result:
@@ -239,7 +239,7 @@ def capture_viewer(context: PathologyContext, label: str) -> Result:
     "viewer",
     "Convert a point on the current screenshot (x, y in 0..999 from its top-left) to full-resolution WSI "
     "pixel coordinates; use the returned x, y as localizations in the final answer.",
-    properties={"x": _POINT, "y": _POINT},
+    properties={"x": COORDINATE_1000, "y": COORDINATE_1000},
     required=["x", "y"],
 )
 def viewer_point_to_wsi_coordinate(context: PathologyContext, x: float, y: float) -> Result:
@@ -268,7 +268,7 @@ def viewer_point_to_wsi_coordinate(context: PathologyContext, x: float, y: float
     "record_view_as_evidence",
     "evidence",
     "Record the current view (image, centre, downsample, full-resolution field) as labelled evidence.",
-    properties={"label": _LABEL},
+    properties={"label": WSI_LABEL},
     required=["label"],
 )
 def record_view_as_evidence(context: PathologyContext, label: str) -> Result:
@@ -308,6 +308,6 @@ def build_pathology_registry(
     policy = SessionPolicy(track=track, max_rounds=max_rounds, data_roots=DataRootPolicy(list(data_roots)))
     context = PathologyContext(viewer if viewer is not None else HeadlessWsiViewer(), policy, artifact_dir)
     state = context.viewer.view_state()
-    config = {"app": "wsi", "track": track, "max_rounds": max_rounds, "data_roots": policy.data_roots.to_json(),
-              "viewport": [state.viewport_width, state.viewport_height]}
+    config = {"app": catalog.PATHOLOGY, "track": track, "max_rounds": max_rounds,
+              "data_roots": policy.data_roots.to_json(), "viewport": [state.viewport_width, state.viewport_height]}
     return ActionRegistry(context, [PATHOLOGY], trace, config)

@@ -94,8 +94,8 @@ def f1(timeline: Timeline, spec: AuditSpec) -> list[Finding]:
     for call in timeline.successful("register_volumes"):
         volumes = Volumes(timeline, spec, call)
         inputs = as_dict(call.data.get("inputs"))
-        fixed = volumes.name(inputs.get("fixed_volume_id") or call.arguments.get("fixed_volume"))
-        moving = volumes.name(inputs.get("moving_volume_id") or call.arguments.get("moving_volume"))
+        fixed = volumes.name(inputs.get("fixed_volume_id") or call.arguments.get("fixed_volume_ref"))
+        moving = volumes.name(inputs.get("moving_volume_id") or call.arguments.get("moving_volume_ref"))
         if not spec.compares_timepoints:
             findings.append(Finding("F1", "F1.single_study", "medium", (call.seq,),
                                     f"register_volumes aligned {moving} to {fixed}, but the question compares no "
@@ -171,9 +171,9 @@ def _fusions(timeline: Timeline, spec: AuditSpec) -> list[Finding]:
 def _evidence_volumes(timeline: Timeline) -> list[Finding]:
     findings = []
     for call in timeline.successful(*EVIDENCE_RECORDERS):
-        if not call.arguments.get("volume_name"):
-            continue
-        named = text(call.data.get("volume_name")) or text(call.arguments["volume_name"])
+        if not (call.arguments.get("volume_name") or call.arguments.get("volume_id")):
+            continue  # the active volume: what the views showed
+        named = text(call.data.get("volume_name")) or text(call.arguments.get("volume_name"))
         layers = timeline.displayed_layers(call)
         if named and layers and named not in layers:
             findings.append(Finding("F3", "F3.evidence_volume", "medium", (call.seq,),

@@ -54,8 +54,8 @@ def _cross_study_registration(timeline: Timeline, spec: AuditSpec, call: Call, r
         return False
     volumes = Volumes(timeline, spec, call)
     inputs = as_dict(call.data.get("inputs"))
-    studies = (volumes.timepoint(inputs.get("fixed_volume_id") or call.arguments.get("fixed_volume")),
-               volumes.timepoint(inputs.get("moving_volume_id") or call.arguments.get("moving_volume")))
+    studies = (volumes.timepoint(inputs.get("fixed_volume_id") or call.arguments.get("fixed_volume_ref")),
+               volumes.timepoint(inputs.get("moving_volume_id") or call.arguments.get("moving_volume_ref")))
     return None not in studies and studies[0] != studies[1]
 
 

@@ -20,7 +20,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ..arguments import canonical_arguments
 from ..audit import StateDeltaError, action_states
+from ..result import ActionError
 
 # canonical RAS axis index per view (axial = S, sagittal = R, coronal = A), as in viewer.geometry.CANONICAL_AXIS
 AXIS_INDEX = {"axial": 2, "sagittal": 0, "coronal": 1}
@@ -138,9 +140,15 @@ class Timeline:
 
     def _call(self, record: dict) -> Call:
         result = as_dict(record.get("result"))
+        action = str(record.get("action") or "")
+        arguments = as_dict(record.get("arguments"))
+        try:  # a trace written before an argument was renamed: read it under the current names
+            arguments = canonical_arguments(action, arguments)
+        except ActionError:
+            pass  # both names (the registry refused the call): the record is read as written
         return Call(
-            seq=self.seq(record), actor=str(record.get("actor") or ""), action=str(record.get("action") or ""),
-            arguments=as_dict(record.get("arguments")), ok=record.get("status") == "ok",
+            seq=self.seq(record), actor=str(record.get("actor") or ""), action=action,
+            arguments=arguments, ok=record.get("status") == "ok",
             data=as_dict(result.get("data")), images=[as_dict(image) for image in as_list(result.get("images"))],
             artifacts=[as_dict(item) for item in as_list(record.get("artifacts"))], record=record,
         )

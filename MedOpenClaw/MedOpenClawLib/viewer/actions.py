@@ -9,27 +9,17 @@ from __future__ import annotations
 import numpy as np
 
 from .. import __version__
+from ..arguments import BBOX_1000, IMAGE_ID, OFFSET_MM, POINT_1000, RAS, SIZE, VIEW, VOLUME, VOLUME_GIVEN, VOLUME_REF
 from ..registry import Toolset
 from ..result import ActionError, Result, add_warning, warning
 from .engine import FUSION_MODES, LAYOUTS
 from .geometry import AXIS_LETTER, VIEWS, bbox_center, ijk_to_ras
-from .image_geometry import IMAGE_ID
 from .loading import discover_sources
 from .presets import PRESET_NAMES, preset_window_level
 from .rendering import montage, render_view
 
 VIEWER = Toolset("viewer")
 
-VIEW = {"type": "string", "enum": list(VIEWS), "description": "axial (Red), sagittal (Yellow) or coronal (Green)"}
-SIZE = {"type": "integer", "minimum": 64, "maximum": 1024, "default": 512, "description": "image side in pixels"}
-VOLUME_ID = {"type": "string", "description": "scene node id of a loaded volume"}
-VOLUME_NAME = {"type": "string", "description": "name of a loaded volume as listed in the scene inventory"}
-POINT_1000 = {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 999}, "minItems": 2,
-              "maxItems": 2, "description": "[x, y] on the displayed slice, 0..999 from the top-left"}
-BBOX_1000 = {"type": "array", "items": {"type": "number", "minimum": 0, "maximum": 999}, "minItems": 4,
-             "maxItems": 4, "description": "[x0, y0, x1, y1] box on the displayed slice, 0..999; its centre is used"}
-RAS = {"type": "array", "items": {"type": "number"}, "minItems": 3, "maxItems": 3,
-       "description": "[R, A, S] millimetres"}
 
 
 def render(ctx, views, size: int = 512, data: dict | None = None) -> Result:
@@ -97,13 +87,13 @@ def ping(ctx) -> Result:
      "spacing": {"type": "number", "exclusiveMinimum": 0, "description": "default scroll step in mm"},
      "slice_planes": {"type": "array", "items": VIEW, "uniqueItems": True, "minItems": 1},
      "view_layout": {"type": "string", "enum": list(LAYOUTS)},
-     "keep_loaded": {"type": "boolean", "description": "add to the volumes already loaded instead of replacing "
-                     "them (default false: a new case starts from a clean scene)"},
+     "keep_loaded": {"type": "boolean", "default": False, "description": "add to the volumes already loaded "
+                     "instead of replacing them (a new case starts from a clean scene)"},
      "size": SIZE},
     required=["dicom_dir"],
 )
-def open_case(ctx, dicom_dir: str, spacing: float | None = None, slice_planes=None, view_layout=None,
-              keep_loaded: bool = False, size: int = 512) -> Result:
+def open_case(ctx, dicom_dir: str, keep_loaded: bool, size: int, spacing: float | None = None, slice_planes=None,
+              view_layout=None) -> Result:
     path = ctx.policy.data_roots.resolve(dicom_dir)
     discovery = discover_sources(path, ctx.policy.data_roots)
     nodes, load_warnings = ctx.engine.open(discovery.sources, keep_loaded)
@@ -129,10 +119,10 @@ def open_case(ctx, dicom_dir: str, spacing: float | None = None, slice_planes=No
 @VIEWER.action(
     "select_volume", "viewer",
     "Select a loaded volume (e.g. another MRI sequence, CT or PET) and return the recovered standard views.",
-    {"volume_id": VOLUME_ID, "volume_name": VOLUME_NAME, "view": VIEW, "size": SIZE},
-    anyOf=[{"required": ["volume_id"]}, {"required": ["volume_name"]}],
+    {**VOLUME, "view": VIEW, "size": SIZE},
+    anyOf=VOLUME_GIVEN,
 )
-def select_volume(ctx, volume_id=None, volume_name=None, view=None, size: int = 512) -> Result:
+def select_volume(ctx, size: int, volume_id=None, volume_name=None, view=None) -> Result:
     node = ctx.engine.find_volume(volume_id, volume_name)
     ctx.engine.show_volume(node)
     return render(ctx, view or VIEWS, size, {"active_volume": node.GetName()})
@@ -142,7 +132,7 @@ def select_volume(ctx, volume_id=None, volume_name=None, view=None, size: int = 
     "observe", "viewer", "Return the current axial, sagittal and coronal views, or one selected view.",
     {"view": VIEW, "size": SIZE, "include_metadata": {"type": "boolean", "default": False}},
 )
-def observe(ctx, view=None, size: int = 512, include_metadata: bool = False) -> Result:
+def observe(ctx, size: int, include_metadata: bool, view=None) -> Result:
     views = target_views(ctx, view)
     data = {"views": {name: ctx.engine.view_state(name) for name in views}} if include_metadata else {}
     ctx.engine.find_volume()
@@ -160,8 +150,7 @@ def observe(ctx, view=None, size: int = 512, include_metadata: bool = False) -> 
      "size": SIZE},
     required=["view", "direction"],
 )
-def scroll(ctx, view, direction, num_slices: int = 1, step=None, output: str = "keyframes",
-           size: int = 512) -> Result:
+def scroll(ctx, view, direction, num_slices: int, output: str, size: int, step=None) -> Result:
     engine = ctx.engine
     low, high, spacing = engine.offset_range(view)
     step = step or engine.default_step_mm or spacing
@@ -193,7 +182,7 @@ def scroll(ctx, view, direction, num_slices: int = 1, step=None, output: str = "
      "center_1000": POINT_1000, "image_id": IMAGE_ID, "size": SIZE},
     required=["view", "factor"],
 )
-def zoom(ctx, view, factor, center_1000=None, image_id=None, size: int = 512) -> Result:
+def zoom(ctx, view, factor, size: int, center_1000=None, image_id=None) -> Result:
     ctx.engine.find_volume()
     center, reference = None, None
     if center_1000 is not None:
@@ -207,7 +196,7 @@ def zoom(ctx, view, factor, center_1000=None, image_id=None, size: int = 512) ->
 
 @VIEWER.action("fit", "viewer", "Fit a slice view to the full volume, keeping its slice offset.",
                {"view": VIEW, "size": SIZE}, required=["view"])
-def fit(ctx, view, size: int = 512) -> Result:
+def fit(ctx, view, size: int) -> Result:
     ctx.engine.find_volume()
     ctx.engine.fit(view)
     return render(ctx, view, size)
@@ -216,9 +205,9 @@ def fit(ctx, view, size: int = 512) -> Result:
 @VIEWER.action(
     "set_slice_offset", "viewer",
     "Set a view's slice position in canonical RAS millimetres (axial=S, sagittal=R, coronal=A).",
-    {"view": VIEW, "offset": {"type": "number"}, "size": SIZE}, required=["view", "offset"],
+    {"view": VIEW, "offset": OFFSET_MM, "size": SIZE}, required=["view", "offset"],
 )
-def set_slice_offset(ctx, view, offset, size: int = 512) -> Result:
+def set_slice_offset(ctx, view, offset, size: int) -> Result:
     value = ctx.engine.set_offset(view, float(offset))
     return render(ctx, view, size, {"offset_mm": round(value, 3)})
 
@@ -235,8 +224,8 @@ def get_slice_offset_range(ctx, view) -> Result:
 
 @VIEWER.action("recover_standard_views", "viewer",
                "Restore axial, sagittal and coronal views around the centre of a volume (default the active one).",
-               {"volume_id": VOLUME_ID, "volume_name": VOLUME_NAME, "size": SIZE})
-def recover_standard_views(ctx, volume_id=None, volume_name=None, size: int = 512) -> Result:
+               {**VOLUME, "size": SIZE})
+def recover_standard_views(ctx, size: int, volume_id=None, volume_name=None) -> Result:
     node = ctx.engine.find_volume(volume_id, volume_name)
     if node is not ctx.engine.active_volume():
         ctx.engine.show_volume(node)
@@ -250,8 +239,7 @@ def recover_standard_views(ctx, volume_id=None, volume_name=None, size: int = 51
     "Convert a 0..999 screen point (or a box centre) on a displayed slice to RAS millimetres; also reports the "
     "voxel index in the active (or named) volume and whether the point lies inside it. The point is read on the "
     "last image returned for the view (or the image named by image_id).",
-    {"view": VIEW, "point_1000": POINT_1000, "bbox_1000": BBOX_1000, "image_id": IMAGE_ID, "volume_id": VOLUME_ID,
-     "volume_name": VOLUME_NAME},
+    {"view": VIEW, "point_1000": POINT_1000, "bbox_1000": BBOX_1000, "image_id": IMAGE_ID, **VOLUME},
     required=["view"],
 )
 def image_coords_to_ras(ctx, view, point_1000=None, bbox_1000=None, image_id=None, volume_id=None,
@@ -276,7 +264,7 @@ def image_coords_to_ras(ctx, view, point_1000=None, bbox_1000=None, image_id=Non
     {"include_volumes": {"type": "boolean", "default": True}, "include_fusion": {"type": "boolean", "default": True},
      "include_slice_positions": {"type": "boolean", "default": True}},
 )
-def get_viewer_state(ctx, include_volumes=True, include_fusion=True, include_slice_positions=True) -> Result:
+def get_viewer_state(ctx, include_volumes, include_fusion, include_slice_positions) -> Result:
     state = ctx.state()
     if not include_volumes:
         state.pop("volumes", None)
@@ -293,12 +281,11 @@ def get_viewer_state(ctx, include_volumes=True, include_fusion=True, include_sli
 @VIEWER.action(
     "wl", "viewer", "Set window/level (or auto) of the active or named volume and return the updated view.",
     {"view": VIEW, "window": {"type": "number", "exclusiveMinimum": 0}, "level": {"type": "number"},
-     "auto": {"type": "boolean"}, "volume_id": VOLUME_ID, "volume_name": VOLUME_NAME, "size": SIZE},
+     "auto": {"type": "boolean"}, **VOLUME, "size": SIZE},
     anyOf=[{"required": ["window"]}, {"required": ["level"]}, {"required": ["auto"], "properties": {
         "auto": {"const": True}}}],
 )
-def wl(ctx, view=None, window=None, level=None, auto=None, volume_id=None, volume_name=None,
-       size: int = 512) -> Result:
+def wl(ctx, size: int, view=None, window=None, level=None, auto=None, volume_id=None, volume_name=None) -> Result:
     if auto and (window is not None or level is not None):
         raise ActionError("invalid_argument", "give either auto=true or window/level, not both")
     node = ctx.engine.find_volume(volume_id, volume_name)
@@ -308,11 +295,10 @@ def wl(ctx, view=None, window=None, level=None, auto=None, volume_id=None, volum
 
 @VIEWER.action(
     "window_preset", "viewer", "Apply a modality window preset (e.g. ct_lung, ct_mediastinal, pet_auto).",
-    {"preset": {"type": "string", "enum": list(PRESET_NAMES)}, "view": VIEW, "volume_id": VOLUME_ID,
-     "volume_name": VOLUME_NAME, "size": SIZE},
+    {"preset": {"type": "string", "enum": list(PRESET_NAMES)}, "view": VIEW, **VOLUME, "size": SIZE},
     required=["preset"],
 )
-def window_preset(ctx, preset, view=None, volume_id=None, volume_name=None, size: int = 512) -> Result:
+def window_preset(ctx, preset, size: int, view=None, volume_id=None, volume_name=None) -> Result:
     node = ctx.engine.find_volume(volume_id, volume_name)
     window, level, color = preset_window_level(preset, ctx.engine.voxels(node))
     ctx.engine.set_window_level(node, window, level)
@@ -322,7 +308,7 @@ def window_preset(ctx, preset, view=None, volume_id=None, volume_name=None, size
 
 @VIEWER.action("jump", "viewer", "Centre the linked views on a RAS point; returns the updated views.",
                {"ras": RAS, "view": VIEW, "size": SIZE}, required=["ras"])
-def jump(ctx, ras, view=None, size: int = 512) -> Result:
+def jump(ctx, ras, size: int, view=None) -> Result:
     ctx.engine.jump(ras)
     offsets = {name: round(ctx.engine.offset(name), 3) for name in VIEWS}
     return render(ctx, target_views(ctx, view), size, {"offsets_mm": offsets})
@@ -330,7 +316,7 @@ def jump(ctx, ras, view=None, size: int = 512) -> Result:
 
 @VIEWER.action("set_layout", "viewer", "Set a standard Slicer layout; returns the views it shows.",
                {"layout": {"type": "string", "enum": list(LAYOUTS)}, "size": SIZE}, required=["layout"])
-def set_layout(ctx, layout, size: int = 512) -> Result:
+def set_layout(ctx, layout, size: int) -> Result:
     ctx.engine.set_layout(layout)
     ctx.engine.find_volume()
     return render(ctx, ctx.engine.visible_views(), size, {"layout": layout})
@@ -340,18 +326,18 @@ def set_layout(ctx, layout, size: int = 512) -> Result:
     "fusion", "viewer",
     "Show one loaded volume over another (e.g. PET over CT) with foreground opacity; omit the foreground to "
     "switch fusion off. Volumes must already be aligned (or registered on Track B).",
-    {"background_volume_ref": {"type": "string", "description": "name or id of the background volume"},
-     "foreground_volume_ref": {"anyOf": [{"type": "string"}, {"type": "null"}],
-                               "description": "name or id; null switches fusion off"},
+    {"background_volume_ref": VOLUME_REF,
+     "foreground_volume_ref": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "name or node id; "
+                               "null switches fusion off"},
      "foreground_opacity": {"type": "number", "minimum": 0, "maximum": 1, "default": 0.5},
      "mode": {"type": "string", "enum": list(FUSION_MODES), "default": "blend"},
      "view": VIEW, "size": SIZE},
     required=["background_volume_ref"],
 )
-def fusion(ctx, background_volume_ref, foreground_volume_ref=None, foreground_opacity: float = 0.5,
-           mode: str = "blend", view=None, size: int = 512) -> Result:
-    background = resolve_ref(ctx, background_volume_ref)
-    foreground = resolve_ref(ctx, foreground_volume_ref) if foreground_volume_ref else None
+def fusion(ctx, background_volume_ref, foreground_opacity: float, mode: str, size: int, foreground_volume_ref=None,
+           view=None) -> Result:
+    background = ctx.engine.find_volume(volume_name=background_volume_ref)
+    foreground = ctx.engine.find_volume(volume_name=foreground_volume_ref) if foreground_volume_ref else None
     if foreground is not None and foreground.GetID() == background.GetID():
         raise ActionError("invalid_argument", "foreground and background must be different volumes")
     ctx.engine.set_fusion(background, foreground, foreground_opacity, mode)
@@ -359,11 +345,3 @@ def fusion(ctx, background_volume_ref, foreground_volume_ref=None, foreground_op
             "foreground_opacity": foreground_opacity, "mode": mode}
     data.update(ctx.fusion_check(background, foreground))
     return render(ctx, target_views(ctx, view), size, data)
-
-
-def resolve_ref(ctx, ref: str):
-    try:
-        return ctx.engine.find_volume(volume_id=ref)
-    except ActionError:
-        return ctx.engine.find_volume(volume_name=ref)
-

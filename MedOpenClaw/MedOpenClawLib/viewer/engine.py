@@ -108,7 +108,9 @@ class ViewerEngine:
         return nodes, warnings
 
     def find_volume(self, volume_id: str | None = None, volume_name: str | None = None, required: bool = True):
-        """Resolve a volume by id or name (exact, then case-insensitive); default is the active volume."""
+        """The one volume resolver of every action (the convention of :mod:`MedOpenClawLib.arguments`): the active
+        volume when neither is given; ``volume_id`` a node id; ``volume_name`` a name (exact, then case-insensitive)
+        or, failing that, a node id (a ``<role>_volume_ref`` is resolved as a ``volume_name``)."""
         if volume_id is None and volume_name is None:
             node = self.active_volume()
             if node is None and required:
@@ -123,6 +125,9 @@ class ViewerEngine:
                 matches = [node for node in nodes if matcher(node)]
                 if matches:
                     return matches[0]
+            for node in nodes:
+                if node.GetID() == volume_name:
+                    return node
         names = ", ".join(node.GetName() for node in self.volume_nodes()) or "none loaded"
         raise ActionError("volume_not_found", f"no volume {volume_id or volume_name!r}; available: {names}")
 

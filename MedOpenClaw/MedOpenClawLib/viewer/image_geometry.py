@@ -22,9 +22,6 @@ from .geometry import AXIS_LETTER, screen_to_xy, xy_to_pixel
 
 # geometries kept for explicit image ids; older ones are refused with a clear error
 IMAGE_HISTORY = 256
-IMAGE_ID = {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "^img-[0-9]{1,12}$",
-            "description": "id of an image returned earlier (its `image_id`); default: the last image returned "
-                           "for `view`. 0..999 coordinates are read on that image."}
 # how far (mm) a view may move before a result warns that the agent's image no longer shows the live view
 MOVED_TOLERANCE_MM = 1e-3
 

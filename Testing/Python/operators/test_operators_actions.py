@@ -61,7 +61,7 @@ def test_registration_workflow_and_fusion_warnings(session):
     fusion = call_ok(registry, "fusion", background_volume_ref="baseline", foreground_volume_ref="followup", size=64)
     assert [w["code"] for w in fusion.data["warnings"]] == ["alignment_unverified"]
 
-    result = call_ok(registry, "register_volumes", fixed_volume="baseline", moving_volume="followup")
+    result = call_ok(registry, "register_volumes", fixed_volume_ref="baseline", moving_volume_ref="followup")
     matrix = np.array(result.data["matrix_ras"])
     corners = np.array([[x, y, z, 1.0] for x in (-15, 15) for y in (-15, 15) for z in (-12, 12)])
     assert np.abs((corners @ matrix.T - corners @ TRUTH.T)[:, :3]).max() < 1.0
@@ -74,7 +74,7 @@ def test_registration_workflow_and_fusion_warnings(session):
     assert graph["transforms"][0]["moving"] == result.data["inputs"]["moving_volume_id"]
 
     resampled = call_ok(registry, "resample_volume", volume_name="followup", transform_name=transform_id,
-                        reference_volume="baseline")
+                        reference_volume_ref="baseline")
     fused = call_ok(registry, "fusion", background_volume_ref="baseline",
                     foreground_volume_ref=resampled.data["outputs"]["volume_name"], size=64)
     assert "warnings" not in fused.data
@@ -84,22 +84,41 @@ def test_registration_workflow_and_fusion_warnings(session):
     assert verify_trace(info["trace"]).ok
 
 
+def test_former_argument_names_run_under_their_current_names(session):
+    """A trace (or client) from before the volume convention: fixed_volume/moving_volume/reference_volume are read
+    as the *_volume_ref they became, the trace records the current names, and both names at once are refused."""
+    registry, _ = session
+    old = call_ok(registry, "register_volumes", fixed_volume="baseline", moving_volume="followup")
+    recorded = registry.trace.actions()[-1]["arguments"]
+    assert recorded == {"fixed_volume_ref": "baseline", "moving_volume_ref": "followup"}
+    transform = old.data["transform_id"]
+    call_ok(registry, "resample_volume", volume_id=old.data["inputs"]["moving_volume_id"], transform_name=transform,
+            reference_volume="baseline")
+    both = call_error(registry, "register_volumes", "invalid_argument", fixed_volume="baseline",
+                      fixed_volume_ref="baseline", moving_volume_ref="followup")
+    assert "give fixed_volume_ref only" in both.error["message"]
+    missing = call_error(registry, "apply_transform", "invalid_argument", transform_name=transform)
+    assert missing.error["message"] == "apply_transform: arguments: Give volume_id or volume_name."
+
+
 def test_registration_and_binding_refuse_bad_inputs(session):
     registry, _ = session
-    call_error(registry, "register_volumes", "invalid_argument", fixed_volume="baseline", moving_volume="baseline")
-    call_error(registry, "register_volumes", "volume_not_found", fixed_volume="baseline", moving_volume="nope")
-    call_error(registry, "register_volumes", "invalid_argument", fixed_volume="baseline", moving_volume="followup",
-               transform_type="bspline")
+    call_error(registry, "register_volumes", "invalid_argument", fixed_volume_ref="baseline",
+               moving_volume_ref="baseline")
+    call_error(registry, "register_volumes", "volume_not_found", fixed_volume_ref="baseline",
+               moving_volume_ref="nope")
+    call_error(registry, "register_volumes", "invalid_argument", fixed_volume_ref="baseline",
+               moving_volume_ref="followup", transform_type="bspline")
     call_error(registry, "apply_transform", "transform_not_found", volume_name="followup", transform_name="T")
     scene = registry.context.engine
     for name, frame in (("baseline", "timepoint-1"), ("lesion", "timepoint-1"), ("followup", "timepoint-2")):
         scene.find_volume(volume_name=name).SetAttribute(scene_nodes.FRAME, frame)
-    transform = call_ok(registry, "register_volumes", fixed_volume="baseline", moving_volume="followup").data
+    transform = call_ok(registry, "register_volumes", fixed_volume_ref="baseline", moving_volume_ref="followup").data
     # binding the follow-up's transform to a baseline-session volume is the paper's F3 misbinding
     call_error(registry, "apply_transform", "wrong_space", volume_name="lesion",
                transform_name=transform["transform_id"])
     call_error(registry, "resample_volume", "wrong_space", volume_name="lesion",
-               transform_name=transform["transform_id"], reference_volume="baseline")
+               transform_name=transform["transform_id"], reference_volume_ref="baseline")
     fusion = call_ok(registry, "fusion", background_volume_ref="baseline", foreground_volume_ref="followup", size=64)
     assert [w["code"] for w in fusion.data["warnings"]] == ["unregistered"]
 
@@ -248,8 +267,8 @@ def test_apply_transform_moves_the_segmentations_made_on_the_volume(session):
                         lower=-1e6, upper=1e6, segment_name="whole", size=64)
     segmentation = scene_nodes.find_segmentation(registry.context.engine.scene,
                                                  segmented.data["outputs"]["segmentation_name"])
-    transform_id = call_ok(registry, "register_volumes", fixed_volume="baseline", moving_volume="followup").data[
-        "transform_id"]
+    transform_id = call_ok(registry, "register_volumes", fixed_volume_ref="baseline",
+                           moving_volume_ref="followup").data["transform_id"]
     applied = call_ok(registry, "apply_transform", volume_name="followup", transform_name=transform_id, size=64)
     moved = applied.data["outputs"]["moved_overlay_ids"]
     assert segmentation.GetID() in moved and len(moved) == 2  # the segmentation and its label-map display

@@ -183,6 +183,22 @@ def test_replay_of_a_pathology_trace_uses_the_recorded_viewport(tmp_path, capsys
     assert main(["replay", str(path), "--data-root", str(root)]) == 0, capsys.readouterr().out
 
 
+@pytest.mark.parametrize("app, actions", [("radiology", "open_case"), ("slicer", "open_case"),
+                                          ("pathology", "load_image"), ("wsi", "load_image")])
+def test_session_config_names_the_application_in_the_catalog_vocabulary(app, actions, tmp_path):
+    """New traces say radiology/pathology (catalog.APPLICATIONS); traces written before say slicer/wsi and replay
+    the same; any other name is refused before a session is built."""
+    from MedOpenClawLib.pathology.actions import build_pathology_registry
+    from MedOpenClawLib.replay import build_from_config
+
+    configs = [build_slicer_registry([tmp_path]).config, build_pathology_registry([tmp_path]).config]
+    assert [config["app"] for config in configs] == ["radiology", "pathology"]
+    rebuilt = build_from_config({**configs[app in ("pathology", "wsi")], "app": app}, [tmp_path])
+    assert rebuilt.get(actions) is not None
+    with pytest.raises(ValueError, match="unknown application 'qupath'"):
+        build_from_config({"app": "qupath"}, [tmp_path])
+
+
 def test_replay_charges_the_round_budget_as_the_episode_did(tmp_path, capsys):
     root = tmp_path / "data"
     root.mkdir()

@@ -79,8 +79,9 @@ def rules(report) -> list[str]:
 
 
 REGISTERED = [
-    [("register_volumes", {"fixed_volume": "OLD_CT1", "moving_volume": "CURRENT_CT1"})],
-    [("resample_volume", {"volume_name": "CURRENT_CT1", "transform_name": TRANSFORM, "reference_volume": "OLD_CT1"})],
+    [("register_volumes", {"fixed_volume_ref": "OLD_CT1", "moving_volume_ref": "CURRENT_CT1"})],
+    [("resample_volume", {"volume_name": "CURRENT_CT1", "transform_name": TRANSFORM,
+                          "reference_volume_ref": "OLD_CT1"})],
     [("fusion", {"background_volume_ref": "OLD_CT1", "foreground_volume_ref": "CURRENT_CT1 resampled", "size": 64})],
 ]
 
@@ -91,7 +92,7 @@ def test_the_sound_registration_workflow_has_no_finding(case, tmp_path):
 
 
 def test_registration_within_one_timepoint_is_f1_only(case, tmp_path):
-    drift = [[("register_volumes", {"fixed_volume": "OLD_CT1", "moving_volume": "OLD_FLAIR",
+    drift = [[("register_volumes", {"fixed_volume_ref": "OLD_CT1", "moving_volume_ref": "OLD_FLAIR",
                                     "transform_name": "intra"})], *REGISTERED]
     assert rules(episode(case, tmp_path, "lumiere", Plan(drift, RANO))) == ["F1.within_timepoint"]
 

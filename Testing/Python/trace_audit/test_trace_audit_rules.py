@@ -175,6 +175,19 @@ def test_f1_registration_within_one_timepoint_but_not_across_timepoints():
     assert not [code for code in codes(audit_records(sound.answer(ANSWER).records)) if code.startswith("F1")]
 
 
+def test_a_trace_from_before_the_volume_convention_is_read_under_the_current_names():
+    """Traces recorded with register_volumes(fixed_volume=, moving_volume=) audit as they did: the timeline reads
+    every record's arguments under the current names (arguments.RENAMED)."""
+    trace = TraceBuilder("lumiere", tools=REGISTRATION_TOOLS, volumes=LUMIERE).prompt()
+    trace.register("OLD_CT1", "OLD_FLAIR")
+    records = trace.answer(ANSWER).records
+    for record in records:
+        if record.get("action") == "register_volumes":
+            record["arguments"] = {"fixed_volume": "OLD_CT1", "moving_volume": "OLD_FLAIR"}
+            record["result"]["data"].pop("inputs")  # only the arguments name the volumes
+    assert "F1.within_timepoint" in codes(audit_records(records))
+
+
 def test_f1_registration_in_a_single_study_module():
     trace = TraceBuilder("ucsf-pdgm", tools=("register_volumes",)).prompt()
     trace.register("T1c", "FLAIR")

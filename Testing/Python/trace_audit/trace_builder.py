@@ -104,7 +104,7 @@ class TraceBuilder:
         name = transform or f"{moving} to {fixed}"
         self.state["artifacts"]["transforms"].append(
             {"id": node, "name": name, "fixed": self.volume_id(fixed), "moving": self.volume_id(moving)})
-        self.call("register_volumes", {"fixed_volume": fixed, "moving_volume": moving},
+        self.call("register_volumes", {"fixed_volume_ref": fixed, "moving_volume_ref": moving},
                   {"inputs": {"fixed_volume_id": self.volume_id(fixed), "moving_volume_id": self.volume_id(moving)},
                    "outputs": {"transform_id": node, "transform_name": name}, "transform_id": node})
         return node
@@ -123,7 +123,7 @@ class TraceBuilder:
         node = self.add_volume(name, derived_from=self.volume_id(volume), via_transform=transform,
                                reference=self.volume_id(reference))
         self.call("resample_volume", {"volume_name": volume, "transform_name": transform,
-                                      "reference_volume": reference},
+                                      "reference_volume_ref": reference},
                   {"inputs": {"volume_id": self.volume_id(volume), "transform_id": transform,
                               "reference_volume_id": self.volume_id(reference)},
                    "outputs": {"volume_id": node, "volume_name": name}})

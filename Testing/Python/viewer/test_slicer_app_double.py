@@ -147,7 +147,7 @@ def test_failed_brainsfit_is_an_error_and_leaves_no_identity_transform(gui, data
     registry = track_b(data_root)
     before = registry.context.state()
     transforms = slicer.mrmlScene.GetNumberOfNodesByClass("vtkMRMLLinearTransformNode")
-    result = registry.call("register_volumes", {"fixed_volume": "T1c", "moving_volume": "FLAIR"})
+    result = registry.call("register_volumes", {"fixed_volume_ref": "T1c", "moving_volume_ref": "FLAIR"})
     assert not result.ok and result.error["code"] == "registration_failed"
     assert "completed with errors" in result.error["message"] and "Too many samples" in result.error["message"]
     assert registry.context.state() == before
@@ -160,7 +160,7 @@ def test_brainsfit_result_is_read_from_the_transform_and_views_are_kept(gui, dat
     fit, _ = slicer_app_double.brains_modules(gui, matrix=SHIFT)
     registry = track_b(data_root)
     views = registry.context.state()["views"]
-    data = call_ok(registry, "register_volumes", fixed_volume="T1c", moving_volume="FLAIR").data
+    data = call_ok(registry, "register_volumes", fixed_volume_ref="T1c", moving_volume_ref="FLAIR").data
     assert data["parameters"]["backend"] == "BRAINSFit"
     assert np.allclose(data["matrix_ras"], SHIFT)
     assert fit.calls[0]["update_display"] is False
@@ -171,10 +171,10 @@ def test_brainsfit_result_is_read_from_the_transform_and_views_are_kept(gui, dat
 def test_failed_brainsresample_leaves_no_all_zero_volume(gui, data_root):
     slicer_app_double.brains_modules(gui, matrix=SHIFT, fail_resample="Error: could not write outputVolume")
     registry = track_b(data_root)
-    transform = call_ok(registry, "register_volumes", fixed_volume="T1c", moving_volume="FLAIR").data
+    transform = call_ok(registry, "register_volumes", fixed_volume_ref="T1c", moving_volume_ref="FLAIR").data
     volumes = len(registry.context.engine.volume_nodes())
     result = registry.call("resample_volume", {"volume_name": "FLAIR", "transform_name": transform["transform_id"],
-                                               "reference_volume": "T1c"})
+                                               "reference_volume_ref": "T1c"})
     assert not result.ok and result.error["code"] == "registration_failed"
     assert "could not write outputVolume" in result.error["message"]
     assert len(registry.context.engine.volume_nodes()) == volumes
@@ -183,10 +183,10 @@ def test_failed_brainsresample_leaves_no_all_zero_volume(gui, data_root):
 def test_brainsresample_keeps_the_users_views_and_records_its_output(gui, data_root):
     _, resample = slicer_app_double.brains_modules(gui, matrix=SHIFT)
     registry = track_b(data_root)
-    transform = call_ok(registry, "register_volumes", fixed_volume="T1c", moving_volume="FLAIR").data
+    transform = call_ok(registry, "register_volumes", fixed_volume_ref="T1c", moving_volume_ref="FLAIR").data
     views = registry.context.state()["views"]
     data = call_ok(registry, "resample_volume", volume_name="FLAIR", transform_name=transform["transform_id"],
-                   reference_volume="T1c").data
+                   reference_volume_ref="T1c").data
     assert resample.calls[0]["update_display"] is False
     assert registry.context.state()["views"] == views, "the output must not replace the user's background/fusion"
     output = slicer.mrmlScene.GetNodeByID(data["outputs"]["volume_id"])
