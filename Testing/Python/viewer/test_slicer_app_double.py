@@ -204,7 +204,7 @@ def test_replay_runs_the_registration_engine_the_trace_recorded(gui, data_root, 
     path = tmp_path / "trace.jsonl"
     registry = build_slicer_registry([data_root], track="B", trace=AuditTrace(path), app=SlicerApplication.create())
     call_ok(registry, "open_case", dicom_dir=str(data_root), size=64)
-    fit = call_ok(registry, "register_volumes", fixed_volume="T1c", moving_volume="FLAIR")
+    fit = call_ok(registry, "register_volumes", fixed_volume_ref="T1c", moving_volume_ref="FLAIR")
     assert fit.data["parameters"]["backend"] == "BRAINSFit"
     seq = registry.trace.records[-1]["seq"]
     report = trace_tools.replay(path, [data_root])
