@@ -290,6 +290,17 @@ class Application:
         """qSlicerCoreApplication::coreIOManager; present once :func:`install_modules` gave it one."""
         return self.io_manager
 
+    def setOverrideCursor(self, cursor) -> None:  # noqa: N802 - Qt's name
+        """QGuiApplication::setOverrideCursor (the module's wait cursor while pip runs)."""
+        from MedOpenClawLib.gui.qt_compat import application
+
+        application().setOverrideCursor(cursor)
+
+    def restoreOverrideCursor(self) -> None:  # noqa: N802 - Qt's name
+        from MedOpenClawLib.gui.qt_compat import application
+
+        application().restoreOverrideCursor()
+
     def processEvents(self) -> None:  # noqa: N802 - Qt's name
         """QCoreApplication::processEvents: the Qt event loop's pending events (timers, sockets) run here."""
         from MedOpenClawLib.gui.qt_compat import application

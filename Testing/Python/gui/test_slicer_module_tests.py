@@ -5,9 +5,15 @@ scripts/check_slicer_release.py that is the Python and bundled packages of each 
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import sys
 
 import pytest
+import slicer
 import slicer_app_double
+
+# the core feature's packages that no Slicer release bundles (Testing/SlicerReleases/): absent on first use
+NOT_BUNDLED = ("jsonschema", "nibabel")
 
 
 @pytest.fixture()
@@ -35,3 +41,45 @@ def test_a_module_test_fails_where_the_app_fails(modules, monkeypatch):
     monkeypatch.setattr(slicer_app_double.CoreIOManager, "WRITERS", {})
     with pytest.raises(AssertionError):
         medopenclaw.MedOpenClawTest().runTest()
+
+
+class NotInstalled(importlib.abc.MetaPathFinder):
+    """A fresh Slicer's Python: ``names`` cannot be imported until the pip double installs them."""
+
+    def __init__(self, names):
+        self.names = set(names)
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in self.names:
+            raise ModuleNotFoundError(f"No module named {name!r}", name=name)
+        return None
+
+
+@pytest.fixture()
+def fresh_python(monkeypatch):
+    """The core packages missing (and forgotten where already imported), and ``slicer.util.pip_install`` as a
+    double that installs them (it records its calls; the real one runs pip in Slicer's Python)."""
+    finder, installs = NotInstalled(NOT_BUNDLED), []
+    monkeypatch.setattr(sys, "meta_path", [finder, *sys.meta_path])
+    for name in [name for name in sys.modules if name.split(".")[0] in NOT_BUNDLED]:
+        monkeypatch.delitem(sys.modules, name)
+
+    def pip_install(requirements):
+        installs.append(requirements)
+        finder.names -= {requirement.split(">")[0].split("=")[0].strip() for requirement in requirements}
+
+    monkeypatch.setattr(slicer.util, "pip_install", pip_install)
+    return installs
+
+
+def test_the_module_test_installs_its_packages_before_it_needs_them(fresh_python, modules):
+    medopenclaw, _ = modules
+    medopenclaw.MedOpenClawTest().runTest()
+    assert len(fresh_python) == 1 and {"jsonschema", "nibabel"} <= {r.split(">")[0] for r in fresh_python[0]}
+
+
+def test_under_testing_the_dialog_installs_nothing(fresh_python, modules, caplog):
+    """``confirmOkCancelDisplay`` answers OK by itself under ``--testing``: the module must not take that as consent."""
+    medopenclaw, _ = modules
+    assert medopenclaw.MedOpenClawLogic().ensureDependencies(askUser=True) is False
+    assert fresh_python == [] and "without asking (--testing)" in caplog.text
