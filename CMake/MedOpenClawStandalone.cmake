@@ -150,6 +150,8 @@ function(medopenclaw_add_slicer_release_tests)
               "${_python}" "${_medopenclaw_root}/scripts/check_slicer_release.py"
       WORKING_DIRECTORY "${_medopenclaw_root}"
       )
-    set_tests_properties(slicer_python_${_release} PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 5)
+    # its worker test runs `bench run` on the cached demo cohort (worker/test_worker_process_tree.py)
+    set_tests_properties(slicer_python_${_release} PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 5
+      FIXTURES_REQUIRED demo_cohort)
   endforeach()
 endfunction()
