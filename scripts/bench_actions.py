@@ -27,7 +27,7 @@ import numpy as np
 import requests
 from PIL import Image
 
-from MedOpenClawLib.result import encode_png
+from MedOpenClawLib.result import RenderedImage, encode_png
 from MedOpenClawLib.server.rest import BackgroundRestServer
 from MedOpenClawLib.server.supervisor import SupervisedRegistry
 from MedOpenClawLib.session import build_slicer_registry
@@ -89,6 +89,16 @@ def rest_caller(port: int):
     return call
 
 
+def rendered_only(function):
+    """``function()`` with no view encoded ahead: the registry call's own work, rendering, without PNG encoding."""
+    saved = RenderedImage.encode_ahead
+    RenderedImage.encode_ahead = lambda self: None
+    try:
+        return function()
+    finally:
+        RenderedImage.encode_ahead = saved
+
+
 def observe_paths(registry, supervised, repeats: int) -> dict:
     """observe 3x512: the registry call (renders, no encoding), one view's encoding, REST in-process and
     supervised (PNG, base64 and JSON included, decoded by the client)."""
@@ -99,7 +109,7 @@ def observe_paths(registry, supervised, repeats: int) -> dict:
         remote_call("observe", {"size": 512})
         samples = interleaved({
             "registry_call": lambda i: local.executor.submit(
-                lambda: ok(registry.call("observe", {"size": 512}))).result(),
+                rendered_only, lambda: ok(registry.call("observe", {"size": 512}))).result(),
             "encode_one_view": lambda i: encode_png(pixels),
             "rest_in_process": lambda i: local_call("observe", {"size": 512}),
             "rest_supervised": lambda i: remote_call("observe", {"size": 512}),

@@ -277,6 +277,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     server_version = "MedOpenClaw"
     timeout = CONNECTION_TIMEOUT_S  # per-connection socket timeout (StreamRequestHandler applies it)
+    disable_nagle_algorithm = True  # headers and body are two writes: the body must not wait for an ACK
     service: RestService
     executor: SceneThreadExecutor
     deadline = 0.0
