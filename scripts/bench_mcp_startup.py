@@ -44,7 +44,10 @@ MESSAGES = [
 # what the server imports before it can answer, each measured alone in a fresh interpreter (CPU ms)
 IMPORT_PARTS = {
     "interpreter": "pass",
-    "sdk_parts_used": "import mcp.server.lowlevel.server, mcp.shared.message, mcp.shared._context_streams",
+    "sdk_whole_package": "import mcp.server.lowlevel.server, mcp.shared.message, mcp.shared._context_streams",
+    "sdk_parts_used": "from MedOpenClawLib.server.mcp import import_only_the_server_parts\n"
+                      "import_only_the_server_parts()\n"
+                      "import mcp.server.lowlevel.server, mcp.shared.message, mcp.shared._context_streams",
     "our_modules": "import MedOpenClawLib.cli, MedOpenClawLib.server.mcp, MedOpenClawLib.server.sessions, "
                    "MedOpenClawLib.server.rest, MedOpenClawLib.catalog",
 }
