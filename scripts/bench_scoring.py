@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "MedOpenClaw"))
 
 from MedOpenClawLib.bench import modules  # noqa: E402
+from MedOpenClawLib.bench.agents.answers import Evidence  # noqa: E402
 from MedOpenClawLib.bench.cases import load_cases, load_ground_truth  # noqa: E402
 from MedOpenClawLib.bench.loaders import prepare  # noqa: E402
 from MedOpenClawLib.bench.parsers import parse_response  # noqa: E402
@@ -26,32 +27,8 @@ PER_MODULE = 200
 
 
 def oracle_response(module: str, truth) -> str:
-    """A correct answer with passing evidence, in the module's final-answer format."""
-    if module in ("ucsf-pdgm", "nsclc"):
-        loc = truth.localization
-        block = ""
-        if loc:
-            slices = loc["reference_key_slices"]
-            block = (
-                f"EVIDENCE:\nKEY_SLICE_AXIAL_MM: {slices['axial']}\nKEY_SLICE_SAGITTAL_MM: {slices['sagittal']}\n"
-                f"KEY_SLICE_CORONAL_MM: {slices['coronal']}\nRAS: {loc['reference_ras']}\n"
-            )
-        if module == "nsclc":
-            return block + "".join(f"{n}{truth.answers[f'q{n}']}" for n in range(1, 6))
-        return block + f"ANSWER: {truth.answers['answer']}"
-    if module == "lumiere":
-        fields = "".join(
-            f"{name.upper()}: {'YES' if value else 'NO'}\n" for name, value in truth.evidence_fields.items()
-        )
-        return fields + f"ANSWER: {truth.answers['answer']}"
-    points = [
-        {"x": r["reference_point"][0], "y": r["reference_point"][1]} for r in truth.regions if "reference_point" in r
-    ]
-    if module == "bracs":
-        label = truth.answers["answer"]
-        return json.dumps({"wsi_label": label, "localizations": [] if label == "N" else points})
-    negative = truth.answers["tumor_presence"] == "no_tumor"
-    return json.dumps({**truth.answers, "localizations": [] if negative else points})
+    """A correct answer with passing evidence (the truth's own), in the module's final-answer format."""
+    return modules.get(module).write_answer(truth.answers, Evidence.of_truth(truth))
 
 
 def responses_for(module: str, cases_dir: Path) -> list[dict]:

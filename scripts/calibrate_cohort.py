@@ -28,23 +28,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "MedOpenClaw"))
 
+from MedOpenClawLib.bench import modules  # noqa: E402
 from MedOpenClawLib.bench.agents import OFFLINE_AGENTS  # noqa: E402
-from MedOpenClawLib.bench.agents.answers import (  # noqa: E402
-    bracs_answer,
-    camelyon_answer,
-    lumiere_answer,
-    nsclc_answer,
-    ucsf_answer,
-)
+from MedOpenClawLib.bench.agents.answers import Evidence  # noqa: E402
 from MedOpenClawLib.bench.cases import load_cases, load_ground_truth  # noqa: E402
-from MedOpenClawLib.bench.labels import (  # noqa: E402
-    BRACS_LABELS,
-    LUMIERE_EVIDENCE_FIELDS,
-    NSCLC_QUESTIONS,
-    RANO_OPTIONS,
-    UCSF_OPTIONS,
-)
-from MedOpenClawLib.bench.modules import names  # noqa: E402
+from MedOpenClawLib.bench.modules.spec import LOC_RAS_IN_MASK, LOC_WSI_POINT  # noqa: E402
 from MedOpenClawLib.bench.parsers import parse_response  # noqa: E402
 from MedOpenClawLib.bench.preload import module_prompt  # noqa: E402
 from MedOpenClawLib.bench.run_command import synthetic_cases  # noqa: E402
@@ -83,9 +71,9 @@ def run_agent(module: str, agent: str, cases_dir: Path, out: Path, repeats: int 
         {"repeats": repeats} if repeats > 1 else {})
 
 
-def _score_constant(module: str, truths: dict, text_for) -> dict:
-    scores = [score_case(module, truths[case_id], parse_response(module, text_for(case_id)))
-              for case_id in truths]
+def _score_constant(module: str, truths: dict, text: str) -> dict:
+    """The scores of answering ``text`` on every case."""
+    scores = [score_case(module, truth, parse_response(module, text)) for truth in truths.values()]
     summary = aggregate(scores)
     return {key: summary.get(key) for key in ("task", "strict", "loc", "n")}
 
@@ -111,74 +99,80 @@ def _radiology_grid(truths: dict) -> list[list[float]]:
     return [list(map(float, point)) for point in itertools.product(*steps)]
 
 
-def _radiology_clicks(module: str, truths: dict, what: str, answer) -> list[tuple[dict, str]]:
+def _radiology_clicks(module: str, truths: dict, what: str, answers: dict) -> list[tuple[dict, str]]:
     """The constant answer with the same key slices and RAS point on every case, for each grid point."""
+    write = modules.get(module).write_answer
     clicks = []
     for ras in _radiology_grid(truths):
         slices = {"sagittal": ras[0], "coronal": ras[1], "axial": ras[2]}
-        clicks.append((_score_constant(module, truths, lambda _c, s=slices, r=ras: answer(s, r)),
+        text = write(answers, Evidence(key_slices=slices, ras=ras, rationale="probe"))
+        clicks.append((_score_constant(module, truths, text),
                        f"{what} at RAS {[round(v, 1) for v in ras]}"))
     return clicks
 
 
+def _slide_clicks(module: str, truths: dict, candidates: list[tuple[dict, str]]) -> list[tuple[dict, str]]:
+    """Each constant answer that cites a location (the module's format drops it for a negative slide), at each
+    point of a GRID x GRID lattice over the slide."""
+    write = modules.get(module).write_answer
+    fractions = [(i + 0.5) / GRID for i in range(GRID)]
+    size = next(iter(truths.values())).slide_size
+    points = [[fx * size[0], fy * size[1]] for fx in fractions for fy in fractions]
+    clicks = []
+    for answers, what in candidates:
+        if write(answers, Evidence(points=points[:1])) == write(answers, Evidence()):
+            continue  # this answer cites no location
+        for point in points:
+            text = write(answers, Evidence(points=[point], rationale="p"))
+            clicks.append((_score_constant(module, truths, text),
+                           f"{what} at {[round(v) for v in point]}"))
+    return clicks
+
+
+def _describe(answers: dict, questions) -> str:
+    return "/".join(str(answers[question.qid]) for question in questions)
+
+
+def constant_answers(module: str, truths: dict) -> list[tuple[dict, str]]:
+    """The constant answers probed, in the ground truth's answer form: with several questions the per-question
+    majority first, then every answer combination some case holds (one question: every answer given), in the
+    order of the module's options."""
+    questions = modules.get(module).questions
+    order = {question.qid: {value: index for index, option in enumerate(question.options) for value in option}
+             for question in questions}
+    held = {tuple(sorted(truth.answers.items())): dict(truth.answers) for truth in truths.values()}
+    candidates = sorted(held.values(), key=lambda answers: [order[qid].get(answers[qid], len(order[qid]))
+                                                            for qid in order])
+    labelled = [(answers, f"answer {_describe(answers, questions)}") for answers in candidates]
+    if len(questions) > 1:
+        majority = {question.qid: Counter(t.answers[question.qid] for t in truths.values()).most_common(1)[0][0]
+                    for question in questions}
+        labelled.insert(0, (majority, f"majority answers {_describe(majority, questions)}"))
+    return labelled
+
+
 def constant_probes(module: str, cases_dir: Path) -> tuple[dict, dict]:
+    spec = modules.get(module)
     truths = {case.case_id: load_ground_truth(cases_dir, case.case_id) for case in load_cases(cases_dir)}
-    answers, clicks = [], []
-    if module == "ucsf-pdgm":
-        for letter, _ in UCSF_OPTIONS:
-            answers.append((_score_constant(module, truths,
-                                            lambda _c, letter=letter: ucsf_answer(letter, None, None, "probe")),
-                            f"answer {letter}"))
-        best_letter = _best(answers)["probe"].split()[-1]
-        clicks = _radiology_clicks(module, truths, f"answer {best_letter}",
-                                   lambda slices, ras: ucsf_answer(best_letter, slices, ras, "probe"))
-    elif module == "nsclc":
-        majority = {qid: Counter(t.answers[qid] for t in truths.values()).most_common(1)[0][0]
-                    for qid, _, _ in NSCLC_QUESTIONS}
-        answers.append((_score_constant(module, truths,
-                                        lambda _c: nsclc_answer(majority, None, None, "probe")),
-                        f"majority answers {majority}"))
-        clicks = _radiology_clicks(module, truths, "majority answers",
-                                   lambda slices, ras: nsclc_answer(majority, slices, ras, "probe"))
-    elif module == "lumiere":
-        for (letter, _), values in itertools.product(RANO_OPTIONS, (False, True)):
-            fields = dict.fromkeys(LUMIERE_EVIDENCE_FIELDS, values)
-            answers.append((_score_constant(module, truths,
-                                            lambda _c, f=fields, letter=letter: lumiere_answer(letter, f, "probe")),
-                            f"answer {letter}, every field {'YES' if values else 'NO'}"))
-        fields_majority = {name: Counter(t.evidence_fields.get(name) for t in truths.values()).most_common(1)[0][0]
-                           for name in LUMIERE_EVIDENCE_FIELDS}
-        for letter, _ in RANO_OPTIONS:
-            answers.append((_score_constant(module, truths,
-                                            lambda _c, letter=letter: lumiere_answer(letter, fields_majority, "p")),
-                            f"answer {letter}, majority fields"))
-    else:
-        fractions = [(i + 0.5) / GRID for i in range(GRID)]
-        size = next(iter(truths.values())).slide_size
-        points = [[fx * size[0], fy * size[1]] for fx in fractions for fy in fractions]
-        if module == "bracs":
-            for label in BRACS_LABELS:
-                answers.append((_score_constant(module, truths,
-                                                lambda _c, label=label: bracs_answer(label, [], "probe")),
-                                f"answer {label}, no click"))
-                if label != "N":
-                    for point in points:
-                        clicks.append((_score_constant(module, truths,
-                                                       lambda _c, p=point, label=label: bracs_answer(label, [p], "p")),
-                                       f"answer {label} at {[round(v) for v in point]}"))
-        else:
-            answers.append((_score_constant(module, truths,
-                                            lambda _c: camelyon_answer("no_tumor", "negative", [], "probe")),
-                            "negative"))
-            for category in ("itc", "micro", "macro"):
-                answers.append((_score_constant(module, truths,
-                                                lambda _c, c=category: camelyon_answer("tumor_present", c, [], "p")),
-                                f"tumour {category}, no click"))
-                for point in points:
-                    clicks.append((_score_constant(
-                        module, truths,
-                        lambda _c, p=point, c=category: camelyon_answer("tumor_present", c, [p], "p")),
-                        f"tumour {category} at {[round(v) for v in point]}"))
+    candidates = constant_answers(module, truths)
+    no_click = ", no click" if spec.localization == LOC_WSI_POINT else ""
+    field_names = sorted({name for truth in truths.values() for name in truth.evidence_fields})
+    # each answer with every evidence field NO, then YES (LUMIERE); then each answer with the majority fields
+    rounds = [[(dict.fromkeys(field_names, value), f", every field {'YES' if value else 'NO'}")
+               for value in (False, True)] if field_names else [({}, "")]]
+    if field_names:
+        rounds.append([({name: Counter(t.evidence_fields.get(name) for t in truths.values()).most_common(1)[0][0]
+                         for name in field_names}, ", majority fields")])
+    answers = [(_score_constant(module, truths, spec.write_answer(given, Evidence(fields=fields, rationale="probe"))),
+                what + no_click + suffix)
+               for variants in rounds for given, what in candidates for fields, suffix in variants]
+    clicks = []
+    if spec.localization == LOC_RAS_IN_MASK:
+        best = _best(answers)["probe"]
+        given = next(given for given, what in candidates if what == best)
+        clicks = _radiology_clicks(module, truths, best, given)
+    elif spec.localization == LOC_WSI_POINT:
+        clicks = _slide_clicks(module, truths, candidates)
     result = {"constant_answer": _best(answers)}
     if clicks:
         result["constant_click"] = _best(clicks)
@@ -186,11 +180,10 @@ def constant_probes(module: str, cases_dir: Path) -> tuple[dict, dict]:
 
 
 def class_counts(module: str, truths: dict) -> dict:
-    if module == "nsclc":
-        return {qid: dict(Counter(t.labels[qid] for t in truths.values())) for qid, _, _ in NSCLC_QUESTIONS}
-    if module == "camelyon17":
-        return dict(Counter(t.answers["largest_metastasis"] for t in truths.values()))
-    return dict(Counter(t.labels["answer"] for t in truths.values()))
+    """Cases per reference label: of the one question, or per question."""
+    qids = [question.qid for question in modules.get(module).questions]
+    counts = {qid: dict(Counter(t.labels[qid] for t in truths.values())) for qid in qids}
+    return counts[qids[0]] if len(qids) == 1 else counts
 
 
 def disk_mb(cases_dir: Path, case_id: str) -> float:
@@ -259,7 +252,7 @@ def main() -> int:
     parser.add_argument("--size", choices=("demo", "full"), default="demo")
     parser.add_argument("--cases", type=int, default=12, help="cases per module")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--modules", nargs="+", choices=names(), default=list(names()))
+    parser.add_argument("--modules", nargs="+", choices=modules.names(), default=list(modules.names()))
     parser.add_argument("--out", default=str(ROOT / "bench" / "cohort_calibration.json"))
     args = parser.parse_args()
     out = Path(args.out)

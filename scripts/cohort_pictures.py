@@ -9,9 +9,15 @@ slides: the pyramid's low-resolution level. Everything is read from the written 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "MedOpenClaw"))
+
+from MedOpenClawLib.bench import modules  # noqa: E402
 
 SIDE = 256
 
@@ -39,16 +45,24 @@ def _axial(path: Path, k: int | None = None) -> tuple[np.ndarray, int]:
     return data[:, :, k].T[::-1], k
 
 
-def brain(root: Path, module: str) -> list:
+def ucsf_series(root: Path) -> tuple[Path, Path, Path]:
+    """(segmentation, T1c, FLAIR) of the first UCSF-PDGM case."""
+    folder = sorted(root.glob("UCSF-PDGM-*_nifti"))[0]
+    return tuple(next(folder.glob(f"*_{name}.nii.gz")) for name in ("tumor_segmentation", "T1c", "FLAIR"))
+
+
+def lumiere_series(root: Path) -> tuple[Path, Path, Path]:
+    """(segmentation, CT1, FLAIR) of the first LUMIERE patient's week-12 study."""
+    study = sorted((root / "Imaging").glob("Patient-*/week-012"))[0]
+    seg = study / "DeepBraTumIA-segmentation" / "atlas" / "segmentation" / "seg_mask.nii.gz"
+    return seg, study / "CT1.nii.gz", study / "FLAIR.nii.gz"
+
+
+def brain(series: tuple[Path, Path, Path]) -> list:
+    """The contrast-enhanced T1 and the FLAIR through the lesion's centre."""
     import nibabel as nib
 
-    if module == "ucsf-pdgm":
-        folder = sorted(root.glob("UCSF-PDGM-*_nifti"))[0]
-        seg, t1c, flair = (next(folder.glob(f"*_{name}.nii.gz")) for name in ("tumor_segmentation", "T1c", "FLAIR"))
-    else:
-        study = sorted((root / "Imaging").glob("Patient-*/week-012"))[0]
-        seg = study / "DeepBraTumIA-segmentation" / "atlas" / "segmentation" / "seg_mask.nii.gz"
-        t1c, flair = study / "CT1.nii.gz", study / "FLAIR.nii.gz"
+    seg, t1c, flair = series
     mask = np.asarray(nib.as_closest_canonical(nib.load(seg)).dataobj)
     centre = nib.as_closest_canonical(nib.load(seg)).affine @ [*np.argwhere(mask > 0).mean(axis=0), 1]
     pictures = []
@@ -99,14 +113,22 @@ def slide(root: Path, pattern: str) -> list:
     return [_fit(level), _fit(crop)]
 
 
+# module -> (what its pictures show, the pictures from its dataset directory in a raw cohort), in row order
+PICTURES = {
+    "ucsf-pdgm": ("T1c, FLAIR", lambda root: brain(ucsf_series(root))),
+    "lumiere": ("CT1, FLAIR", lambda root: brain(lumiere_series(root))),
+    "nsclc": ("CT, PET MIP", thorax),
+    "bracs": ("overview, centre", lambda root: slide(root, "BRACS_*.svs")),
+    "camelyon17": ("overview, centre", lambda root: slide(root, "patient_*.tif")),
+}
+
+
 def module_pictures(root: Path) -> dict[str, list]:
-    return {
-        "UCSF-PDGM (T1c, FLAIR)": brain(root / "UCSF-PDGM", "ucsf-pdgm"),
-        "LUMIERE (CT1, FLAIR)": brain(root / "LUMIERE", "lumiere"),
-        "NSCLC (CT, PET MIP)": thorax(root / "NSCLC-Radiogenomics"),
-        "BRACS (overview, centre)": slide(root / "BRACS", "BRACS_*.svs"),
-        "CAMELYON17 (overview, centre)": slide(root / "CAMELYON17", "patient_*.tif"),
-    }
+    rows = {}
+    for module, (what, pictures) in PICTURES.items():
+        dataset = modules.get(module).dataset_dir
+        rows[f"{dataset} ({what})"] = pictures(root / dataset)
+    return rows
 
 
 def main() -> int:

@@ -7,8 +7,30 @@ and scorers as a model's.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 from ..labels import BRACS_OPTIONS, LUMIERE_EVIDENCE_FIELDS, METASTASIS_OPTIONS, NSCLC_QUESTIONS, TUMOR_PRESENCE_OPTIONS
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a final answer cites beside its answers: key slices and a RAS point (brain, thorax), level-0 slide
+    points (slides), the LUMIERE evidence fields, and the rationale line."""
+
+    key_slices: dict | None = None  # axial/sagittal/coronal -> canonical RAS mm
+    ras: list[float] | None = None
+    points: list[list[float]] = field(default_factory=list)
+    fields: Mapping[str, bool] = field(default_factory=dict)
+    rationale: str = "Reference solution."
+
+    @classmethod
+    def of_truth(cls, truth) -> Evidence:
+        """The ground truth's own reference evidence (no tools involved): what a correct answer may cite."""
+        loc = truth.localization or {}
+        return cls(key_slices=loc.get("reference_key_slices"), ras=loc.get("reference_ras"),
+                   points=[region["reference_point"] for region in truth.regions if "reference_point" in region],
+                   fields={name: bool(value) for name, value in truth.evidence_fields.items()})
 
 
 def evidence_block(key_slices: dict | None, ras: list[float] | None) -> str:
@@ -60,3 +82,33 @@ def camelyon_answer(presence: str, metastasis: str, points: list[list[float]], r
         "brief_rationale": rationale,
         "localizations": [{"x": round(x, 1), "y": round(y, 1)} for x, y in points],
     })
+
+
+# ``ModuleSpec.write_answer`` of each module: the final answer for ``answers`` shaped like the ground truth's
+# (``GroundTruth.answers``), citing ``evidence``. The oracle writes its answer with it from the truth; scripts
+# write reference and constant-probe answers with it.
+
+
+def write_ucsf(answers: Mapping, evidence: Evidence) -> str:
+    return ucsf_answer(answers["answer"], evidence.key_slices, evidence.ras, evidence.rationale)
+
+
+def write_nsclc(answers: Mapping, evidence: Evidence) -> str:
+    return nsclc_answer(answers, evidence.key_slices, evidence.ras, evidence.rationale)
+
+
+def write_lumiere(answers: Mapping, evidence: Evidence) -> str:
+    return lumiere_answer(answers["answer"], evidence.fields, evidence.rationale)
+
+
+def write_bracs(answers: Mapping, evidence: Evidence) -> str:
+    """A benign-normal ("N") slide cites no location."""
+    label = answers["answer"]
+    return bracs_answer(label, [] if label == "N" else evidence.points, evidence.rationale, confidence=1.0)
+
+
+def write_camelyon(answers: Mapping, evidence: Evidence) -> str:
+    """A slide without tumour cites no location."""
+    presence = answers["tumor_presence"]
+    points = evidence.points if presence == "tumor_present" else []
+    return camelyon_answer(presence, answers["largest_metastasis"], points, evidence.rationale, confidence=1.0)

@@ -5,7 +5,7 @@ viewer_point_to_wsi_coordinate), so a Strict score of 1.0 certifies the whole pa
 
 from __future__ import annotations
 
-from .answers import bracs_answer, camelyon_answer, lumiere_answer, nsclc_answer, ucsf_answer
+from .answers import Evidence
 from .base import AgentContext, Plan, ScriptedAgent
 from .pathology_nav import locate_wsi_point
 
@@ -32,6 +32,13 @@ class OracleAgent(ScriptedAgent):
         if context.ground_truth is None:
             raise ValueError("the oracle agent needs the case's ground truth")
         return super().plan(context)
+
+    @staticmethod
+    def _answer(context: AgentContext, evidence: Evidence) -> str:
+        """The ground truth's answers in the module's format (its spec's ``write_answer``), citing ``evidence``."""
+        from .. import modules  # the specs name this agent's plans: imported when a plan runs
+
+        return modules.get(context.module).write_answer(context.ground_truth.answers, evidence)
 
     def _localize(self, localization: dict) -> Plan:
         """Select the source series, centre the views on the reference voxel and read the evidence back."""
@@ -64,23 +71,18 @@ class OracleAgent(ScriptedAgent):
         except ToolFailed as failure:
             return None, None, f"Reference solution without evidence: {failure}"
 
-    def ucsf_plan(self, context: AgentContext) -> Plan:
+    def localized_plan(self, context: AgentContext) -> Plan:
+        """Brain and thorax: the answers with the key slices and RAS point read at the reference voxel."""
         key_slices, ras, rationale = yield from self._localized_evidence(context)
-        return ucsf_answer(context.ground_truth.answers["answer"], key_slices, ras, rationale)
-
-    def nsclc_plan(self, context: AgentContext) -> Plan:
-        key_slices, ras, rationale = yield from self._localized_evidence(context)
-        return nsclc_answer(context.ground_truth.answers, key_slices, ras, rationale)
+        return self._answer(context, Evidence(key_slices=key_slices, ras=ras, rationale=rationale))
 
     def lumiere_plan(self, context: AgentContext) -> Plan:
-        truth = context.ground_truth
         current = [volume.name for volume in context.case.volumes if volume.role == "CURRENT"]
         if current:
             yield [("select_volume", {"volume_name": current[0], "size": SMALL})]
         else:
             yield [("observe", {"size": SMALL})]
-        fields = {name: bool(value) for name, value in truth.evidence_fields.items()}
-        return lumiere_answer(truth.answers["answer"], fields, "Reference solution.")
+        return self._answer(context, Evidence.of_truth(context.ground_truth))  # it cites the truth's fields only
 
     def _slide_evidence(self, positive: bool, regions: list[dict]) -> Plan:
         """The first reference region's point, brought into view and read back in level-0 pixels (positive
@@ -96,11 +98,10 @@ class OracleAgent(ScriptedAgent):
         label = truth.answers["answer"]
         regions = [region for region in truth.regions if region.get("label") == label]
         points = yield from self._slide_evidence(label != "N", regions)
-        return bracs_answer(label, points, "Reference solution.", confidence=1.0)
+        return self._answer(context, Evidence(points=points))
 
     def camelyon_plan(self, context: AgentContext) -> Plan:
         answers = context.ground_truth.answers
         regions = [region for region in context.ground_truth.regions if region.get("kind") == "tumor"]
         points = yield from self._slide_evidence(answers["tumor_presence"] == "tumor_present", regions)
-        return camelyon_answer(answers["tumor_presence"], answers["largest_metastasis"], points,
-                               "Reference solution.", confidence=1.0)
+        return self._answer(context, Evidence(points=points))

@@ -1,7 +1,8 @@
 """The MedFlow-Bench modules, one :class:`~.spec.ModuleSpec` per file, registered in :data:`REGISTRY`.
 
 Adding a module = one spec file here plus its loader (and synthetic writer, parser, scoring rule, prompts),
-and one line in :data:`REGISTRY`; ``Testing/Python/test_bench_modules.py`` checks that the spec is complete.
+and one line in :data:`REGISTRY`; ``Testing/Python/bench/modules/test_bench_modules.py`` checks that the spec
+is complete.
 Spec files are imported on first use, so listing names (argparse choices, package checks) stays cheap.
 """
 

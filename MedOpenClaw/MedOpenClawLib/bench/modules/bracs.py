@@ -4,6 +4,7 @@ that label (MedFlow-Bench App. H.2, Table 4)."""
 from __future__ import annotations
 
 from ...trace_audit.specs import AuditSpec, single_study
+from ..agents.answers import write_bracs
 from ..agents.heuristic import HeuristicAgent
 from ..agents.oracle import OracleAgent
 from ..agents.random_agent import RandomAgent
@@ -40,6 +41,7 @@ SPEC = ModuleSpec(
     format_options=dotted_options,
     parse=parse_bracs,
     answered=single_answer,
+    write_answer=write_bracs,
     score=score_bracs,
     localization=LOC_WSI_POINT,
     sub_metrics=(),

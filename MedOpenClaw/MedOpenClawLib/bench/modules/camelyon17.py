@@ -4,6 +4,7 @@ coordinate inside a tumour region (MedFlow-Bench App. H.2, Table 4)."""
 from __future__ import annotations
 
 from ...trace_audit.specs import AuditSpec, single_study
+from ..agents.answers import write_camelyon
 from ..agents.heuristic import HeuristicAgent
 from ..agents.oracle import OracleAgent
 from ..agents.random_agent import RandomAgent
@@ -48,6 +49,7 @@ SPEC = ModuleSpec(
     format_options=numbered_questions,
     parse=parse_camelyon,
     answered=answered,
+    write_answer=write_camelyon,
     score=score_camelyon,
     localization=LOC_WSI_POINT,
     sub_metrics=(SubMetric("tumor_presence", "Presence", ""), SubMetric("largest_metastasis", "Category", "")),

@@ -4,6 +4,7 @@ and no localization (MedFlow-Bench App. H.1, Tables 4 and 5)."""
 from __future__ import annotations
 
 from ...trace_audit.specs import AuditSpec, lumiere_timepoint
+from ..agents.answers import write_lumiere
 from ..agents.heuristic import HeuristicAgent
 from ..agents.oracle import OracleAgent
 from ..agents.random_agent import RandomAgent
@@ -43,6 +44,7 @@ SPEC = ModuleSpec(
     format_options=lettered_options,
     parse=parse_lumiere,
     answered=single_answer,
+    write_answer=write_lumiere,
     score=score_lumiere,
     localization=LOC_NONE,
     sub_metrics=tuple(SubMetric(name, label, "fields") for name, label in zip(LUMIERE_EVIDENCE_FIELDS, FIELD_LABELS)),

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from ...trace_audit.specs import AuditSpec, single_study
+from ..agents.answers import write_nsclc
 from ..agents.heuristic import HeuristicAgent
 from ..agents.oracle import OracleAgent
 from ..agents.random_agent import RandomAgent
@@ -48,6 +49,7 @@ SPEC = ModuleSpec(
     format_options=compact_numbered_options,
     parse=parse_nsclc,
     answered=answered,
+    write_answer=write_nsclc,
     score=score_nsclc,
     localization=LOC_RAS_IN_MASK,
     sub_metrics=tuple(SubMetric(qid, label, "questions")
@@ -60,5 +62,6 @@ SPEC = ModuleSpec(
         ("localize", RADIOLOGY_LOCALIZE),
     ),
     audit=AuditSpec("radiology", single_study, "vista3d"),
-    plans={"oracle": OracleAgent.nsclc_plan, "heuristic": HeuristicAgent.nsclc_plan, "random": RandomAgent.nsclc_plan},
+    plans={"oracle": OracleAgent.localized_plan, "heuristic": HeuristicAgent.nsclc_plan,
+           "random": RandomAgent.nsclc_plan},
 )

@@ -2,7 +2,8 @@
 agents need to know about it, so none of them branches on a module's name.
 
 Every field is required (no defaults): a spec that leaves one out fails when its file is imported, and
-``Testing/Python/test_bench_modules.py`` checks that every registered spec fills each one with a usable value.
+``Testing/Python/bench/modules/test_bench_modules.py`` checks that every registered spec fills each one with a
+usable value.
 """
 
 from __future__ import annotations
@@ -65,6 +66,9 @@ class ModuleSpec:
     format_options: Callable[..., str]  # (case) -> the option block of the task prompt
     parse: Callable[[str], dict]  # raw final response -> canonical parsed answer (never raises)
     answered: Callable[[dict], bool]  # whether a parsed response holds an answer at all
+    # (answers shaped like GroundTruth.answers, agents.answers.Evidence) -> final-answer text: how the oracle
+    # writes the truth, and scripts a reference or constant-probe answer
+    write_answer: Callable[..., str]
     # --- scoring and the report
     score: Callable[..., None]  # (truth, parsed, CaseScore) -> fills task/strict/loc/gates (Table 4 rule)
     localization: str  # one of LOCALIZATION_RULES

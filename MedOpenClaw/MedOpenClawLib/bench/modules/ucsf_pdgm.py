@@ -4,6 +4,7 @@ App. H.1, Table 4)."""
 from __future__ import annotations
 
 from ...trace_audit.specs import AuditSpec, single_study
+from ..agents.answers import write_ucsf
 from ..agents.heuristic import HeuristicAgent
 from ..agents.oracle import OracleAgent
 from ..agents.random_agent import RandomAgent
@@ -40,6 +41,7 @@ SPEC = ModuleSpec(
     format_options=lettered_options,
     parse=parse_ucsf,
     answered=single_answer,
+    write_answer=write_ucsf,
     score=score_ucsf,
     localization=LOC_RAS_IN_MASK,
     sub_metrics=(),
@@ -51,5 +53,6 @@ SPEC = ModuleSpec(
         ("localize", RADIOLOGY_LOCALIZE),
     ),
     audit=AuditSpec("radiology", single_study, "segmentation"),
-    plans={"oracle": OracleAgent.ucsf_plan, "heuristic": HeuristicAgent.ucsf_plan, "random": RandomAgent.ucsf_plan},
+    plans={"oracle": OracleAgent.localized_plan, "heuristic": HeuristicAgent.ucsf_plan,
+           "random": RandomAgent.ucsf_plan},
 )

@@ -45,7 +45,7 @@ def test_spec_sets_every_field(name):
     assert spec.title and spec.dataset_dir and spec.paper_count > 0
     assert spec.application in APPLICATIONS and spec.localization in LOCALIZATION_RULES
     assert spec.questions and all(question.options for question in spec.questions)
-    for field in ("loader", "write_synthetic", "format_options", "parse", "answered", "score"):
+    for field in ("loader", "write_synthetic", "format_options", "parse", "answered", "write_answer", "score"):
         assert callable(getattr(spec, field)), field
     assert all(callable(check) for check in spec.truth_checks)
     assert set(spec.plans) == set(OFFLINE_AGENT_NAMES) and all(callable(plan) for plan in spec.plans.values())
