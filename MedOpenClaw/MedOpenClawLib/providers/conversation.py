@@ -165,11 +165,12 @@ def collapse(messages: list[Message], count: int) -> list[Message]:
 
 def image_cut(messages: list[Message], policy: ConversationPolicy) -> int:
     """How many of the oldest images the policy leaves out: all but the newest ``image_history``, and never one
-    the model has not seen yet (the latest round's). The cut moves every round, but only through the latest rounds,
-    so the cached prefix before them survives."""
+    the model has not seen yet (the latest round's; before its first turn, every image: a Track C montage request
+    carries one image per series). The cut moves every round, but only through the latest rounds, so the cached
+    prefix before them survives."""
     if policy.image_history is None:
         return 0
-    latest = max((i for i, message in enumerate(messages) if message.role == "assistant"), default=len(messages))
+    latest = max((i for i, message in enumerate(messages) if message.role == "assistant"), default=0)
     seen = sum(len(message.images) for message in messages[:latest])
     return min(max(sum(len(message.images) for message in messages) - policy.image_history, 0), seen)
 

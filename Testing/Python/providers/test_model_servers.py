@@ -89,6 +89,8 @@ def test_images_seen_beyond_the_history_become_stubs_and_the_budget_trims_to_the
             if m.images] == ["out 8"]  # 0: only what the latest round brought
     view, request = fit(messages, [], resolve_limits("mistral"), 1024, ConversationPolicy(None, None))
     assert request["images"] == 8 and request["images_stubbed"] == 2  # Mistral: 8 images per request
+    first = fit(messages[:2], [], resolve_limits("anthropic"), 1024, ConversationPolicy(0, None))[0]
+    assert len(first[1].images) == 3  # before its first turn the model has seen none: every task image goes
     tiny = resolve_limits("llamacpp", context_window=1200)
     with pytest.raises(ContextBudgetError):
         fit([Message("user", "x" * 5000)], [], tiny, 256, ConversationPolicy())
