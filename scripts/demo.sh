@@ -6,7 +6,6 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$root/scripts/setup_env.sh"
 venv="${MEDOPENCLAW_VENV:-$root/.venv}"
 out="${MEDOPENCLAW_DEMO_OUT:-$root/out/demo}"
-for module in ucsf-pdgm nsclc lumiere bracs camelyon17; do
-  "$venv/bin/medopenclaw" bench run --module "$module" --agent oracle --out "$out/$module" "$@"
-done
+# every module of the registry, each into $out/MODULE
+"$venv/bin/medopenclaw" bench run --module all --agent oracle --out "$out" "$@"
 "$venv/bin/medopenclaw" bench report "$out"
