@@ -413,10 +413,13 @@ def http_app(server, token: str, max_sessions: int = 8, idle_s: float = 1800.0):
 
 
 def loopback_socket(port: int) -> socket.socket:
-    """Bound to 127.0.0.1 only, before the server starts, so ``--port 0`` can report the port it got."""
+    """Bound to 127.0.0.1 only, before the server starts, so ``--port 0`` can report the port it got; and
+    already listening, so a client connecting as soon as the port is announced waits in the backlog until the
+    server accepts instead of being refused (the server may still be starting on a loaded machine)."""
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
+    listener.listen(socket.SOMAXCONN)
     return listener
 
 

@@ -334,3 +334,16 @@ def exchange_open(port: int, raw: bytes) -> tuple[int, dict | None, bytes]:
             data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
     return int(head.split(b" ")[1]), (json.loads(body) if body else None), head
+
+
+def test_the_mcp_http_port_accepts_connections_as_soon_as_it_is_announced():
+    """The banner names the port before the server has started: a client connecting at once waits in the
+    listening backlog instead of being refused (what an SDK client on a loaded machine met)."""
+    from MedOpenClawLib.server import mcp
+
+    listener = mcp.loopback_socket(0)
+    try:
+        with socket.create_connection(listener.getsockname(), timeout=5):
+            pass
+    finally:
+        listener.close()
