@@ -51,7 +51,7 @@ class AnthropicProvider(Provider):
         return headers
 
     def _request_body(
-        self, messages: list[Message], tools: list[dict], allow_tools: bool
+        self, messages: list[Message], wire_tools: list[dict], allow_tools: bool
     ) -> tuple[dict, int]:
         system_text = "\n\n".join(m.text for m in messages if m.role == "system")
         wire: list[dict] = []
@@ -95,8 +95,8 @@ class AnthropicProvider(Provider):
             log.info(
                 "the Anthropic Messages API has no seed parameter; seed %s is not sent", self.config.seed
             )
-        if tools:
-            body["tools"] = self.wire_tools(tools)
+        if wire_tools:
+            body["tools"] = wire_tools
             body["tool_choice"] = {"type": "auto" if allow_tools else "none"}
         return body, images
 

@@ -75,10 +75,11 @@ class Provider(ABC):
 
         A refusal for length compacts the conversation and retries once; a second one raises it (``length``), and
         the episode then asks for the answer without tools. Tool calls the model wrote as text are parsed."""
+        wire_tools = self.wire_tools(tools)  # once: the budget measures what the body then carries
         while True:
-            view, request = fit(messages, self.wire_tools(tools), self._limits, self.config.max_tokens,
+            view, request = fit(messages, wire_tools, self._limits, self.config.max_tokens,
                                 self.config.policy(), self.squeeze)
-            body, images = self._request_body(view, tools, allow_tools)
+            body, images = self._request_body(view, wire_tools, allow_tools)
             body = self.config.request_body(body)
             request["bytes"] = len(json.dumps(body))
             try:
@@ -121,7 +122,7 @@ class Provider(ABC):
         floor = 1024 if self.config.token_limit_field == "max_completion_tokens" else PREFLIGHT_TOKENS
         config = replace(self.config, max_tokens=min(self.config.max_tokens, floor) + budget)
         body, images = type(self)(config, self.session)._request_body(
-            [Message("user", PREFLIGHT_PROMPT, images=[preflight_image()])], [PREFLIGHT_TOOL], True)
+            [Message("user", PREFLIGHT_PROMPT, images=[preflight_image()])], self.wire_tools([PREFLIGHT_TOOL]), True)
         try:
             reply = self._send(self.config.request_body(body), images, PREFLIGHT_TIMEOUT_S, PREFLIGHT_RETRY,
                                logging.DEBUG)
@@ -208,9 +209,9 @@ class Provider(ABC):
 
     @abstractmethod
     def _request_body(
-        self, messages: list[Message], tools: list[dict], allow_tools: bool
+        self, messages: list[Message], wire_tools: list[dict], allow_tools: bool
     ) -> tuple[dict, int]:
-        """The JSON body and the number of images it carries."""
+        """The JSON body and the number of images it carries; ``wire_tools`` as :meth:`wire_tools` gave them."""
 
     @abstractmethod
     def _parse(self, response: dict) -> ModelReply: ...

@@ -60,7 +60,7 @@ class OpenAIChatProvider(Provider):
         return headers
 
     def _request_body(
-        self, messages: list[Message], tools: list[dict], allow_tools: bool
+        self, messages: list[Message], wire_tools: list[dict], allow_tools: bool
     ) -> tuple[dict, int]:
         wire: list[dict] = []
         pending: list[ImageInput] = []  # images of the tool results just before
@@ -104,8 +104,8 @@ class OpenAIChatProvider(Provider):
             body["temperature"] = self.config.temperature
         if self.config.seed is not None:
             body["seed"] = self.config.seed
-        if tools:
-            body["tools"] = self.wire_tools(tools)
+        if wire_tools:
+            body["tools"] = wire_tools
             body["tool_choice"] = "auto" if allow_tools else "none"
         return body, images
 
