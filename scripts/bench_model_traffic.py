@@ -1,14 +1,15 @@
 """What a 20-round model episode sends, per module, against the repo's limit-enforcing fake servers
 (Testing/Python/model_servers.py) -> ``bench/model_traffic.json``.
 
-Traffic, per module: the default conversation policy against ``--image-history all --tool-history all`` (the
-behaviour before the policy), both on the Anthropic wire format, a scripted GPT-4o/Claude-like model making two tool
-calls per round for 20 rounds, then answering. Per episode: images, bytes and tokens of the largest request, the
-input tokens sent (Anthropic's image rule w*h/750, text at 3.5 characters per token), and with prompt caching the
-tokens read from the cache (the prefix -- tools, system, whole messages -- identical to the previous request's)
-reported apart from those written (every other prompt token: the breakpoints sit on the latest turns), billed as
-Anthropic bills them (reads 10 %, writes 125 % of the input price); and per documented server limit how many
-requests it would have refused.
+Traffic, per module: the defaults (the conversation policy, the paper's tool set) against ``--image-history all
+--tool-history all`` with the tools a run showed before ``--toolset`` (radiology: all 24 actions, ``--toolset
+extended``; pathology: Table 10's already), and apart the policy alone (with those tools), all on the Anthropic wire
+format, a scripted GPT-4o/Claude-like model making two tool calls per round for 20 rounds, then answering. Per
+episode: images, bytes and tokens of the largest request, the input tokens sent (Anthropic's image rule w*h/750,
+text at 3.5 characters per token), and with prompt caching the tokens read from the cache (the prefix -- tools,
+system, whole messages -- identical to the previous request's) reported apart from those written (every other prompt
+token: the breakpoints sit on the latest turns), billed as Anthropic bills them (reads 10 %, writes 125 % of the
+input price); and per documented server limit how many requests it would have refused.
 
 Matrix, per module and fake server profile (OpenAI, OpenAI strict mode, Anthropic with and without extended
 thinking, vLLM at 32k, Gemini 2.5 and 3, Mistral, Ollama at 32k, llama.cpp at 16k): one 20-round episode under the
@@ -39,7 +40,7 @@ sys.path.insert(0, str(ROOT / "Testing" / "Python"))
 from model_servers import PROFILES, LimitedModelServer, Profile, ScriptedVLM, image_cost, png_size  # noqa: E402
 
 from MedOpenClawLib.audit import read_trace  # noqa: E402
-from MedOpenClawLib.bench.modules import names  # noqa: E402
+from MedOpenClawLib.bench.modules import get, names  # noqa: E402
 from MedOpenClawLib.cli import main  # noqa: E402
 
 CACHE_MARK = ', "cache_control": {"type": "ephemeral"}'  # breakpoints move each turn; the cached prefix does not
@@ -52,6 +53,8 @@ MATRIX = ("openai", "openai-strict", "anthropic", "anthropic-thinking", "vllm-32
 REFUSED_BY_PREFLIGHT = ("text-only", "no-tools")
 MODELS = {"anthropic": "claude-sonnet-4", "gemini-2.5": "gemini-2.5-flash", "gemini-3": "gemini-3-pro-preview",
           "mistral": "mistral-small-latest", "openai": "gpt-4o", "openai-strict": "gpt-4o"}
+# what `bench run` showed before --toolset existed: every radiology action; pathology was held to Table 10 already
+BEFORE_TOOLSET = {"radiology": "extended", "pathology": "paper"}
 THINKING = '{"thinking": {"type": "enabled", "budget_tokens": 1024}}'
 
 
@@ -120,6 +123,8 @@ class Recorder:
         size = len(json.dumps(body))
         self.requests.append({"images": len(_images(body)), "bytes": size, "tokens": total,
                               "cached": min(cached, total), "episode_start": not previous,
+                              "tools": len(plain.get("tools") or []),
+                              "tool_tokens": tokens({"tools": plain.get("tools")}, "anthropic"),
                               "refused_by": [name for name in CHECKED if refusals(body, size, PROFILES[name])]})
         self.previous = plain
 
@@ -180,6 +185,9 @@ def traffic(summary: dict, recorder: Recorder) -> dict:
         "rejected": summary.get("rejected"), "requests_per_episode": round(len(recorder.requests) / count, 1),
         "largest_request": {key: max(r[key] for r in recorder.requests) for key in ("images", "bytes", "tokens")},
         "images_sent_per_episode": round(per("images")),
+        "tools_offered": max(request["tools"] for request in recorder.requests),
+        "tool_list_tokens_per_request": round(sum(r["tool_tokens"] for r in recorder.requests)
+                                              / len(recorder.requests)),
         "input_tokens_per_episode": sent,
         "cache_read_tokens_per_episode": read,
         "cache_write_tokens_per_episode": sent - read,
@@ -192,16 +200,19 @@ def traffic(summary: dict, recorder: Recorder) -> dict:
 
 def module_traffic(module: str, args, scratch: Path, cohort: Path) -> dict:
     row = {}
-    for policy, options in (("all", ["--image-history", "all", "--tool-history", "all", "--server-profile",
-                                     "openai"]), ("default", [])):
-        # all: today's behaviour against a server that refuses nothing (held to OpenAI's roomy limits, so the
-        # budget trims nothing); default: the policy against the Anthropic fake
+    before = ["--toolset", BEFORE_TOOLSET[get(module).application]]
+    for policy, options in (("all", ["--image-history", "all", "--tool-history", "all", *before,
+                                     "--server-profile", "openai"]), ("policy_only", before), ("default", [])):
+        # all: the behaviour before the policy and the paper's tool set, against a server that refuses nothing
+        # (held to OpenAI's roomy limits, so the budget trims nothing); else against the Anthropic fake
         profile = Profile("unlimited", "anthropic") if policy == "all" else PROFILES["anthropic"]
         recorder = Recorder(ScriptedVLM(rounds=args.rounds))
         summary, _, seconds = run(module, profile, recorder, args.cases, args.rounds, scratch / module / policy,
                                   cohort, options)
         row[policy] = {**traffic(summary, recorder), "seconds": round(seconds, 1)}
     row["reduction"] = round(row["all"]["input_tokens_per_episode"] / row["default"]["input_tokens_per_episode"], 2)
+    row["reduction_by_the_policy_alone"] = round(row["all"]["input_tokens_per_episode"]
+                                                 / row["policy_only"]["input_tokens_per_episode"], 2)
     row["billed_reduction_with_caching"] = round(row["all"]["billed_input_tokens_per_episode_with_caching"]
                                                  / row["default"]["billed_input_tokens_per_episode_with_caching"], 2)
     return row

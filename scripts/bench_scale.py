@@ -4,7 +4,7 @@ answers each turn after ``--delay`` seconds (an API-bound model). Writes bench/s
 
 Each episode is a real one on the embedded synthetic ucsf-pdgm cohort at its ``full`` size (four sequences of
 ~197x233x189 voxels at 1 mm per case, the size of the real studies): preload, three tool rounds (scroll,
-image_coords_to_ras, record_key_slices) and a final answer, i.e. four model turns. Measured per configuration:
+image_coords_to_ras, set_slice_offset) and a final answer, i.e. four model turns. Measured per configuration:
 wall time, episodes/hour, per-episode time (the episode loop, and its tool time), peak memory per worker (worker
 process; for Ray plus its actor process) and the driver's CPU seconds per episode (what bounds one driver). Ray's
 overhead is its time per episode against the local pool's at the same number of workers. The projection for N
@@ -48,7 +48,7 @@ MODULE = "ucsf-pdgm"
 TURNS = [  # what the fake model answers at each turn of every conversation
     openai_reply(calls=[("scroll", '{"view": "axial", "direction": "up", "num_slices": 5, "size": 512}')]),
     openai_reply(calls=[("image_coords_to_ras", '{"view": "axial", "point_1000": [500, 500]}')]),
-    openai_reply(calls=[("record_key_slices", '{"axial_mm": 10, "sagittal_mm": 0, "coronal_mm": 0}')]),
+    openai_reply(calls=[("set_slice_offset", '{"view": "axial", "offset": 10, "size": 512}')]),
     openai_reply(text="**Findings**: lesion.\nKEY_SLICE_AXIAL_MM: 10\nKEY_SLICE_SAGITTAL_MM: 0\n"
                       "KEY_SLICE_CORONAL_MM: 0\nANSWER: A"),
 ]

@@ -389,9 +389,10 @@ def _text_of(messages: list[dict]) -> str:
     return json.dumps(messages)
 
 
-def radiology_round(index: int, conversation: str) -> list[tuple[str, dict]]:
+def radiology_round(index: int, conversation: str, offered: frozenset = frozenset()) -> list[tuple[str, dict]]:
     """Two calls per round, as GPT-4o and Claude make unprompted: open, scroll a dozen times, zoom, cine, switch
-    series, look up a point on an old image by id, record evidence."""
+    series, look up a point on an old image by id, record evidence (with the evidence-capture tools where they are
+    ``offered``, else by reading the viewer state back, as the paper's Table 9 toolset allows)."""
     volumes = VOLUME.findall(conversation) or ["missing"]
     ids = IMAGE_ID.findall(conversation)
     view = ("axial", "sagittal", "coronal")[index % 3]
@@ -403,7 +404,8 @@ def radiology_round(index: int, conversation: str) -> list[tuple[str, dict]]:
             ("image_coords_to_ras", {"view": "axial", "point_1000": [480, 520],
                                      **({"image_id": ids[0]} if ids else {})})],
         8: [("record_key_slices", {"axial_mm": 0.0, "sagittal_mm": 0.0, "coronal_mm": 0.0}),
-            ("bookmark_view", {"view": "axial", "label": "lesion"})],
+            ("bookmark_view", {"view": "axial", "label": "lesion"})] if "record_key_slices" in offered else
+           [("get_viewer_state", {}), ("get_slice_offset_range", {"view": "axial"})],
     }
     return plan.get(index, [("scroll", {"view": view, "direction": "up" if index % 2 else "down", "num_slices": 2,
                                         "size": 512}),
@@ -454,7 +456,8 @@ class ScriptedVLM:
         if "empty" in self.quirks and index == 4 and not self.state.get("empty"):
             self.state["empty"] = True
             return self.reply(profile, "", [], index)
-        calls = pathology_round(index) if pathology else radiology_round(index, conversation)
+        offered = frozenset((t.get("function") or t).get("name") for t in body.get("tools", []))
+        calls = pathology_round(index) if pathology else radiology_round(index, conversation, offered)
         if profile.strict_tools:  # strict mode: every property, null for those not given
             schemas = {t["function"]["name"]: t["function"]["parameters"] for t in body.get("tools", [])}
             calls = [(name, {**dict.fromkeys((schemas.get(name) or {}).get("properties") or {}), **arguments})

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from ..audit import fresh_path, read_anchor
 from ..names import confined
-from ..pathology.actions import MODEL_VISIBLE_ACTIONS
 from ..worker.client import WorkerEnvironment, WorkerProcess
 from ..worker.protocol import WorkerError, WorkerFault
 from .agents.base import Agent, AgentContext
@@ -27,7 +26,7 @@ from .episode import EpisodeConfig, EpisodeOutcome, EpisodePrompt, run_episode
 from .integrity import CaseIntegrityError
 from .modules import PATHOLOGY, RADIOLOGY, get
 from .preload import Attachments, PathologyRounds, PreloadError, montage_prompt, preload
-from .tasks import EpisodeTask, RunConfig, operator_names
+from .tasks import EpisodeTask, RunConfig, offered_tools
 
 MAX_WORKER_ATTEMPTS = 2  # a worker fault is retried once on a fresh worker; a second makes the episode INVALID
 
@@ -123,12 +122,9 @@ class EpisodeJob:
         attachments = preload(env, case)
         pathology = application == PATHOLOGY
         track_c = config.track == "C"
-        tools = [] if track_c else env.tools()  # Track C: one answer turn on slice montages, no tools
-        if config.operators:  # Table 3: one operation at a time (the episode refuses a tool it did not offer)
-            hidden = operator_names() - set(config.operators)
-            tools = [tool for tool in tools if tool["name"] not in hidden]
-        if pathology:  # Table 10: the tools MedFlow-Bench's pathology agents see
-            tools = [tool for tool in tools if tool["name"] in MODEL_VISIBLE_ACTIONS]
+        # Track C: one answer turn on slice montages, no tools; else what the run's toolset shows (the episode
+        # refuses a tool it did not offer)
+        tools = [] if track_c else offered_tools(env.tools(), application, config.toolset, config.operators)
         max_rounds = 0 if track_c else config.max_rounds
         agent = self.make_agent(task)
         truth = load_ground_truth(config.cases_dir, case.case_id) if agent.privileged else None

@@ -237,6 +237,7 @@ def _run(args) -> int:
                                workers=args.workers, slicer=args.slicer, max_rounds=args.max_rounds, seed=args.seed,
                                provider=provider, call_timeout_s=args.call_timeout, fail_on_error=args.fail_on_error,
                                rerun_rejected=args.rerun_rejected, operators=args.operators,
+                               toolset=toolset(args),
                                replay_from=str(Path(args.replay_from).resolve()) if args.replay_from else None)
             summary = summaries[module] = BenchmarkRunner(
                 config, agent_factory(args, provider), module_prompt, resume_hint=resume,
@@ -258,6 +259,20 @@ def _run(args) -> int:
     if status == EXIT_ERRORS and summary.get("stopped"):
         print(f"error: run stopped: {terminal_text(summary['stopped'])}", file=sys.stderr)
     return status
+
+
+def toolset(args) -> str:
+    """``--toolset``, else the replayed run's (run.json), else ``paper``."""
+    if args.toolset:
+        return args.toolset
+    if args.replay_from:
+        try:
+            recorded = json.loads((Path(args.replay_from) / "run.json").read_text(encoding="utf-8")).get("toolset")
+        except (OSError, ValueError, AttributeError):
+            recorded = None  # the replay itself names what is missing
+        if isinstance(recorded, str):
+            return recorded
+    return "paper"
 
 
 def _limit(text: str) -> int | tuple[int, int]:
@@ -315,7 +330,7 @@ def _history(text: str) -> int | None:
 
 def add_bench_subcommand(bench_subparsers) -> None:
     from .modules import names
-    from .tasks import TRACKS
+    from .tasks import TOOLSETS, TRACKS
 
     parser = bench_subparsers.add_parser("run", help="run agents on MedFlow-Bench episodes (resumable)",
                                          description="Run agents on MedFlow-Bench episodes. Exit status: 0 every "
@@ -374,6 +389,10 @@ def add_bench_subcommand(bench_subparsers) -> None:
     parser.add_argument("--operators", type=_operators, metavar="NAME[,NAME]",
                         help="Track B: offer only these operators -- operations segmentation, registration, "
                              "vista3d (Table 3's columns) or operator names; default: every operator")
+    parser.add_argument("--toolset", choices=TOOLSETS,
+                        help="the tools the agent is shown: paper (default; Table 9's viewer tools, Table 10's "
+                             "pathology tools, plus Track B's operators) or extended (also MedOpenClaw's "
+                             "evidence-capture and pathology setup actions); a replay keeps the replayed run's")
     parser.add_argument("--cases", help="case packages from `bench prepare`; default: the synthetic cohort")
     parser.add_argument("--cohort-seed", type=int, default=0, help="seed of the embedded synthetic cohort")
     parser.add_argument("--cohort-size", choices=("demo", "full"), default="demo",

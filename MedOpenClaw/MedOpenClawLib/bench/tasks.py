@@ -94,6 +94,32 @@ def operation_of(operators: list[str] | tuple[str, ...] | None) -> str:
     return next((name for name, group in OPERATION_GROUPS.items() if set(group) == set(operators)), "custom")
 
 
+# what the agent is shown: the paper's tables (9 and 10) or every action of the application
+TOOLSETS = ("paper", "extended")
+
+
+def model_visible(application: str) -> tuple[str, ...]:
+    """Tables 9 and 10: the tools the paper's agents see (Track B adds the operators a run enables)."""
+    if application == PATHOLOGY:
+        from ..pathology.actions import MODEL_VISIBLE_ACTIONS
+    else:
+        from ..viewer.actions import MODEL_VISIBLE_ACTIONS
+    return MODEL_VISIBLE_ACTIONS
+
+
+def offered_tools(tools: list[dict], application: str, toolset: str,
+                  operators: tuple[str, ...] | None = None) -> list[dict]:
+    """The environment's ``tools`` an episode offers: ``paper`` keeps Table 9/10's and the Track B operators,
+    ``extended`` every one (radiology: with MedOpenClaw's evidence-capture actions; pathology: with recovery and
+    setup); ``operators`` (Table 3: one operation at a time) hides the other operators either way."""
+    if toolset not in TOOLSETS:
+        raise ValueError(f"toolset must be one of {', '.join(TOOLSETS)}, got {toolset!r}")
+    every_operator = operator_names()
+    hidden = every_operator - set(operators) if operators else frozenset()
+    visible = set(model_visible(application)) | every_operator if toolset == "paper" else None
+    return [tool for tool in tools if tool["name"] not in hidden and (visible is None or tool["name"] in visible)]
+
+
 def check_track(track: str, module: str) -> None:
     if track not in TRACKS:
         raise ValueError(f"track must be one of {', '.join(TRACKS)}")
@@ -123,9 +149,12 @@ class RunConfig:
     fail_on_error: float | None = None  # see outcomes.ErrorPolicy
     rerun_rejected: bool = False  # re-run episodes a server rejected deterministically (outcomes.REJECTED)
     operators: tuple[str, ...] | None = None  # Track B: only these operators are offered (parse_operators)
+    toolset: str = "paper"  # TOOLSETS: what the agent is shown
 
     def __post_init__(self):
         check_track(self.track, self.module)
+        if self.toolset not in TOOLSETS:
+            raise ValueError(f"--toolset must be one of {', '.join(TOOLSETS)}")
         if self.operators and self.track != "B":
             raise ValueError("--operators selects Track B's operators: add --track B")
 
@@ -140,6 +169,7 @@ class RunConfig:
             "seed": self.seed,
             "provider": self.provider.identity() if self.provider else None,
             "replay_from": self.replay_from,
+            "toolset": self.toolset,
             **({"operators": list(self.operators), "operation": operation_of(self.operators)}
                if self.operators else {}),
         }

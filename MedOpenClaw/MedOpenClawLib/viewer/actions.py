@@ -19,6 +19,11 @@ from .presets import PRESET_NAMES, preset_window_level
 from .rendering import montage, render_view
 
 VIEWER = Toolset("viewer")
+# Table 9: the tools MedFlow-Bench's radiology agents see (in its order); the evidence-capture actions
+# (evidence/actions.py) serve the copilot, REST and MCP clients, and `bench run --toolset extended`
+MODEL_VISIBLE_ACTIONS = ("ping", "open_case", "select_volume", "observe", "scroll", "zoom", "fit", "set_slice_offset",
+                         "get_slice_offset_range", "recover_standard_views", "image_coords_to_ras",
+                         "get_viewer_state", "wl", "window_preset", "jump", "set_layout", "fusion")
 
 
 

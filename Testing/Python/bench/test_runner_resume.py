@@ -68,7 +68,7 @@ def test_oracle_run_is_perfect_and_traces_verify(cases, tmp_path):
         assert verify_trace(trace, anchor=record["trace_anchor"]).ok
         kinds = [r.get("action") or r["kind"] for r in read_trace(trace)]
         assert {"open_case", "episode_prompt", "select_volume", "jump", "image_coords_to_ras",
-                "record_key_slices", "record_point", "tool_receipt", "episode_end"} <= set(kinds)
+                "tool_receipt", "episode_end"} <= set(kinds)
 
 
 def test_worker_killed_mid_episode_is_retried_and_resume_does_no_new_work(cases, tmp_path):

@@ -82,12 +82,7 @@ class HeuristicAgent(ScriptedAgent):
         if evidence != swept:
             calls.insert(0, ("select_volume", {"volume_name": evidence, "view": "axial", "size": 64}))
         results = yield calls
-        key_slices = _data(results[-1], "jump")["offsets_mm"]
-        yield [("record_key_slices", {"axial_mm": key_slices["axial"], "sagittal_mm": key_slices["sagittal"],
-                                      "coronal_mm": key_slices["coronal"], "volume_name": evidence,
-                                      "label": "heuristic"}),
-               ("record_point", {"ras": ras, "volume_name": evidence, "label": "heuristic"})]
-        return key_slices, ras
+        return _data(results[-1], "jump")["offsets_mm"], ras
 
     def _series(self, context: AgentContext, role: str) -> str | None:
         return next((v.name for v in context.case.volumes if v.role == role), None)

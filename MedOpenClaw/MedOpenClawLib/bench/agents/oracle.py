@@ -1,5 +1,5 @@
 """The privileged reference solver: it reads the hidden ground truth, but every piece of evidence it reports
-is obtained through the same tools a model must use (select_volume, jump, image_coords_to_ras, record_*,
+is obtained through the same tools a model must use (select_volume, jump, image_coords_to_ras,
 viewer_point_to_wsi_coordinate), so a Strict score of 1.0 certifies the whole path from tools to scorer.
 """
 
@@ -50,13 +50,7 @@ class OracleAgent(ScriptedAgent):
             (yield [("image_coords_to_ras", {"view": "axial", "point_1000": VIEW_CENTER_1000, "volume_name": source})]),
             "image_coords_to_ras",
         )
-        ras = converted["ras"]
-        yield [
-            ("record_key_slices", {"axial_mm": key_slices["axial"], "sagittal_mm": key_slices["sagittal"],
-                                   "coronal_mm": key_slices["coronal"], "volume_name": source, "label": "oracle"}),
-            ("record_point", {"ras": ras, "volume_name": source, "label": "oracle"}),
-        ]
-        return key_slices, ras
+        return key_slices, converted["ras"]
 
     def _localized_evidence(self, context: AgentContext) -> Plan:
         """(key slices, RAS point, rationale) read through the tools at the reference voxel, or no evidence when

@@ -154,6 +154,7 @@ def run_page(env, run: Run, out_dir: Path, page: Path, episode_pages: dict[str, 
                 ("max rounds", run.max_rounds if run.max_rounds is not None else "—"),
                 ("image history", run.image_history or "—"),
                 ("tool history", run.tool_history or "—"),
+                ("toolset", run.toolset or "—"),
                 ("episodes", f"{len(run.episodes)} ({run.count('scored')} scored, {run.count('invalid')} INVALID, "
                              f"{run.count('error')} errors)")]
     episodes = [{"id": episode.episode_id, "outcome": episode.outcome,

@@ -112,6 +112,12 @@ class Run:
         """The conversation policy's rounds of whole tool outputs (``all`` or N; None for runs before it)."""
         return self._conversation("tool_history")
 
+    @property
+    def toolset(self) -> str | None:
+        """The tools the agent was shown (``paper`` or ``extended``; None for runs before the choice)."""
+        value = self.identity.get("toolset")
+        return None if value is None else str(value)
+
     def _conversation(self, key: str) -> str | None:
         value = _mapping(_mapping(self.identity.get("provider")).get("conversation")).get(key)
         return None if value is None else str(value)

@@ -114,8 +114,9 @@ def table5_columns() -> list[Column]:
 
 # ------------------------------------------------------------------------------------------------ grouping
 def row_key(run: Run, images: bool = True) -> tuple:
-    # the conversation policy: never pooled across
+    # the conversation policy: never pooled across; nor the paper's tool set with more tools
     policy = tuple(value for value in (run.image_history, run.tool_history) if value)
+    policy += (f"{run.toolset} tools",) if run.toolset not in (None, "paper") else ()
     # the unregistered LUMIERE control (native scans) is a row of its own, never pooled with atlas-space runs
     space = ("native scans",) if images and run.images == "native" else ()
     return (run.agent, run.model, run.provider, run.track, *policy, *space)

@@ -20,8 +20,13 @@ from MedOpenClawLib.bench.agents.replay import ReplayAgent, episode_trace, recor
 from MedOpenClawLib.bench.modules import names
 from MedOpenClawLib.bench.preload import module_prompt
 from MedOpenClawLib.bench.runner import BenchmarkRunner, RunConfig
+from MedOpenClawLib.bench.tasks import offered_tools, operator_names
+from MedOpenClawLib.catalog import entries
 from MedOpenClawLib.cli import main
+from MedOpenClawLib.pathology.actions import MODEL_VISIBLE_ACTIONS as PATHOLOGY_TABLE_10
 from MedOpenClawLib.providers import ProviderConfig, RetryPolicy, make_provider
+from MedOpenClawLib.viewer.actions import MODEL_VISIBLE_ACTIONS as VIEWER_TABLE_9
+from MedOpenClawLib.viewer.actions import VIEWER
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +55,7 @@ def test_heuristic_localizes_through_tools_and_is_deterministic(cases, tmp_path)
     a, b = episodes(tmp_path / "a"), episodes(tmp_path / "b")
     assert {k: v["response"] for k, v in a.items()} == {k: v["response"] for k, v in b.items()}
     used = actions(tmp_path / "a", a["UCSF-PDGM-0001__r1"])
-    assert {"scroll", "image_coords_to_ras", "jump", "record_key_slices", "record_point"} <= set(used)
+    assert {"scroll", "image_coords_to_ras", "jump"} <= set(used) <= set(VIEWER_TABLE_9)  # the paper's tools only
     assert "EVIDENCE:" in a["UCSF-PDGM-0001__r1"]["response"]
     assert all(record["audit"]["findings"] == [] for record in a.values())  # it shows every slice it cites
 
@@ -125,3 +130,47 @@ def test_oracle_is_perfect_on_the_embedded_cohort(module, tmp_path, capsys):
     results = episodes(tmp_path / module)
     assert len(results) == 2 and all(result["audit"]["findings"] == [] for result in results.values())
     assert last["audit"]["episodes"] == 2 and last["audit"]["with_findings"] == 0
+
+
+def test_the_paper_toolsets_are_offered_by_default_and_extended_on_request():
+    """Tables 9 and 10 are what the paper's agents see; Track B adds its operators (one operation at a time)."""
+    radiology = [{"name": entry["name"]} for entry in entries("radiology", "B")]
+    pathology = [{"name": entry["name"]} for entry in entries("pathology", "A")]
+    names = lambda tools: [tool["name"] for tool in tools]  # noqa: E731
+    track_a = [tool for tool in radiology if tool["name"] not in operator_names()]
+    assert names(offered_tools(track_a, "radiology", "paper")) == list(VIEWER_TABLE_9)
+    assert set(VIEWER_TABLE_9) == {action.name for action in VIEWER.actions}  # Table 9 is the viewer toolset
+    assert {"record_key_slices", "bookmark_view"} <= set(names(offered_tools(track_a, "radiology", "extended")))
+    registration = ("apply_transform", "register_volumes", "resample_volume")
+    assert set(names(offered_tools(radiology, "radiology", "paper", registration))) == {*VIEWER_TABLE_9,
+                                                                                       *registration}
+    assert names(offered_tools(pathology, "pathology", "paper")) == list(PATHOLOGY_TABLE_10)
+    assert len(offered_tools(pathology, "pathology", "extended")) == len(pathology) > len(PATHOLOGY_TABLE_10)
+    with pytest.raises(ValueError, match="toolset must be one of paper, extended"):
+        offered_tools(track_a, "radiology", "everything")
+
+
+def test_a_model_run_records_its_toolset_and_a_replay_keeps_it(cases, tmp_path, capsys):
+    """Under the default (paper) toolset an evidence-capture call is refused and nothing is executed; with
+    ``--toolset extended`` it runs; run.json and the report name the toolset, and a replay keeps the replayed
+    run's."""
+    answer = openai_reply("Done.\nANSWER: A")
+    record = openai_reply(calls=[("record_point", '{"ras": [0, 0, 0]}')])
+    outcomes = {}
+    for toolset in ("paper", "extended"):
+        with FakeModelServer([Scripted(record), Scripted(answer)]) as server:
+            flags = ["--toolset", toolset] if toolset == "extended" else []
+            assert main(["bench", "run", "--module", "ucsf-pdgm", "--agent", "model", "--model", "fake-vlm",
+                         "--base-url", server.url, "--no-preflight", "--cases", str(cases),
+                         "--limit", "1", "--out", str(tmp_path / toolset), *flags]) == 0
+        assert json.loads((tmp_path / toolset / "run.json").read_text())["toolset"] == toolset
+        shown = [tool["function"]["name"] for tool in server.requests[0]["body"]["tools"]]
+        assert (shown == list(VIEWER_TABLE_9)) == (toolset == "paper")
+        outcomes[toolset] = actions(tmp_path / toolset, episodes(tmp_path / toolset)["UCSF-PDGM-0001__r1"])
+    assert "record_point" not in outcomes["paper"] and "record_point" in outcomes["extended"]
+    assert main(["bench", "run", "--module", "ucsf-pdgm", "--agent", "replay", "--replay-from",
+                 str(tmp_path / "extended"), "--cases", str(cases), "--limit", "1", "--out",
+                 str(tmp_path / "replay")]) == 0
+    assert json.loads((tmp_path / "replay" / "run.json").read_text())["toolset"] == "extended"
+    assert "record_point" in actions(tmp_path / "replay", episodes(tmp_path / "replay")["UCSF-PDGM-0001__r1"])
+    capsys.readouterr()
