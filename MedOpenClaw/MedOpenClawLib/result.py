@@ -10,6 +10,7 @@ import base64
 import os
 import struct
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -37,6 +38,10 @@ class RecordedGeometry:
         return self.record
 
 
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+PNG_ATTACHMENT = "png_attachment"  # an image's key in Result.to_wire: the index of its PNG among the attachments
+
+
 def encode_png(pixels: Any) -> bytes:
     """Lossless PNG of a uint8 (H, W) or (H, W, C) array (C = 2, 3, 4: grey + alpha, RGB, RGBA), fast: every row
     UP-filtered (the byte above: the best filter on rendered views) and deflated at once by ISA-L (``isal``, about
@@ -58,7 +63,7 @@ def encode_png(pixels: Any) -> bytes:
     filtered[0, 1:] = rows[0]
     np.subtract(rows[1:], rows[:-1], out=filtered[1:, 1:])  # modulo 256, as PNG defines it
     header = struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0)
-    return b"".join((b"\x89PNG\r\n\x1a\n", _chunk(b"IHDR", header), _chunk(b"IDAT", _deflate(filtered.data)),
+    return b"".join((PNG_SIGNATURE, _chunk(b"IHDR", header), _chunk(b"IDAT", _deflate(filtered.data)),
                      _chunk(b"IEND", b"")))
 
 
@@ -158,14 +163,23 @@ class RenderedImage:
         return item
 
     @classmethod
-    def from_json(cls, item: dict) -> RenderedImage:
-        """The inverse of ``to_json(inline=True)``: the image a viewer in another process rendered."""
+    def from_json(cls, item: dict, attachments: Sequence[bytes] = ()) -> RenderedImage:
+        """The inverse of ``to_json(inline=True)``, or of :meth:`Result.to_wire` given its attachments: the image
+        a viewer in another process rendered."""
         known = {spec.name for spec in fields(cls) if spec.init and not spec.name.startswith("_")} - {"pixels"}
         image = cls(**{key: value for key, value in item.items() if key in known})
         if isinstance(image.geometry, dict):
             image.geometry = RecordedGeometry(image.geometry)
         if item.get("png_base64"):
             image._base64 = item["png_base64"]
+        if PNG_ATTACHMENT in item:
+            index = item[PNG_ATTACHMENT]
+            if type(index) is not int or not 0 <= index < len(attachments):
+                raise ValueError(f"image {PNG_ATTACHMENT} {str(index)[:20]} names none of the "
+                                 f"{len(attachments)} attachments")
+            if not attachments[index].startswith(PNG_SIGNATURE):
+                raise ValueError(f"attachment {index} of image {str(image.image_id)[:40]} is not a PNG")
+            image._png = attachments[index]
         return image
 
 
@@ -209,11 +223,21 @@ class Result:
         return cls(ok=False, error={"code": code, "message": message})
 
     @classmethod
-    def from_json(cls, value: dict) -> Result:
-        """The inverse of ``to_json(inline_images=True)``."""
+    def from_json(cls, value: dict, attachments: Sequence[bytes] = ()) -> Result:
+        """The inverse of ``to_json(inline_images=True)``, or of :meth:`to_wire` given its attachments."""
         return cls(ok=bool(value["ok"]), data=value.get("data") or {},
-                   images=[RenderedImage.from_json(item) for item in value.get("images") or []],
+                   images=[RenderedImage.from_json(item, attachments) for item in value.get("images") or []],
                    error=value.get("error"), artifacts=list(value.get("artifacts") or []))
+
+    def to_wire(self) -> tuple[dict, list[bytes]]:
+        """The JSON form without the images' pixels, each image naming its PNG among the returned bytes: how a
+        viewer in another process sends its answer, so the receiver relays the PNGs as they are (it base64-encodes
+        them once, for its own client, as an in-process registry would) and parses only a small line."""
+        encode_all(self.images)
+        body = self.to_json(inline_images=False)
+        for index, item in enumerate(body["images"]):
+            item[PNG_ATTACHMENT] = index
+        return body, [image.png_bytes() for image in self.images]
 
     def to_json(self, inline_images: bool = True) -> dict:
         if inline_images:

@@ -4,8 +4,8 @@ VTK crashes (a label reaching a markups API segfaulted or aborted the process).
 The wrapped ``add_markups`` first adds the markups node to the scene, as the real sink does, and only then
 dies, so a crash leaves a half-changed scene behind -- which the restored session must not show; the whole-slide
 viewer's ``record_view`` dies the same way. Labels ``CRASH:segv`` (a real SIGSEGV: reading address 0 through
-ctypes), ``CRASH:abort`` (``os.abort``, SIGABRT) and ``CRASH:hang`` (never returns). Only tests launch this
-file; the production worker has no such path.
+ctypes), ``CRASH:abort`` (``os.abort``, SIGABRT) and ``CRASH:hang`` (never returns); and answers that break the
+worker protocol (:func:`garbling`). Only tests launch this file; the production worker has no such path.
 
 Run as ``python crashing_worker.py --port P --ready-file F --parent-pid R`` (the worker's own arguments), or
 import :func:`command` as a supervisor's launch command.
@@ -49,12 +49,40 @@ def crashing(function):
     return wrapper
 
 
+def garbling(write):
+    """The worker's message writer, breaking the protocol when the answered call's label says so (the call itself
+    ran): ``CRASH:garble`` sends a line that is not JSON and keeps serving, ``CRASH:truncate`` declares an
+    attachment, sends part of it and exits, ``CRASH:badpng`` attaches bytes that are not a PNG to an image."""
+    import json
+
+    def wrapper(stream, message, attachments=()):
+        result = message.get("result")
+        record = result.get("record") if isinstance(result, dict) else None
+        label = ((record or {}).get("arguments") or {}).get("label")
+        if label == SENTINEL + "garble":
+            stream.write(b'{"id": 1, "ok": tru\n')
+            stream.flush()
+            return None
+        if label == SENTINEL + "truncate":
+            stream.write(json.dumps({**message, "attachments": [4096]}).encode() + b"\n\x89PNG")
+            stream.flush()
+            os._exit(3)
+        if label == SENTINEL + "badpng":
+            result["result"]["images"] = [{"view": "axial", "width": 1, "height": 1, "png_attachment": 0}]
+            return write(stream, message, [b"GIF89a"])
+        return write(stream, message, attachments)
+
+    return wrapper
+
+
 def install() -> None:
     from MedOpenClawLib.evidence import actions
     from MedOpenClawLib.pathology.viewer import HeadlessWsiViewer
+    from MedOpenClawLib.worker import service
 
     actions.add_markups = crashing(actions.add_markups)
     HeadlessWsiViewer.record_view = crashing(HeadlessWsiViewer.record_view)
+    service.write_message = garbling(service.write_message)
 
 
 def command(ready_file: str) -> list[str]:

@@ -36,7 +36,7 @@ from ..registry import ActionSpec, ToolCatalog, call_identity, hygiene_refusal, 
 from ..result import ActionError, Result
 from ..worker import client as worker
 from ..worker.client import WorkerProcess
-from ..worker.protocol import WorkerError, WorkerFault, WorkerHung
+from ..worker.protocol import ATTACHMENTS, WorkerError, WorkerFault, WorkerGarbled, WorkerHung
 
 VIEWER_CRASHED = "viewer_crashed"
 VIEWER_UNAVAILABLE = "viewer_unavailable"
@@ -212,11 +212,14 @@ class SupervisedRegistry(ToolCatalog):
             try:
                 answer = self._worker.request("call", name=name, arguments=arguments, actor=actor,
                                               round_id=round_id, audit_extra=audit_extra, with_record=True)
-                result, record = Result.from_json(answer["result"]), answer["record"]
+                # the views' PNGs arrive as attachments: kept as bytes, relayed, never decoded nor re-encoded here
+                result = Result.from_json(answer["result"], answer.get(ATTACHMENTS, ()))
+                record = answer["record"]
             except WorkerFault as fault:
                 return self._crashed(name, arguments, actor, round_id, fault)
             except (KeyError, TypeError, ValueError) as error:  # an answer out of protocol: a broken child
-                return self._crashed(name, arguments, actor, round_id, WorkerFault(f"malformed answer: {error!r}"))
+                garbled = WorkerGarbled(f"malformed answer: {bounded_message(repr(error), 200)}")
+                return self._crashed(name, arguments, actor, round_id, garbled)
             except WorkerError as error:  # the child refused the request itself: a supervisor bug, not a crash
                 failure = Result.failure("internal_error", bounded_message(f"the viewer refused the call: {error}"))
                 return self._audit(failure, started, arguments=arguments, state=self._state, **identity)
@@ -358,6 +361,8 @@ class SupervisedRegistry(ToolCatalog):
             len(self.crashes), **outcome})
         if isinstance(fault, WorkerHung):
             message = f"the viewer stopped answering while running {name!r} and was stopped; "
+        elif isinstance(fault, WorkerGarbled):
+            message = f"the viewer sent a malformed answer while running {name!r} ({fault}) and was stopped; "
         else:
             message = f"the viewer crashed while running {name!r} ({exit_status}); "
         message += "the call was not applied. "

@@ -8,9 +8,11 @@ Keeping the viewer in its own process is what makes a batch robust: a crash or h
 one worker, not the run, and the client retries on a fresh one. Protocol: newline-delimited JSON over a
 loopback TCP socket. The client first sends ``{"op": "hello", "token": T}`` (the token comes from the
 ``MEDOPENCLAW_WORKER_TOKEN`` environment variable, never argv), then requests ``{"id", "op", ...}`` answered
-by ``{"id", "ok": true, "result"}`` or ``{"id", "ok": false, "error": {"code", "message"}}``.
+by ``{"id", "ok": true, "result"}`` or ``{"id", "ok": false, "error": {"code", "message"}}``; an answer whose line
+lists ``attachments`` (byte sizes) is followed by those bytes, raw (the PNGs of a supervised call's views).
 Ops: ping, start (build a fresh registry for an episode), tools, call, observation, event, end, shutdown, and for
-the crash supervisor: call with ``with_record`` (the audit record's arguments, state and duration come back too)
+the crash supervisor: call with ``with_record`` (the audit record's arguments, state and duration come back too,
+and the images as attachments)
 and restore (replay earlier action records onto the new registry).
 
 Modules: :mod:`.protocol` (names and errors both sides share), :mod:`.service` (the worker side, and the headless

@@ -14,7 +14,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from .lifecycle import NEW_GROUP, stop_tree
-from .protocol import TOKEN_ENV, WorkerError, WorkerFault, WorkerHung
+from .protocol import (
+    ATTACHMENTS,
+    STREAM_BUFFER,
+    TOKEN_ENV,
+    WorkerError,
+    WorkerFault,
+    WorkerGarbled,
+    WorkerHung,
+    read_message,
+    write_message,
+)
 
 # the Slicer batch script ships inside the package, so an installed wheel can run ``--slicer`` too
 RUN_BENCH_SCRIPT = Path(__file__).resolve().parent / "scripts" / "run_bench.py"
@@ -123,7 +133,7 @@ class WorkerProcess(WorkerLink):
         ready.unlink()
         try:
             self._socket = socket.create_connection(("127.0.0.1", port), timeout=self.startup_timeout_s)
-            self._stream = self._socket.makefile("rwb")
+            self._stream = self._socket.makefile("rwb", buffering=STREAM_BUFFER)
             self._send({"op": "hello", "token": token})
             if not json.loads(self._stream.readline() or b"{}").get("ok"):
                 raise WorkerFault("worker refused the handshake")
@@ -133,38 +143,47 @@ class WorkerProcess(WorkerLink):
         return self
 
     def _send(self, message: dict) -> None:
-        self._stream.write(json.dumps(message, default=str).encode() + b"\n")
-        self._stream.flush()
+        write_message(self._stream, message)
 
     def request(self, op: str, timeout_s: float | None = None, **fields) -> dict:
-        """Send one request and wait for its answer; a refused request raises :class:`WorkerError`."""
+        """Send one request and wait for its answer; a refused request raises :class:`WorkerError`. The binary
+        attachments of an answer come back as a list of bytes under the result's ``attachments`` key."""
         if self._stream is None:
             raise WorkerFault("worker is not running")
         request_id = next(self._ids)
         try:
             self._socket.settimeout(timeout_s or self.call_timeout_s)
             self._send({"id": request_id, "op": op, **fields})
-            line = self._stream.readline()
+            received = read_message(self._stream)
         except TimeoutError:
             self.kill()
             raise WorkerHung(
                 f"worker did not answer {op!r} within {timeout_s or self.call_timeout_s:g} s"
             ) from None
+        except WorkerFault:  # out of step: nothing more it sends can be trusted
+            self.kill()
+            raise
         except OSError as error:
             self.kill()
             raise WorkerFault(f"lost the worker during {op!r}: {error}") from error
-        if not line:
+        if received is None:
             code = self.process.poll() if self.process else None
             self.kill()
             raise WorkerFault(f"worker closed the connection during {op!r} (exit code {code})")
-        answer = json.loads(line)
+        answer, attachments = received
         if answer.get("id") != request_id:
             self.kill()
-            raise WorkerFault(f"protocol error: answer to request {answer.get('id')}, expected {request_id}")
+            raise WorkerGarbled(f"protocol error: answer to request {answer.get('id')}, expected {request_id}")
         if not answer.get("ok"):
             error = answer.get("error") or {}
             raise WorkerError(error.get("code", "error"), error.get("message", ""))
-        return answer["result"]
+        result = answer["result"]
+        if attachments:
+            if not isinstance(result, dict):
+                self.kill()
+                raise WorkerGarbled(f"protocol error: attachments to a {type(result).__name__} result")
+            result[ATTACHMENTS] = attachments
+        return result
 
     def kill(self) -> None:
         """Close the link and kill the worker's process tree (the real Slicer's launcher and application)."""

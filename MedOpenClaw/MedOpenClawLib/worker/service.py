@@ -20,7 +20,7 @@ from ..registry import ActionRegistry
 from ..replay import replay_records
 from .environment import LocalEnvironment
 from .lifecycle import exit_with_parent
-from .protocol import SUPERVISED_RECORD_KEYS, TOKEN_ENV, WorkerError
+from .protocol import ATTACHMENTS, STREAM_BUFFER, SUPERVISED_RECORD_KEYS, TOKEN_ENV, WorkerError, write_message
 
 _SLICER_APP = []  # the worker's one Slicer application, reused by every episode
 
@@ -83,7 +83,7 @@ class WorkerService:
         if op == "tools":
             return {"tools": self.env.tools()}
         if op == "call":
-            result = self.env.call(
+            result = self.env.registry.call(  # the Result itself: how its images travel depends on the request
                 request.get("name"),
                 request.get("arguments"),  # as sent: ``[]`` must be refused, not called as ``{}``
                 actor=request.get("actor", "agent"),
@@ -91,10 +91,12 @@ class WorkerService:
                 audit_extra=request.get("audit_extra"),
             )
             if not request.get("with_record"):
-                return result
+                return result.to_json(inline_images=True)
             trace = self.env.registry.trace
             record = {key: trace.records[-1].get(key) for key in SUPERVISED_RECORD_KEYS}
-            return {"result": result, "record": {**record, "state": trace.last_state}}  # the record may hold a delta
+            body, pngs = result.to_wire()  # the views' PNGs travel as attachments, never as base64 in the line
+            # the record may hold a delta: the full state is sent
+            return {"result": body, "record": {**record, "state": trace.last_state}, ATTACHMENTS: pngs}
         if op == "restore":
             report = replay_records(self.env.registry, list(request.get("records") or []))
             return {"report": report.to_json(), "state": self.env.registry.state()}
@@ -139,17 +141,20 @@ class WorkerService:
                 "config": registry.config, "state": registry.state()}
 
 
-def _answer(service: WorkerService, line: bytes) -> dict:
+def _answer(service: WorkerService, line: bytes) -> tuple[dict, list[bytes]]:
+    """The answer to one request line and the binary attachments its result carries (sent after the line)."""
     try:
         request = json.loads(line)
         if not isinstance(request, dict):
             raise ValueError("a request must be a JSON object")
     except ValueError as error:
-        return {"id": None, "ok": False, "error": {"code": "bad_request", "message": str(error)}}
+        return {"id": None, "ok": False, "error": {"code": "bad_request", "message": str(error)}}, []
     try:
-        return {"id": request.get("id"), "ok": True, "result": service.handle(request)}
+        result = service.handle(request)
     except WorkerError as error:
-        return {"id": request.get("id"), "ok": False, "error": {"code": error.code, "message": str(error)}}
+        return {"id": request.get("id"), "ok": False, "error": {"code": error.code, "message": str(error)}}, []
+    attachments = result.pop(ATTACHMENTS, []) if isinstance(result, dict) else []
+    return {"id": request.get("id"), "ok": True, "result": result}, attachments
 
 
 def serve_worker(
@@ -170,7 +175,7 @@ def serve_worker(
     with server:
         while not service.stopping:
             connection, _ = server.accept()
-            with connection, connection.makefile("rwb") as stream:
+            with connection, connection.makefile("rwb", buffering=STREAM_BUFFER) as stream:
                 hello = json.loads(stream.readline() or b"{}")
                 if not hmac.compare_digest(str(hello.get("token", "")), token):
                     stream.write(
@@ -180,8 +185,7 @@ def serve_worker(
                 stream.write(b'{"ok": true}\n')
                 stream.flush()
                 for line in stream:
-                    stream.write(json.dumps(_answer(service, line), default=str).encode() + b"\n")
-                    stream.flush()
+                    write_message(stream, *_answer(service, line))
                     if service.stopping:
                         break
 

@@ -19,6 +19,7 @@ from runtime_data import lesion_center_ras, oblique_lps_affine
 
 from MedOpenClawLib.audit import AuditTrace, read_trace, verify_trace
 from MedOpenClawLib.replay import images_without_pixels, replay_trace
+from MedOpenClawLib.server.rest import Response
 from MedOpenClawLib.server.supervisor import VIEWER_CRASHED, VIEWER_UNAVAILABLE, SupervisedRegistry
 from MedOpenClawLib.session import build_slicer_registry
 
@@ -104,8 +105,11 @@ def test_supervised_session_matches_the_in_process_one(tmp_path, data_root):
                 oblique_lps_affine())]], method="threshold", lower=500, upper=1000, segment_name="lesion", size=64)
         assert registry.state() == in_process.state() and registry.state()["artifacts"]
         assert grown.data["segments"]
-        observed = registry.call("observe", {"size": 64}).to_json()  # images and their geometry records cross intact
-        assert observed == in_process.call("observe", {"size": 64}).to_json() and observed["images"][0]["geometry"]
+        # the views cross as PNG attachments and are relayed as they are: the REST body is the in-process one, byte
+        # for byte, images and their geometry records included
+        observed = Response(200, registry.call("observe", {"size": 64}).to_json())
+        assert observed.encode() == Response(200, in_process.call("observe", {"size": 64}).to_json()).encode()
+        assert observed.body["images"][0]["geometry"] and observed.body["images"][0]["png_base64"]
         deep: list = []
         for _ in range(5000):  # deeper than json can even send: refused by the same hygiene in this process
             deep = [deep]
@@ -139,6 +143,27 @@ def test_hang_is_stopped_and_repeated_crashes_close_the_session(tmp_path, data_r
 
     kinds = [record["kind"] for record in read_trace(tmp_path / "trace.jsonl")]
     assert kinds.count(VIEWER_CRASHED) == 2 and kinds.count(VIEWER_UNAVAILABLE) == 1
+    assert verify_trace(tmp_path / "trace.jsonl").ok and replay_trace(tmp_path / "trace.jsonl", [data_root]).ok
+
+
+def test_a_malformed_answer_is_contained_like_a_crash(tmp_path, data_root):
+    """The child ran the call and then broke the protocol: the call is not applied, the session is restored on a
+    new child and the next call works."""
+    with supervised(tmp_path, data_root) as registry:
+        ok(registry, "open_case", dicom_dir=str(data_root), size=64)
+        before = registry.state()
+        for label, said in (("CRASH:garble", "malformed answer while running 'record_point' (protocol error: a line"),
+                            ("CRASH:badpng", "malformed answer while running 'record_point' (malformed answer: "
+                                             "ValueError('attachment 0"),
+                            ("CRASH:truncate", "crashed while running 'record_point'")):
+            answer = registry.call("record_point", {"ras": [0, 0, 0], "label": label})
+            assert answer.error["code"] == VIEWER_CRASHED and said in answer.error["message"], answer.error
+            assert "session restored" in answer.error["message"] and registry.state() == before
+        assert ok(registry, "observe", size=64).images[0].png_bytes().startswith(b"\x89PNG")
+        assert ok(registry, "list_evidence").data["evidence"] == []  # none of the three points was applied
+    causes = [record["payload"]["cause"] for record in read_trace(tmp_path / "trace.jsonl")
+              if record["kind"] == VIEWER_CRASHED]
+    assert "attachment bytes" in causes[-1]
     assert verify_trace(tmp_path / "trace.jsonl").ok and replay_trace(tmp_path / "trace.jsonl", [data_root]).ok
 
 
