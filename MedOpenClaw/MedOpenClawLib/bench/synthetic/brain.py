@@ -284,6 +284,18 @@ def _bias_field(shape, rng: np.random.Generator) -> np.ndarray:
     return 1.0 + 0.10 * field / max(float(np.abs(field).max()), 1e-6)
 
 
+def _support(weight: np.ndarray) -> tuple[slice, ...] | None:
+    """The bounding box of a weight map's non-zero voxels (None when it has none)."""
+    inside = weight != 0
+    box = []
+    for axis in range(inside.ndim):
+        hits = np.flatnonzero(inside.any(axis=tuple(other for other in range(inside.ndim) if other != axis)))
+        if hits.size == 0:
+            return None
+        box.append(slice(int(hits[0]), int(hits[-1]) + 1))
+    return tuple(box)
+
+
 def render(
     template: Template, compartments: list[Compartment], rng: np.random.Generator
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -293,7 +305,7 @@ def render(
     grid = template.ras_grid()
     spacing = float(np.abs(template.affine[0, 0]))
     field = _smooth_field(template.shape, 7.0 / spacing, rng)
-    weights = {}
+    weights, dtypes = {}, set()
     for compartment in compartments:
         stretch = (0.55 + 0.8 * template.wm) if compartment.kind == "edema" else None
         weight = _soft_ellipsoid(grid, compartment.center, compartment.radii, field, compartment.roughness, stretch)
@@ -304,12 +316,15 @@ def render(
         if compartment.kind == "edema":
             weight = weight * (1.0 - template.csf)  # vasogenic oedema spreads in white matter, not in CSF
         weight *= template.head
-        weights.setdefault(compartment.kind, []).append((weight, compartment.label))
+        dtypes.add(weight.dtype)
+        box = _support(weight)
+        if box is not None:  # a compartment outside the head paints nothing
+            weights.setdefault(compartment.kind, []).append((box, weight[box], compartment.label))
     labels = np.zeros(template.shape, dtype=np.uint8)
     for kind in PAINT_ORDER:
-        for weight, label in weights.get(kind, []):
+        for box, weight, label in weights.get(kind, []):
             if label:
-                labels[weight > 0.5] = label
+                labels[box][weight > 0.5] = label
     images = {}
     texture = rng.normal(0.0, 1.0, template.shape).astype(np.float32)
     for index, sequence in enumerate(SEQUENCES):
@@ -317,10 +332,13 @@ def render(
         image = template.wm * wm + template.gm * gm + template.csf * csf
         if sequence.startswith("T1"):
             image = 0.5 * image + 0.5 * template.t1 * 0.9  # keep the real template's T1 contrast and detail
+        # blended only where a compartment's weight is not 0 (elsewhere the blend is image * 1 + 0), in the
+        # precision the whole-volume blend had
+        image = image.astype(np.result_type(image, *dtypes))
         for kind in PAINT_ORDER:
-            for weight, _ in weights.get(kind, []):
+            for box, weight, _ in weights.get(kind, []):
                 value = COMPARTMENT_SIGNAL[kind][index]
-                image = image * (1 - weight) + weight * value * (1.0 + 0.05 * texture)
+                image[box] = image[box] * (1 - weight) + weight * value * (1.0 + 0.05 * texture[box])
         image = image * _bias_field(template.shape, rng)
         sigma = 0.02
         real = image + rng.normal(0.0, sigma, template.shape)
