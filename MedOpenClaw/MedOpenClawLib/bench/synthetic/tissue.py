@@ -57,6 +57,8 @@ CLASSES: dict[str, TissueClass] = {
     "invasive": TissueClass((214, 156, 200), 1 / 58, 4.2, 1.3, (75, 40, 126), 0.22, 0.3),
 }
 CODES = {name: index for index, name in enumerate(CLASSES)}
+PALETTE = np.array([look.colour for look in CLASSES.values()], dtype=np.float32)  # background colour per code
+STROMAL = np.isin(np.arange(len(CLASSES)), [CODES["stroma"], CODES["capsule"], CODES["desmoplasia"]])  # fibres
 
 
 @dataclass(frozen=True)
@@ -200,17 +202,16 @@ class SlideScene:
         from scipy import ndimage
 
         labels = self._labels(x0, y0, w, h)
-        palette = np.array([look.colour for look in CLASSES.values()], dtype=np.float32)
-        rgb = palette[labels]
-        present = np.unique(labels)
-        rng = rng_for(*self.seed_parts, "block", x0, y0)
+        present = np.flatnonzero(np.bincount(labels.ravel(), minlength=len(CODES)))  # the codes, ascending
         if present.tolist() == [CODES["glass"]]:
             return self._glass(w, h)
-        field = self._stain_field(x0, y0, w, h)
-        field = np.repeat(np.repeat(field, 8, axis=1), 8, axis=2)[:, :h, :w]
+        rng = rng_for(*self.seed_parts, "block", x0, y0)
+        rgb = PALETTE[labels]
         tissue = labels != CODES["glass"]
-        shade = 1.0 + 0.025 * field.transpose(1, 2, 0)
-        rgb = np.where(tissue[..., None], rgb * shade, rgb)
+        # the stain shade per 8x8 cell, then spread to pixels (the same values as spreading the field first)
+        coarse = 1.0 + 0.025 * self._stain_field(x0, y0, w, h).transpose(1, 2, 0)
+        shade = np.repeat(np.repeat(coarse, 8, axis=0), 8, axis=1)[:h, :w]
+        rgb *= np.where(tissue[..., None], shade, np.float32(1.0))  # glass keeps its colour (x 1.0)
         if CODES["fat"] in present:
             lattice = _fat_membranes(self.mpp)
             period = lattice.shape[0]
@@ -219,9 +220,9 @@ class SlideScene:
             membrane = lattice[np.ix_(rows, cols)] & (labels == CODES["fat"])
             rgb[membrane] = (226, 170, 200)
         fibres = rng.normal(0, 1, (h // 4 + 1, w // 4 + 1)).astype(np.float32)
-        fibres = np.repeat(np.repeat(ndimage.gaussian_filter(fibres, (0.6, 2.5)), 4, 0), 4, 1)[:h, :w]
-        stromal = np.isin(labels, [CODES["stroma"], CODES["capsule"], CODES["desmoplasia"]])
-        rgb[stromal] += 9.0 * fibres[stromal, None]
+        fibres = 9.0 * ndimage.gaussian_filter(fibres, (0.6, 2.5))
+        fibres = np.repeat(np.repeat(fibres, 4, 0), 4, 1)[:h, :w]
+        rgb += np.where(STROMAL[labels], fibres, np.float32(0.0))[..., None]  # + 0 elsewhere: unchanged
         for code in present:
             kind = list(CLASSES)[code]
             look = CLASSES[kind]
@@ -247,9 +248,11 @@ class SlideScene:
                 colour = np.repeat(gain[chosen], dy.size)[:, None] * nucleus
                 inside = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
                 rgb[yy[inside], xx[inside]] = colour[inside]
-        rgb = ndimage.gaussian_filter(rgb, sigma=(0.6, 0.6, 0)) * self.stain_gain
-        rgb = np.where(tissue[..., None], rgb, palette[CODES["glass"]])
-        return np.clip(rgb + _noise(rng, rgb.shape), 0, 255).astype(np.uint8)
+        rgb = ndimage.gaussian_filter(rgb, sigma=(0.6, 0.6, 0))
+        rgb *= self.stain_gain
+        np.copyto(rgb, PALETTE[CODES["glass"]], where=~tissue[..., None])
+        rgb += _noise(rng, rgb.shape)
+        return np.clip(rgb, 0, 255, out=rgb).astype(np.uint8)
 
 
 def write_scene(path, scene: SlideScene, aperio: bool) -> None:
