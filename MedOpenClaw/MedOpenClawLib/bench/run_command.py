@@ -119,10 +119,11 @@ def provider_config(args):
 
 
 def check_agent_track(args, module: str) -> None:
-    """Track C is the one-turn montage baseline: only the montage agent (or a replay of one) runs there."""
-    from .tasks import check_track
+    """The options ``module`` must agree with (tasks.check_options), and Track C is the one-turn montage
+    baseline: only the montage agent (or a replay of one) runs there."""
+    from .tasks import check_options
 
-    check_track(args.track, module)
+    check_options(module, args.track, toolset(args), args.operators)
     if args.agent == "montage" and args.track != "C":
         raise ValueError("--agent montage is the Track C baseline: add --track C")
     if args.track == "C" and args.agent not in ("montage", "replay"):

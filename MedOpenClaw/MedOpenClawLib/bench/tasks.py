@@ -120,11 +120,18 @@ def offered_tools(tools: list[dict], application: str, toolset: str,
     return [tool for tool in tools if tool["name"] not in hidden and (visible is None or tool["name"] in visible)]
 
 
-def check_track(track: str, module: str) -> None:
+def check_options(module: str, track: str = "A", toolset: str = "paper",
+                  operators: tuple[str, ...] | None = None) -> None:
+    """The run options a module must agree with; `bench run` checks them before it prepares any cases (an
+    empty cache would otherwise generate the synthetic cohort to report a usage error)."""
     if track not in TRACKS:
         raise ValueError(f"track must be one of {', '.join(TRACKS)}")
     if track == "C" and get(module).application == PATHOLOGY:
         raise ValueError("Track C (2D slice montages) covers the radiology modules only")
+    if toolset not in TOOLSETS:
+        raise ValueError(f"--toolset must be one of {', '.join(TOOLSETS)}")
+    if operators and track != "B":
+        raise ValueError("--operators selects Track B's operators: add --track B")
 
 
 @dataclass
@@ -152,11 +159,7 @@ class RunConfig:
     toolset: str = "paper"  # TOOLSETS: what the agent is shown
 
     def __post_init__(self):
-        check_track(self.track, self.module)
-        if self.toolset not in TOOLSETS:
-            raise ValueError(f"--toolset must be one of {', '.join(TOOLSETS)}")
-        if self.operators and self.track != "B":
-            raise ValueError("--operators selects Track B's operators: add --track B")
+        check_options(self.module, self.track, self.toolset, self.operators)
 
     def identity(self) -> dict:
         """What a resumed run must share with the first invocation (not how many workers, timeouts, ...)."""
