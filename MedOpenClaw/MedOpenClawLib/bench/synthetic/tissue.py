@@ -140,6 +140,12 @@ def _stamps(kind: str, mpp: float, count: int = 8) -> list[tuple[np.ndarray, np.
     return stamps
 
 
+@functools.lru_cache(maxsize=64)
+def _reach(kind: str, mpp: float) -> int:
+    """How far (px, either axis) a nucleus stamp of ``kind`` reaches from its centre at ``mpp``."""
+    return max(int(max(np.abs(dy).max(), np.abs(dx).max())) for dy, dx in _stamps(kind, mpp))
+
+
 def _noise(rng: np.random.Generator, shape: tuple) -> np.ndarray:
     """Sensor noise (1.5 grey levels), drawn in float32: it is a third of a block's rendering time in float64."""
     return rng.standard_normal(shape, dtype=np.float32) * np.float32(1.5)
@@ -206,22 +212,32 @@ class SlideScene:
         if present.tolist() == [CODES["glass"]]:
             return self._glass(w, h)
         rng = rng_for(*self.seed_parts, "block", x0, y0)
-        rgb = PALETTE[labels]
         tissue = labels != CODES["glass"]
-        # the stain shade per 8x8 cell, then spread to pixels (the same values as spreading the field first)
+        # only the tissue's box (and what a nucleus or the blur reaches beyond it) is painted; the rest of the
+        # block is bare glass plus noise, as the whole-block rendering left it
+        kinds = [list(CLASSES)[code] for code in present]
+        reach = max([_reach(kind, self.mpp) for kind in kinds if CLASSES[kind].density > 0], default=0)
+        reach = max(reach, 2) + 1  # a nucleus's pixels, and the 2 px the blur (sigma 0.6 px) reads
+        rows, cols = np.flatnonzero(tissue.any(axis=1)), np.flatnonzero(tissue.any(axis=0))
+        top, bottom = max(int(rows[0]) - reach, 0), min(int(rows[-1]) + 1 + reach, h)
+        left, right = max(int(cols[0]) - reach, 0), min(int(cols[-1]) + 1 + reach, w)
+        window = (slice(top, bottom), slice(left, right))
+        labels, tissue = labels[window], tissue[window]
+        rgb = PALETTE[labels]
+        # the stain shade per 8x8 cell of the block, then spread to pixels (the same values as spreading the field)
         coarse = 1.0 + 0.025 * self._stain_field(x0, y0, w, h).transpose(1, 2, 0)
-        shade = np.repeat(np.repeat(coarse, 8, axis=0), 8, axis=1)[:h, :w]
+        shade = np.repeat(np.repeat(coarse, 8, axis=0), 8, axis=1)[window]
         rgb *= np.where(tissue[..., None], shade, np.float32(1.0))  # glass keeps its colour (x 1.0)
         if CODES["fat"] in present:
             lattice = _fat_membranes(self.mpp)
             period = lattice.shape[0]
-            rows = (np.arange(h) + y0) % period
-            cols = (np.arange(w) + x0) % period
-            membrane = lattice[np.ix_(rows, cols)] & (labels == CODES["fat"])
+            lattice_rows = (np.arange(top, bottom) + y0) % period
+            lattice_cols = (np.arange(left, right) + x0) % period
+            membrane = lattice[np.ix_(lattice_rows, lattice_cols)] & (labels == CODES["fat"])
             rgb[membrane] = (226, 170, 200)
         fibres = rng.normal(0, 1, (h // 4 + 1, w // 4 + 1)).astype(np.float32)
         fibres = 9.0 * ndimage.gaussian_filter(fibres, (0.6, 2.5))
-        fibres = np.repeat(np.repeat(fibres, 4, 0), 4, 1)[:h, :w]
+        fibres = np.repeat(np.repeat(fibres, 4, 0), 4, 1)[window]
         rgb += np.where(STROMAL[labels], fibres, np.float32(0.0))[..., None]  # + 0 elsewhere: unchanged
         for code in present:
             kind = list(CLASSES)[code]
@@ -232,9 +248,10 @@ class SlideScene:
             count = int(rng.poisson(expected))
             if count == 0:
                 continue
-            cy = rng.integers(0, h, count)
-            cx = rng.integers(0, w, count)
-            keep = labels[cy, cx] == code
+            cy = rng.integers(0, h, count) - top  # drawn over the block, placed in the window
+            cx = rng.integers(0, w, count) - left
+            keep = (cy >= 0) & (cy < bottom - top) & (cx >= 0) & (cx < right - left)  # tissue is in the window
+            keep[keep] = labels[cy[keep], cx[keep]] == code
             cy, cx = cy[keep], cx[keep]
             stamp_index = rng.integers(0, 8, cy.size)
             gain = np.clip(1.0 + look.jitter * rng.normal(size=cy.size), 0.55, 1.6).astype(np.float32)
@@ -246,13 +263,17 @@ class SlideScene:
                 yy = (cy[chosen, None] + dy[None, :]).ravel()
                 xx = (cx[chosen, None] + dx[None, :]).ravel()
                 colour = np.repeat(gain[chosen], dy.size)[:, None] * nucleus
-                inside = (yy >= 0) & (yy < h) & (xx >= 0) & (xx < w)
+                # a nucleus reaches less than `reach` px from its tissue centre: only the block's edge clips it
+                inside = (yy >= 0) & (yy < bottom - top) & (xx >= 0) & (xx < right - left)
                 rgb[yy[inside], xx[inside]] = colour[inside]
         rgb = ndimage.gaussian_filter(rgb, sigma=(0.6, 0.6, 0))
         rgb *= self.stain_gain
         np.copyto(rgb, PALETTE[CODES["glass"]], where=~tissue[..., None])
-        rgb += _noise(rng, rgb.shape)
-        return np.clip(rgb, 0, 255, out=rgb).astype(np.uint8)
+        block = np.empty((h, w, 3), dtype=np.float32)
+        block[...] = PALETTE[CODES["glass"]]
+        block[window] = rgb
+        block += _noise(rng, block.shape)
+        return np.clip(block, 0, 255, out=block).astype(np.uint8)
 
 
 def write_scene(path, scene: SlideScene, aperio: bool) -> None:
