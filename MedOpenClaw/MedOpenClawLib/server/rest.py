@@ -39,7 +39,7 @@ from urllib.parse import parse_qs, urlparse
 from .. import catalog
 from ..hygiene import bounded_message
 from ..registry import ACTORS, ActionRegistry
-from ..result import ActionError, Result
+from ..result import ActionError, Base64Text, Result
 
 SESSION_HEADER = "MedOpenClaw-Session"
 MAX_BODY_BYTES = 1 << 20
@@ -59,13 +59,36 @@ class Response:
     body: dict | list
 
     def encode(self) -> bytes:
-        """Strict JSON: a body holding NaN/Infinity (or unencodable text) becomes a 500 error, never invalid JSON."""
+        """Strict JSON: a body holding NaN/Infinity (or unencodable text) becomes a 500 error, never invalid JSON.
+        The images' base64 (:class:`~..result.Base64Text`) is spliced in, not scanned by the encoder."""
         try:
-            return json.dumps(self.body, default=str, allow_nan=False).encode("utf-8")
+            spliced: list[str] = []
+            marker = f"\x00{secrets.token_hex(8)}"  # a random nonce: a body that holds it is encoded whole
+            text = json.dumps(_set_aside(self.body, spliced, marker), default=str, allow_nan=False)
+            parts = text.split(json.dumps(marker))
+            if len(parts) != len(spliced) + 1:  # a marker in the body itself: encode it whole
+                return json.dumps(self.body, default=str, allow_nan=False).encode("utf-8")
+            pieces = [parts[0]]
+            for value, part in zip(spliced, parts[1:]):
+                pieces += ['"', value, '"', part]
+            return "".join(pieces).encode("utf-8")
         except (ValueError, TypeError, RecursionError) as error:
             self.status = 500
             message = f"the response could not be encoded as JSON ({type(error).__name__})"
             return json.dumps(Result.failure("unencodable_response", message).to_json()).encode("utf-8")
+
+
+def _set_aside(value, spliced: list[str], marker: str):
+    """``value`` with each Base64Text replaced by ``marker`` (in the order the JSON encoder meets them), which
+    are appended to ``spliced``."""
+    if isinstance(value, Base64Text):
+        spliced.append(value)
+        return marker
+    if isinstance(value, dict):
+        return {key: _set_aside(item, spliced, marker) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_set_aside(item, spliced, marker) for item in value]
+    return value
 
 
 def error_response(status: int, code: str, message: str) -> Response:

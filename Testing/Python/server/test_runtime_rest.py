@@ -138,6 +138,30 @@ def test_views_are_encoded_losslessly_once_and_relayed_as_sent(monkeypatch, fast
     assert relayed.images[0].png_bytes() == images[0].png_bytes()
 
 
+def test_a_response_splices_its_own_base64_and_is_the_json_the_encoder_writes():
+    """The base64 this process encoded is spliced into the answer unscanned; the bytes are exactly what
+    ``json.dumps`` writes, whatever else the body holds (text a viewer in another process sent stays escaped),
+    and a body that cannot be strict JSON is still a 500."""
+    import json
+    import math
+
+    import numpy as np
+
+    from MedOpenClawLib.result import RenderedImage, Result
+    from MedOpenClawLib.server.rest import Response
+
+    pixels = np.arange(64 * 48, dtype=np.uint16).reshape(48, 64).astype(np.uint8)
+    result = Result(True, data={"note": 'quote " backslash \\ nul \x00 and é', "nested": [{"k": (1, 2.5)}]},
+                    images=[RenderedImage("axial", 64, 48, pixels=pixels), RenderedImage("coronal", 64, 48,
+                                                                                         pixels=pixels.T.copy())])
+    body = result.to_json()
+    body["relayed"] = 'from another process: "\u0000 not base64'  # a plain str: escaped as usual
+    assert Response(200, body).encode() == json.dumps(body).encode("utf-8")
+    assert json.loads(Response(200, body).encode())["images"][1]["png_base64"] == result.images[1].png_base64()
+    failing = Response(200, {"value": math.nan, "images": body["images"]})
+    assert json.loads(failing.encode())["error"]["code"] == "unencodable_response" and failing.status == 500
+
+
 def test_sessions_of_their_own_are_separate_bounded_and_expire():
     """Two REST clients, each in a session of its own (POST /v1/sessions, then the session header): neither sees
     the other's scene or trace, nor the shared session's; a third is refused at the bound; an ended or expired
