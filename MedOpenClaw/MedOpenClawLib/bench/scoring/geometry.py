@@ -79,11 +79,9 @@ class VoxelMask:
         # only the mask's bounding box, padded by one background voxel: every voxel's nearest background voxel
         # lies in it (clamping one outside onto the pad brings it closer), so the distances, and the first
         # deepest voxel in C order, are those of the whole volume at a fraction of the cost
-        box = ([(int(axis.min()), int(axis.max()) + 1) for axis in np.nonzero(self.data)] if self.data.any()
-               else [(0, size) for size in self.data.shape])
-        crop = self.data[tuple(slice(low, high) for low, high in box)]
-        distance = ndimage.distance_transform_edt(np.pad(crop, 1))[1:-1, 1:-1, 1:-1]
-        index = tuple(int(low + offset) for (low, _), offset in
+        box = next(iter(ndimage.find_objects(self.data.view(np.uint8))), tuple(map(slice, self.data.shape)))
+        distance = ndimage.distance_transform_edt(np.pad(self.data[box], 1))[1:-1, 1:-1, 1:-1]
+        index = tuple(int(axis.start or 0) + int(offset) for axis, offset in
                       zip(box, np.unravel_index(int(np.argmax(distance)), distance.shape)))
         ras = (self.affine @ np.array([*index, 1.0]))[:3]
         point = [round(float(value), 4) for value in ras]

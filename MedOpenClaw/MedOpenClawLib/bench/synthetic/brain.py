@@ -286,14 +286,9 @@ def _bias_field(shape, rng: np.random.Generator) -> np.ndarray:
 
 def _support(weight: np.ndarray) -> tuple[slice, ...] | None:
     """The bounding box of a weight map's non-zero voxels (None when it has none)."""
-    inside = weight != 0
-    box = []
-    for axis in range(inside.ndim):
-        hits = np.flatnonzero(inside.any(axis=tuple(other for other in range(inside.ndim) if other != axis)))
-        if hits.size == 0:
-            return None
-        box.append(slice(int(hits[0]), int(hits[-1]) + 1))
-    return tuple(box)
+    from scipy import ndimage
+
+    return next(iter(ndimage.find_objects((weight != 0).view(np.uint8))), None)
 
 
 def render(

@@ -218,9 +218,9 @@ class SlideScene:
         kinds = [list(CLASSES)[code] for code in present]
         reach = max([_reach(kind, self.mpp) for kind in kinds if CLASSES[kind].density > 0], default=0)
         reach = max(reach, 2) + 1  # a nucleus's pixels, and the 2 px the blur (sigma 0.6 px) reads
-        rows, cols = np.flatnonzero(tissue.any(axis=1)), np.flatnonzero(tissue.any(axis=0))
-        top, bottom = max(int(rows[0]) - reach, 0), min(int(rows[-1]) + 1 + reach, h)
-        left, right = max(int(cols[0]) - reach, 0), min(int(cols[-1]) + 1 + reach, w)
+        rows, cols = ndimage.find_objects(tissue.view(np.uint8))[0]  # tissue's box: there is tissue here
+        top, bottom = max(rows.start - reach, 0), min(rows.stop + reach, h)
+        left, right = max(cols.start - reach, 0), min(cols.stop + reach, w)
         window = (slice(top, bottom), slice(left, right))
         labels, tissue = labels[window], tissue[window]
         rgb = PALETTE[labels]
