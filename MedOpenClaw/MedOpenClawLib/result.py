@@ -39,13 +39,13 @@ class RecordedGeometry:
 
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+PNG_ATTACHMENT = "png_attachment"  # an image's key in Result.to_wire: the index of its PNG among the attachments
+
+
 class Base64Text(str):
     """Text this process base64-encoded itself: its alphabet needs no JSON escaping, so a front-end may splice it
     into a JSON answer verbatim (the JSON encoder scanning the ~0.4 MB of an observe costs more than the rest of
     the answer). Text another process sent stays a plain ``str``."""
-
-
-PNG_ATTACHMENT = "png_attachment"  # an image's key in Result.to_wire: the index of its PNG among the attachments
 
 
 def encode_png(pixels: Any) -> bytes:

@@ -123,7 +123,7 @@ def check_agent_track(args, module: str) -> None:
     baseline: only the montage agent (or a replay of one) runs there."""
     from .tasks import check_options
 
-    check_options(module, args.track, toolset(args), args.operators)
+    check_options(module, args.track, args.toolset, args.operators)
     if args.agent == "montage" and args.track != "C":
         raise ValueError("--agent montage is the Track C baseline: add --track C")
     if args.track == "C" and args.agent not in ("montage", "replay"):
@@ -219,6 +219,7 @@ def _run(args) -> int:
 
     summaries: dict[str, dict] = {}
     try:
+        args.toolset = resolved_toolset(args)  # once: a replay's is read from the replayed run
         modules = module_list(args.module)
         for module in modules:
             check_agent_track(args, module)
@@ -238,7 +239,7 @@ def _run(args) -> int:
                                workers=args.workers, slicer=args.slicer, max_rounds=args.max_rounds, seed=args.seed,
                                provider=provider, call_timeout_s=args.call_timeout, fail_on_error=args.fail_on_error,
                                rerun_rejected=args.rerun_rejected, operators=args.operators,
-                               toolset=toolset(args),
+                               toolset=args.toolset,
                                replay_from=str(Path(args.replay_from).resolve()) if args.replay_from else None)
             summary = summaries[module] = BenchmarkRunner(
                 config, agent_factory(args, provider), module_prompt, resume_hint=resume,
@@ -262,7 +263,7 @@ def _run(args) -> int:
     return status
 
 
-def toolset(args) -> str:
+def resolved_toolset(args) -> str:
     """``--toolset``, else the replayed run's (run.json), else ``paper``."""
     if args.toolset:
         return args.toolset

@@ -98,6 +98,11 @@ def operation_of(operators: list[str] | tuple[str, ...] | None) -> str:
 TOOLSETS = ("paper", "extended")
 
 
+def check_toolset(toolset: str) -> None:
+    if toolset not in TOOLSETS:
+        raise ValueError(f"toolset must be one of {', '.join(TOOLSETS)}, got {toolset!r}")
+
+
 def model_visible(application: str) -> tuple[str, ...]:
     """Tables 9 and 10: the tools the paper's agents see (Track B adds the operators a run enables)."""
     if application == PATHOLOGY:
@@ -112,8 +117,7 @@ def offered_tools(tools: list[dict], application: str, toolset: str,
     """The environment's ``tools`` an episode offers: ``paper`` keeps Table 9/10's and the Track B operators,
     ``extended`` every one (radiology: with MedOpenClaw's evidence-capture actions; pathology: with recovery and
     setup); ``operators`` (Table 3: one operation at a time) hides the other operators either way."""
-    if toolset not in TOOLSETS:
-        raise ValueError(f"toolset must be one of {', '.join(TOOLSETS)}, got {toolset!r}")
+    check_toolset(toolset)
     every_operator = operator_names()
     hidden = every_operator - set(operators) if operators else frozenset()
     visible = set(model_visible(application)) | every_operator if toolset == "paper" else None
@@ -128,8 +132,7 @@ def check_options(module: str, track: str = "A", toolset: str = "paper",
         raise ValueError(f"track must be one of {', '.join(TRACKS)}")
     if track == "C" and get(module).application == PATHOLOGY:
         raise ValueError("Track C (2D slice montages) covers the radiology modules only")
-    if toolset not in TOOLSETS:
-        raise ValueError(f"--toolset must be one of {', '.join(TOOLSETS)}")
+    check_toolset(toolset)
     if operators and track != "B":
         raise ValueError("--operators selects Track B's operators: add --track B")
 
