@@ -57,11 +57,15 @@ class ActorResources:
             options["resources"] = {SLICER_RESOURCE: 1}
         return options
 
-    def fits(self, cluster: dict) -> int:
-        """How many such actors the cluster's total resources hold at once."""
+    def bundle(self) -> dict[str, float]:
+        """The actor's demand as a placement-group bundle (Ray refuses zero amounts in a bundle)."""
         demands = {"CPU": self.num_cpus, "memory": self.memory_bytes, "GPU": self.num_gpus,
                    SLICER_RESOURCE: 1 if self.slicer else 0}
-        return min(int(cluster.get(name, 0) / need + 1e-9) for name, need in demands.items() if need)
+        return {name: need for name, need in demands.items() if need}
+
+    def fits(self, cluster: dict) -> int:
+        """How many such actors the cluster's total resources hold at once."""
+        return min(int(cluster.get(name, 0) / need + 1e-9) for name, need in self.bundle().items())
 
 
 def actor_resources(api_bound: bool, track: str, slicer: bool, cluster: dict,
@@ -78,8 +82,9 @@ class RayWorker(WorkerLink):
     episode code and error policy are the same for both executors."""
 
     def __init__(self, actor, out: Path, call_timeout_s: float, startup_timeout_s: float, cases: CaseShipper,
-                 log_path: Path | None = None):
+                 log_path: Path | None = None, reservation=None):
         self.actor = actor
+        self.reservation = reservation  # the placement group holding the actor's resources, freed with it
         self.log_path = log_path
         self.out = Path(out)
         self.call_timeout_s = call_timeout_s
@@ -172,6 +177,8 @@ class RayWorker(WorkerLink):
                 pass
             self.actor = None
         ray.kill(actor, no_restart=True)
+        release(self.reservation)
+        self.reservation = None
 
     def close(self) -> None:
         """Shut the worker down and keep its log where the local pool keeps it (``workers/<slot>/worker.log``)."""
@@ -189,6 +196,14 @@ class RayWorker(WorkerLink):
         except Exception:  # noqa: BLE001 - an actor already gone has nothing left to close
             pass
         self.kill(collect=False)
+
+
+def release(reservation) -> None:
+    """Give a placement group's resources back to the cluster (nothing to do for none)."""
+    if reservation is not None:
+        from ray.util.placement_group import remove_placement_group
+
+        remove_placement_group(reservation)
 
 
 def check_reachable(address: str, timeout_s: float = 10.0) -> None:
@@ -274,31 +289,39 @@ class RayExecutor(LocalExecutor):
             self._disconnect()
             raise ValueError(f"no node of the Ray cluster can host a worker needing {self.resources} "
                              f"(cluster: {cluster})")
-        self._actor_class = ray.remote(WorkerHost).options(**self.resources.options())
+        self._actor_class = ray.remote(WorkerHost)
         super().__init__(job, resolve_workers(config, capacity), on_round, launch=self._launch)
 
     def _launch(self, directory: Path) -> RayWorker:
-        """A new actor for the slot at ``directory``. Waiting for the cluster to place it, the slot gives way
-        (:class:`WorkerUnavailable`) if other slots are still running; the last one keeps waiting."""
+        """A new actor for the slot at ``directory``, in two waits that mean different things. First the cluster
+        reserves the actor's resources (a placement group): while none can, the slot gives way
+        (:class:`WorkerUnavailable`) if other slots are still running; the last one keeps waiting. Then the actor's
+        process starts on the reserved node, which on a busy node is slow, never a reason to give way: it has
+        the start-up timeout of any worker."""
         import ray
         from ray.exceptions import GetTimeoutError
+        from ray.util.placement_group import placement_group
+        from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         config = self.job.config
-        actor = self._actor_class.remote(worker_slicer(config), config.startup_timeout_s, config.call_timeout_s)
+        reservation = placement_group([self.resources.bundle()])
         while True:
             try:
-                ray.get(actor.__ray_ready__.remote(), timeout=self.placement_timeout_s)
+                ray.get(reservation.ready(), timeout=self.placement_timeout_s)
                 break
             except GetTimeoutError:
                 others_run = any(slot.worker is not None and slot.directory != directory for slot in self.slots)
                 if others_run or self.resources.fits(ray.cluster_resources()) == 0:
-                    ray.kill(actor, no_restart=True)
+                    release(reservation)
                     raise WorkerUnavailable(f"no node could host a worker within {self.placement_timeout_s:g} s "
                                             f"({self.resources})") from None
-            except ray.exceptions.RayActorError as error:
-                raise WorkerFault(f"the actor died while starting: {error}") from error
-        return RayWorker(actor, config.out, config.call_timeout_s, config.startup_timeout_s, self.cases,
-                         log_path=Path(directory) / "worker.log").start()
+        strategy = PlacementGroupSchedulingStrategy(reservation)
+        actor = self._actor_class.options(**self.resources.options(), scheduling_strategy=strategy).remote(
+            worker_slicer(config), config.startup_timeout_s, config.call_timeout_s)
+        worker = RayWorker(actor, config.out, config.call_timeout_s, config.startup_timeout_s, self.cases,
+                           log_path=Path(directory) / "worker.log", reservation=reservation)
+        worker._get(actor.__ray_ready__.remote(), config.startup_timeout_s + ACTOR_MARGIN_S, "its process start")
+        return worker.start()
 
     def _disconnect(self) -> None:
         import ray

@@ -11,6 +11,7 @@ import os
 import signal
 import socket
 import sys
+import time
 
 import pytest
 from agents_cases import write_ucsf_package
@@ -191,10 +192,24 @@ class NodeRemovingOracle(OracleAgent):
         return super().step(conversation, allow_tools)
 
 
+def wait_until_idle(cluster, timeout_s: float = 60.0) -> None:
+    """Until the earlier tests' actors have given their CPUs back: this test's second slot must be placed on the
+    second node within its short placement timeout, or no episode would run where the node is removed."""
+    ray.init(address=cluster.address, logging_level="WARNING", log_to_driver=False)
+    try:
+        deadline = time.monotonic() + timeout_s
+        while ray.available_resources().get("CPU", 0) < ray.cluster_resources()["CPU"]:
+            assert time.monotonic() < deadline, f"the cluster stayed busy: {ray.available_resources()}"
+            time.sleep(0.2)
+    finally:
+        ray.shutdown()
+
+
 def test_node_lost_mid_episode_its_episode_runs_elsewhere(cluster, cases, tmp_path):
     """Losing a node mid-episode costs neither the episode nor the run: it is retried on the surviving node, and
     the slot that can no longer be placed gives way instead of burning the episode's attempts."""
     node = next(node for node in cluster.worker_nodes)
+    wait_until_idle(cluster)
     config = RunConfig(module="ucsf-pdgm", agent="oracle", out=tmp_path / "run", cases_dir=cases, workers=2)
     runner = BenchmarkRunner(config, lambda task: NodeRemovingOracle(), module_prompt, progress_stream=io.StringIO(),
                              make_executor=lambda job, config, on_round: RayExecutor(
