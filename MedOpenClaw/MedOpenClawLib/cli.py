@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import sys
 from pathlib import Path
 
@@ -32,6 +33,44 @@ def existing_directory(text: str) -> str:
         problem = "is not a directory" if Path(text).exists() else "does not exist"
         raise argparse.ArgumentTypeError(f"{text} {problem}")
     return text
+
+
+class Number:
+    """argparse type of every numeric option: a finite ``kind`` within its bounds, refused at parse time (NaN, inf
+    or a negative timeout would otherwise surface late, as an error of whatever first uses the value)."""
+
+    def __init__(self, kind: type = float, minimum: float | None = None, above: float | None = None,
+                 maximum: float | None = None):
+        self.kind, self.minimum, self.above, self.maximum = kind, minimum, above, maximum
+        self.__name__ = "integer" if kind is int else "number"  # argparse names the type in its own errors
+
+    def __call__(self, text: str) -> int | float:
+        try:
+            value = self.kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {self.describe()}") from None
+        if not math.isfinite(value) or not self.within(value):
+            raise argparse.ArgumentTypeError(f"{text} is not {self.describe()}")
+        return value
+
+    def within(self, value: float) -> bool:
+        return ((self.minimum is None or value >= self.minimum) and (self.above is None or value > self.above)
+                and (self.maximum is None or value <= self.maximum))
+
+    def describe(self) -> str:
+        kind = "an integer" if self.kind is int else "a finite number"
+        if self.minimum is not None and self.maximum is not None:
+            return f"{kind} from {self.minimum:g} to {self.maximum:g}"
+        bounds = [f"of at least {self.minimum:g}" if self.minimum is not None else "",
+                  f"above {self.above:g}" if self.above is not None else "",
+                  f"of at most {self.maximum:g}" if self.maximum is not None else ""]
+        return " ".join([kind, *filter(None, bounds)])
+
+
+SECONDS = Number(float, above=0)  # timeouts and deadlines
+COUNT = Number(int, minimum=1)  # how many of something
+NON_NEGATIVE = Number(int, minimum=0)  # seeds, retries
+PORT = Number(int, minimum=0, maximum=65535)  # 0: any free one
 
 
 class OneLineErrors(argparse.ArgumentParser):

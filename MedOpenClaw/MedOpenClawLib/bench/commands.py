@@ -14,6 +14,7 @@ import importlib
 import sys
 from pathlib import Path
 
+from ..cli import COUNT, NON_NEGATIVE, Number
 from ..sinks import json_text, terminal_text
 from .cases import CaseFormatError
 from .modules import get, names
@@ -63,15 +64,16 @@ def _add_cohort(subparsers) -> None:
                         help="print the cache folder of the embedded cohort `bench run` uses, and what it holds")
     parser.add_argument("--cache-dir", help="with --cache or --where: the cache folder (default: "
                                             "MEDOPENCLAW_CACHE or ~/.cache/medopenclaw)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of every generated subject (default 0)")
+    parser.add_argument("--seed", type=NON_NEGATIVE, default=0, help="seed of every generated subject (default 0)")
     parser.add_argument("--modules", nargs="+", choices=names(), default=list(names()),
                         help="modules to write (default: all)")
     parser.add_argument("--size", choices=("demo", "full"), default="demo", help="preset of the sizes below")
-    parser.add_argument("--cases", type=int, help="cases per module (default: the preset's)")
-    parser.add_argument("--mri-spacing", type=float, help="brain MRI voxel size in mm (default: the preset's)")
-    parser.add_argument("--slide-size", type=int, nargs=2, metavar=("W", "H"),
+    parser.add_argument("--cases", type=COUNT, help="cases per module (default: the preset's)")
+    parser.add_argument("--mri-spacing", type=Number(above=0),
+                        help="brain MRI voxel size in mm (default: the preset's)")
+    parser.add_argument("--slide-size", type=COUNT, nargs=2, metavar=("W", "H"),
                         help="slide size in px; every slide spans 24.6 mm of glass (default: the preset's)")
-    parser.add_argument("--workers", type=int, help="cases generated in parallel (default: up to 2)")
+    parser.add_argument("--workers", type=COUNT, help="cases generated in parallel (default: up to 2)")
     parser.set_defaults(func=_run_cohort)
 
 
@@ -136,7 +138,7 @@ def _add_prepare(subparsers) -> None:
     )
     parser.add_argument(
         "--min-label-cases",
-        type=int,
+        type=NON_NEGATIVE,
         default=0,
         metavar="N",
         help="lumiere: drop RANO labels with fewer than N cases (label-frequency filter)",

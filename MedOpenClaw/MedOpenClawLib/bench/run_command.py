@@ -16,6 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from ..cli import COUNT, NON_NEGATIVE, SECONDS, Number
 from ..sinks import terminal_text
 
 MODEL_AGENTS = ("model", "montage")  # agents that call a model provider
@@ -348,20 +349,20 @@ def add_bench_subcommand(bench_subparsers) -> None:
     model.add_argument("--model", help="model name (or MEDOPENCLAW_MODEL)")
     model.add_argument("--provider", choices=("openai", "anthropic"), help="wire protocol (or MEDOPENCLAW_PROVIDER)")
     model.add_argument("--base-url", help="API base URL (or MEDOPENCLAW_BASE_URL); the key: MEDOPENCLAW_API_KEY")
-    model.add_argument("--temperature", type=float, default=None,
+    model.add_argument("--temperature", type=Number(minimum=0, maximum=2), default=None,
                        help="sampling temperature; sent only when given (reasoning models reject it)")
     limit = model.add_mutually_exclusive_group()
-    limit.add_argument("--max-tokens", type=int, help="output token limit sent as max_tokens (default 2048)")
-    limit.add_argument("--max-completion-tokens", type=int,
+    limit.add_argument("--max-tokens", type=COUNT, help="output token limit sent as max_tokens (default 2048)")
+    limit.add_argument("--max-completion-tokens", type=COUNT,
                        help="output token limit sent as max_completion_tokens (OpenAI reasoning models)")
     model.add_argument("--extra-body", type=_json_object, metavar="JSON",
                        help="extra request fields for the server, e.g. '{\"top_k\": 20}' (vLLM, Ollama, OpenRouter)")
     model.add_argument("--prices", metavar="FILE",
                        help="price table JSON {model: {input, output, cached_input, cache_write}} in USD per "
                             "million tokens: adds cost per episode and run")
-    model.add_argument("--model-timeout", type=float, default=120.0, help="seconds per model request")
-    model.add_argument("--max-retries", type=int, default=6, help="retries of a 429/5xx/connection failure")
-    model.add_argument("--retry-deadline", type=float, default=300.0,
+    model.add_argument("--model-timeout", type=SECONDS, default=120.0, help="seconds per model request")
+    model.add_argument("--max-retries", type=NON_NEGATIVE, default=6, help="retries of a 429/5xx/connection failure")
+    model.add_argument("--retry-deadline", type=SECONDS, default=300.0,
                        help="seconds one model call may spend on retries before its episode ends in error")
     model.add_argument("--no-preflight", action="store_true",
                        help="skip the request (one image, one tool) that checks key, URL, model, image input and tool "
@@ -374,7 +375,7 @@ def add_bench_subcommand(bench_subparsers) -> None:
                        help="rounds whose tool outputs and viewer states each request carries whole: the last N at "
                             "each drop point (older ones become one-line stubs naming status, view and image ids; "
                             "default: the documented policy), or all; recorded in run.json")
-    model.add_argument("--context-window", type=int, metavar="TOKENS",
+    model.add_argument("--context-window", type=COUNT, metavar="TOKENS",
                        help="the server's context window (default: documented per server, reported by vLLM and "
                             "llama.cpp, else 16384); every request is trimmed to fit it")
     model.add_argument("--server-profile", choices=("openai", "openai-strict", "anthropic", "gemini", "mistral",
@@ -396,7 +397,7 @@ def add_bench_subcommand(bench_subparsers) -> None:
                              "pathology tools, plus Track B's operators) or extended (also MedOpenClaw's "
                              "evidence-capture and pathology setup actions); a replay keeps the replayed run's")
     parser.add_argument("--cases", help="case packages from `bench prepare`; default: the synthetic cohort")
-    parser.add_argument("--cohort-seed", type=int, default=0, help="seed of the embedded synthetic cohort")
+    parser.add_argument("--cohort-seed", type=NON_NEGATIVE, default=0, help="seed of the embedded synthetic cohort")
     parser.add_argument("--cohort-size", choices=("demo", "full"), default="demo",
                         help="embedded cohort size: demo (minutes on 2 cores) or full (1 mm brains, 0.75 um/px slides)")
     parser.add_argument("--cache-dir", help="where the synthetic cohort is cached (default: MEDOPENCLAW_CACHE "
@@ -405,7 +406,7 @@ def add_bench_subcommand(bench_subparsers) -> None:
                         help="the first N cases, or cases A to B (1-based, inclusive) of each package")
     parser.add_argument("--case-ids", type=_case_ids, metavar="ID,ID,...",
                         help="only these cases (comma-separated); --limit then applies to them")
-    parser.add_argument("--repeats", type=int, default=1, help="episodes per case (each a fresh agent)")
+    parser.add_argument("--repeats", type=COUNT, default=1, help="episodes per case (each a fresh agent)")
     parser.add_argument("--workers", type=_workers, default=1,
                         help="concurrent episodes (one viewer worker each), or 'auto': as many as the CPUs and "
                              "memory here (or the Ray cluster's resources) carry -- several per core for model "
@@ -414,13 +415,13 @@ def add_bench_subcommand(bench_subparsers) -> None:
                         help="local: worker processes on this machine; ray: one Ray actor per worker, anywhere in "
                              "a cluster (pip install 'medopenclaw[ray]')")
     parser.add_argument("--ray-address", help="--executor ray: the cluster to join (default: start a local one)")
-    parser.add_argument("--ray-gpus-per-worker", type=float,
+    parser.add_argument("--ray-gpus-per-worker", type=Number(minimum=0),
                         help="--executor ray: GPUs each actor declares (default: 1 for Track B when the cluster "
                              "has GPUs, else 0)")
     parser.add_argument("--slicer", help="path of a 3D Slicer executable to use as the worker")
-    parser.add_argument("--max-rounds", type=int, default=20, help="tool-call rounds per episode before the "
+    parser.add_argument("--max-rounds", type=COUNT, default=20, help="tool-call rounds per episode before the "
                                                                      "agent must answer (default 20)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the agents' and the model's sampling")
-    parser.add_argument("--call-timeout", type=float, default=300.0, help="seconds before a worker call is a hang")
+    parser.add_argument("--seed", type=NON_NEGATIVE, default=0, help="seed of the agents' and the model's sampling")
+    parser.add_argument("--call-timeout", type=SECONDS, default=300.0, help="seconds before a worker call is a hang")
     parser.add_argument("--out", required=True, help="run directory (created; the same command resumes into it)")
     parser.set_defaults(func=_run)

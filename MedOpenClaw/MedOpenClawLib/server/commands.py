@@ -9,6 +9,7 @@ from pathlib import Path
 
 from .. import catalog, settings
 from ..catalog import APPLICATIONS, FORMATS, TRACKS
+from ..cli import NON_NEGATIVE, PORT
 from ..registry import ActionSpec
 from .sessions import add_session_arguments, close_session, prepare_session_arguments, session_registry
 
@@ -17,7 +18,7 @@ from .sessions import add_session_arguments, close_session, prepare_session_argu
 def add_commands(subparsers) -> None:
     serve = subparsers.add_parser("serve", help="serve the action registry over REST on 127.0.0.1")
     add_session_arguments(serve)
-    serve.add_argument("--port", type=int, default=8765, help="port on 127.0.0.1 (default 8765; 0: any free one)")
+    serve.add_argument("--port", type=PORT, default=8765, help="port on 127.0.0.1 (default 8765; 0: any free one)")
     serve.set_defaults(func=run_serve)
 
     tools = subparsers.add_parser("tools", help="list every action (radiology and pathology) from the catalog")
@@ -39,7 +40,8 @@ def add_commands(subparsers) -> None:
         "verify", help="check the hash chain, artifact checksums and the anchor (default: the trace's sidecar)")
     verify.add_argument("trace", type=Path, help="the audit trace (JSONL) to check")
     verify.add_argument("--expect-head", default=None, help="hash the final record must have")
-    verify.add_argument("--expect-records", type=int, default=None, help="number of records the trace must hold")
+    verify.add_argument("--expect-records", type=NON_NEGATIVE, default=None,
+                        help="number of records the trace must hold")
     verify.add_argument("--anchor", type=Path, default=None,
                         help="a JSON file with the anchor: a sidecar, or an episode result.json (its trace_anchor)")
     verify.set_defaults(func=run_verify)

@@ -489,6 +489,7 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
+    from ..cli import PORT
     from .sessions import add_session_arguments
 
     parser = subparsers.add_parser("mcp", help="serve the viewer actions as MCP tools (stdio or Streamable HTTP)")
@@ -496,5 +497,5 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--transport", choices=("stdio", "http"), default="stdio",
                         help="stdio (default), or Streamable HTTP on 127.0.0.1 with the REST bearer token "
                              "(MEDOPENCLAW_TOKEN, generated and printed when unset)")
-    parser.add_argument("--port", type=int, default=8766, help="--transport http: the port (0: any free one)")
+    parser.add_argument("--port", type=PORT, default=8766, help="--transport http: the port (0: any free one)")
     parser.set_defaults(func=_run)

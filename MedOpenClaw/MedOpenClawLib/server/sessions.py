@@ -46,15 +46,8 @@ def round_budget(text: str) -> int | None:
     return value or None
 
 
-def positive_count(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
 def add_session_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..cli import existing_directory
+    from ..cli import COUNT, SECONDS, existing_directory
 
     parser.add_argument("--data-root", action="append", required=True, type=existing_directory,
                         help="directory open_case may read (repeat); a case package is served only through its "
@@ -73,13 +66,13 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-spare-viewer", dest="spare_viewer", action="store_false",
                         help="do not keep a second viewer process ready for restarts (saves ~110 MB; a restart then "
                              "waits for a viewer to start)")
-    parser.add_argument("--call-timeout", type=float, default=300.0,
+    parser.add_argument("--call-timeout", type=SECONDS, default=300.0,
                         help="seconds before a call that has not returned counts as a hung viewer")
-    parser.add_argument("--max-sessions", type=positive_count, default=4, metavar="N",
+    parser.add_argument("--max-sessions", type=COUNT, default=4, metavar="N",
                         help="sessions of their own open at once (REST: POST /v1/sessions; MCP over HTTP: one per "
                              "client), each a viewer process (~150 MB plus what it loads, twice that with the "
                              "spare viewer)")
-    parser.add_argument("--session-idle", type=float, default=1800.0, metavar="S",
+    parser.add_argument("--session-idle", type=SECONDS, default=1800.0, metavar="S",
                         help="seconds without a request after which such a session ends (default 1800)")
 
 

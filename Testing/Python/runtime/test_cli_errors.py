@@ -107,3 +107,44 @@ def test_each_command_module_registers_the_commands_the_table_names():
         assert tuple(subparsers.choices) == names, module
         assert set(build_parser([names[0]])._subparsers._group_actions[0].choices) == set(names)
     assert len(build_parser([])._subparsers._group_actions[0].choices) == sum(map(len, COMMAND_MODULES.values()))
+
+
+def numeric_options():
+    """(command words, option string, nargs, type) of every option in the command tree that takes numbers."""
+    import argparse
+
+    from MedOpenClawLib.cli import build_parser
+
+    def walk(parser, prefix):
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, sub in action.choices.items():
+                    yield from walk(sub, [*prefix, name])
+            elif action.type in (int, float) or hasattr(action.type, "within"):
+                yield prefix, action.option_strings[0], action.nargs, action.type
+
+    return list(walk(build_parser(), []))
+
+
+def test_every_numeric_option_is_checked_at_parse_time():
+    """A plain int/float option takes NaN, inf or a negative timeout and fails later, far from the mistake."""
+    from MedOpenClawLib.cli import Number
+
+    options = numeric_options()
+    assert len(options) >= 25
+    assert [(words, option) for words, option, _, kind in options if not isinstance(kind, Number)] == []
+
+
+@pytest.mark.parametrize("words,option,nargs", [(words, option, nargs) for words, option, nargs, _ in
+                                                numeric_options()], ids=lambda value: str(value))
+def test_a_bad_number_is_a_usage_error_naming_its_option(words, option, nargs, capsys):
+    kind = next(kind for w, o, _, kind in numeric_options() if (w, o) == (words, option))
+    below = [str(kind.minimum - 1)] if kind.minimum is not None else [str(kind.above)] if kind.above is not None else []
+    for bad in ["nan", "inf", "-inf", "1e999", "x", *below]:
+        if nargs and bad == "-inf":
+            continue  # argparse reads "-inf" among several values as an option, not as a value
+        with pytest.raises(SystemExit) as exited:  # --option=-1: a lone negative value must not read as an option
+            main([*words, *([f"{option}={bad}"] if nargs is None else [option, *[bad] * nargs])])
+        err = capsys.readouterr().err
+        assert exited.value.code == 2 and f"argument {option}" in err and "not " in err, (bad, err)
+        assert err.count("\n") == 1
