@@ -55,7 +55,7 @@ def run_serve(args: argparse.Namespace) -> int:
     from .sessions import SessionPool, client_trace_path
 
     token = settings.value("MEDOPENCLAW_TOKEN") or new_token()
-    prepare_session_arguments(args)
+    prepare_session_arguments(args, own_sessions=not args.in_process)
     save_images = args.trace is not None
     registry = session_registry(args, header={"front_end": "rest", "app": args.app}, save_images=save_images,
                                 background=True)

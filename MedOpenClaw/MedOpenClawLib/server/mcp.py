@@ -428,10 +428,11 @@ def _run(args: argparse.Namespace) -> int:
     from .rest import SceneThreadExecutor, new_token
     from .sessions import client_trace_path, prepare_session_arguments, session_registry
 
+    # over HTTP every client has a transport session of its own even when they share one in-process scene
+    prepare_session_arguments(args, own_sessions=args.transport == "http")
     writer = protocol_stdout() if args.transport == "stdio" else None
     if args.transport == "stdio":
         import_only_the_server_parts()
-    prepare_session_arguments(args)
     listing = catalog.specs(args.app, args.track)
     front_end = f"mcp-{args.transport}"
     scene = SceneThreadExecutor()

@@ -36,6 +36,8 @@ TRACE_WINDOW = 1000
 
 # a served session's default round budget: an agent in a loop must end somewhere (a benchmark episode uses 20)
 DEFAULT_ROUNDS = 500
+# the options of sessions of their own (REST sessions, MCP HTTP clients), refused where there are none
+OWN_SESSION_DEFAULTS = {"max_sessions": 4, "session_idle": 1800.0}
 
 
 def round_budget(text: str) -> int | None:
@@ -68,12 +70,13 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
                              "waits for a viewer to start)")
     parser.add_argument("--call-timeout", type=SECONDS, default=300.0,
                         help="seconds before a call that has not returned counts as a hung viewer")
-    parser.add_argument("--max-sessions", type=COUNT, default=4, metavar="N",
+    parser.add_argument("--max-sessions", type=COUNT, metavar="N",
                         help="sessions of their own open at once (REST: POST /v1/sessions; MCP over HTTP: one per "
                              "client), each a viewer process (~150 MB plus what it loads, twice that with the "
-                             "spare viewer)")
-    parser.add_argument("--session-idle", type=SECONDS, default=1800.0, metavar="S",
-                        help="seconds without a request after which such a session ends (default 1800)")
+                             f"spare viewer; default {OWN_SESSION_DEFAULTS['max_sessions']})")
+    parser.add_argument("--session-idle", type=SECONDS, metavar="S",
+                        help="seconds without a request after which such a session ends (default "
+                             f"{OWN_SESSION_DEFAULTS['session_idle']:g})")
 
 
 # ------------------------------------------------------------------------------------------ the data roots
@@ -146,8 +149,16 @@ def choose_application(requested: str, roots: list[str]) -> tuple[str, str | Non
     return "radiology", None
 
 
-def prepare_session_arguments(args: argparse.Namespace) -> None:
-    """Narrow or refuse the data roots and settle ``--app``, printing one line (stderr) for each decision."""
+def prepare_session_arguments(args: argparse.Namespace, own_sessions: bool) -> None:
+    """Narrow or refuse the data roots and settle ``--app``, printing one line (stderr) for each decision; refuse
+    the options of sessions of their own where the front-end has none (``own_sessions`` false: one shared scene),
+    rather than ignore them."""
+    given = [f"--{dest.replace('_', '-')}" for dest in OWN_SESSION_DEFAULTS if getattr(args, dest) is not None]
+    if given and not own_sessions:
+        raise ValueError(f"{' and '.join(given)}: this front-end opens no sessions of their own (it serves one "
+                         "scene: REST --in-process, or MCP over stdio)")
+    for dest, default in OWN_SESSION_DEFAULTS.items():
+        setattr(args, dest, default if getattr(args, dest) is None else getattr(args, dest))
     args.data_root, notes = served_roots(args.data_root)
     args.app, why = choose_application(args.app, args.data_root)
     for line in [*notes, *([why] if why else [])]:

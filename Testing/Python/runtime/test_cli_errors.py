@@ -26,6 +26,8 @@ HEAVY = ("slicer", "slicer_core", "vtk", "vtkmodules", "torch", "monai")
     ["bench", "run", "--module", "lumiere", "--agent", "oracle", "--cases", "/nonexistent", "--out", "{tmp}/run"],
     ["bench", "run", "--module", "lumiere", "--agent", "montage", "--out", "{tmp}/run"],
     ["bench", "cohort", "--out", "/proc/not-writable", "--modules", "lumiere", "--cases", "1"],
+    ["mcp", "--data-root", "{tmp}", "--max-sessions", "2"],  # stdio: one client, one scene
+    ["serve", "--data-root", "{tmp}", "--in-process", "--session-idle", "60"],
 ])
 def test_a_mistake_is_one_error_line(argv, tmp_path, capsys):
     assert main([part.format(tmp=tmp_path) for part in argv]) == 2
