@@ -229,7 +229,7 @@ def call_overhead(cases_dir: Path, scratch: Path, calls: int = 20) -> dict:
     finally:
         local.close()
     actor = ray.remote(WorkerHost).options(num_cpus=0.25).remote(None, 120.0, 300.0)
-    remote = RayWorker(actor, scratch / "timing-ray", 300.0, 120.0, CaseShipper()).start()
+    remote = RayWorker(actor, scratch / "timing-ray", 300.0, 120.0, CaseShipper(cases_dir)).start()
     try:
         ray_ms = time_calls(remote, case, scratch / "timing-ray", calls)
     finally:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import os
 
-# measured by scripts/bench_scale.py (bench/scale.json): a headless worker peaks at ~0.60 GiB RSS on a full-size
+# measured by scripts/bench_scale.py (bench/scale.json): a headless worker peaks at ~0.50 GiB RSS on a full-size
 # synthetic ucsf-pdgm case (4 sequences at 1 mm), its Ray actor adds ~0.09 GiB; 1 GiB leaves room for CT + PET
 WORKER_MEMORY_BYTES = 1 << 30
-# model-bound episodes per core: with 2 s model turns an episode took ~12 s of wall time but ~1.3 s of worker CPU;
-# 8 workers on 2 cores ran 5.5x the episodes/hour of one, at +41 % time per episode. Four per core keeps that
+# model-bound episodes per core: with 2 s model turns an episode took ~12 s of wall time but ~2.9 s of worker CPU;
+# 8 workers on 2 cores ran 5.1x the episodes/hour of one, at +55 % time per episode. Four per core keeps that
 # latency cost bounded; slower models (more seconds per turn) can take explicit larger --workers
 API_BOUND_WORKERS_PER_CORE = 4
 MEMORY_FRACTION = 0.8  # of the memory available now; the rest stays for the driver and the system
