@@ -333,7 +333,7 @@ def _history(text: str) -> int | None:
 
 def add_bench_subcommand(bench_subparsers) -> None:
     from .modules import names
-    from .tasks import TOOLSETS, TRACKS
+    from .tasks import MAX_REPEATS, TOOLSETS, TRACKS
 
     parser = bench_subparsers.add_parser("run", help="run agents on MedFlow-Bench episodes (resumable)",
                                          description="Run agents on MedFlow-Bench episodes. Exit status: 0 every "
@@ -406,7 +406,8 @@ def add_bench_subcommand(bench_subparsers) -> None:
                         help="the first N cases, or cases A to B (1-based, inclusive) of each package")
     parser.add_argument("--case-ids", type=_case_ids, metavar="ID,ID,...",
                         help="only these cases (comma-separated); --limit then applies to them")
-    parser.add_argument("--repeats", type=COUNT, default=1, help="episodes per case (each a fresh agent)")
+    parser.add_argument("--repeats", type=Number(int, minimum=1, maximum=MAX_REPEATS), default=1,
+                        help=f"episodes per case (each a fresh agent; at most {MAX_REPEATS})")
     parser.add_argument("--workers", type=_workers, default=1,
                         help="concurrent episodes (one viewer worker each), or 'auto': as many as the CPUs and "
                              "memory here (or the Ray cluster's resources) carry -- several per core for model "

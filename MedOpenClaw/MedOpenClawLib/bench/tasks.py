@@ -137,6 +137,11 @@ def check_options(module: str, track: str = "A", toolset: str = "paper",
         raise ValueError("--operators selects Track B's operators: add --track B")
 
 
+# episodes per case: enough for pass@k and consistency studies; every (case, repeat) task is listed up front, so an
+# unbounded count would exhaust memory before the first episode
+MAX_REPEATS = 1000
+
+
 @dataclass
 class RunConfig:
     module: str
@@ -163,6 +168,8 @@ class RunConfig:
 
     def __post_init__(self):
         check_options(self.module, self.track, self.toolset, self.operators)
+        if not 1 <= self.repeats <= MAX_REPEATS:
+            raise ValueError(f"repeats must be from 1 to {MAX_REPEATS} episodes per case, not {self.repeats}")
 
     def identity(self) -> dict:
         """What a resumed run must share with the first invocation (not how many workers, timeouts, ...)."""

@@ -20,6 +20,7 @@ from MedOpenClawLib.bench.agents.oracle import OracleAgent
 from MedOpenClawLib.bench.agents.random_agent import RandomAgent
 from MedOpenClawLib.bench.episode import EpisodePrompt
 from MedOpenClawLib.bench.runner import BenchmarkRunner, RunConfig
+from MedOpenClawLib.bench.tasks import MAX_REPEATS
 from MedOpenClawLib.worker.client import headless_command
 from MedOpenClawLib.worker.protocol import TOKEN_ENV
 
@@ -131,6 +132,14 @@ def test_changed_configuration_is_refused(cases, tmp_path):
     runner(cases, tmp_path / "run", limit=1).run()
     with pytest.raises(ValueError, match="differs in agent"):
         runner(cases, tmp_path / "run", RandomAgent, limit=1).run()
+
+
+@pytest.mark.parametrize("repeats", [0, -1, MAX_REPEATS + 1, 10**9])
+def test_repeats_out_of_bounds_are_refused_before_any_task_is_listed(cases, tmp_path, repeats):
+    """Every (case, repeat) task is listed up front: a huge count would exhaust memory before anything ran."""
+    with pytest.raises(ValueError, match=f"repeats must be from 1 to {MAX_REPEATS}"):
+        runner(cases, tmp_path / "run", repeats=repeats)
+    assert not (tmp_path / "run").exists()
 
 
 def test_worker_exits_when_its_runner_is_killed(tmp_path):

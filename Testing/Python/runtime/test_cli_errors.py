@@ -142,7 +142,8 @@ def test_every_numeric_option_is_checked_at_parse_time():
 def test_a_bad_number_is_a_usage_error_naming_its_option(words, option, nargs, capsys):
     kind = next(kind for w, o, _, kind in numeric_options() if (w, o) == (words, option))
     below = [str(kind.minimum - 1)] if kind.minimum is not None else [str(kind.above)] if kind.above is not None else []
-    for bad in ["nan", "inf", "-inf", "1e999", "x", *below]:
+    above = [str(kind.maximum + 1)] if kind.maximum is not None else []
+    for bad in ["nan", "inf", "-inf", "1e999", "x", *below, *above]:
         if nargs and bad == "-inf":
             continue  # argparse reads "-inf" among several values as an option, not as a value
         with pytest.raises(SystemExit) as exited:  # --option=-1: a lone negative value must not read as an option
