@@ -158,7 +158,8 @@ def prepare_session_arguments(args: argparse.Namespace, own_sessions: bool) -> N
         raise ValueError(f"{' and '.join(given)}: this front-end opens no sessions of their own (it serves one "
                          "scene: REST --in-process, or MCP over stdio)")
     for dest, default in OWN_SESSION_DEFAULTS.items():
-        setattr(args, dest, default if getattr(args, dest) is None else getattr(args, dest))
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
     args.data_root, notes = served_roots(args.data_root)
     args.app, why = choose_application(args.app, args.data_root)
     for line in [*notes, *([why] if why else [])]:

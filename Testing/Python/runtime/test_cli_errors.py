@@ -137,10 +137,10 @@ def test_every_numeric_option_is_checked_at_parse_time():
     assert [(words, option) for words, option, _, kind in options if not isinstance(kind, Number)] == []
 
 
-@pytest.mark.parametrize("words,option,nargs", [(words, option, nargs) for words, option, nargs, _ in
-                                                numeric_options()], ids=lambda value: str(value))
-def test_a_bad_number_is_a_usage_error_naming_its_option(words, option, nargs, capsys):
-    kind = next(kind for w, o, _, kind in numeric_options() if (w, o) == (words, option))
+@pytest.mark.parametrize("words,option,nargs,kind", [
+    pytest.param(words, option, nargs, kind, id=" ".join([*words, option])) for words, option, nargs, kind in
+    numeric_options()])
+def test_a_bad_number_is_a_usage_error_naming_its_option(words, option, nargs, kind, capsys):
     below = [str(kind.minimum - 1)] if kind.minimum is not None else [str(kind.above)] if kind.above is not None else []
     above = [str(kind.maximum + 1)] if kind.maximum is not None else []
     for bad in ["nan", "inf", "-inf", "1e999", "x", *below, *above]:
