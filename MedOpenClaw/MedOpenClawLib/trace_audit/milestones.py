@@ -20,7 +20,8 @@ Stability (``--repeats N``): per case, the share of runs completing the sequence
 (share of run pairs whose last recorded views show the same volumes at offsets within ``tolerance_mm``, and the mean
 absolute pixel difference of their last images per view when the trace kept them); and the final masks' spread
 (runs without a mask; pairwise bounding-box IoU and the coefficient of variation of the volume of each run's last
-segmentation -- the trace keeps region statistics, not the voxels).
+segmentation -- the trace keeps region statistics, not the voxels). The pairwise means cost time linear in the
+runs (:mod:`.pairs`): every image is decoded once, whatever the number of repeats.
 """
 
 from __future__ import annotations
@@ -28,11 +29,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import combinations
 from pathlib import Path
 
 from .detectors import Volumes
 from .findings import Finding
+from .pairs import canonical, pair_mean, pixel_difference_sum
 from .provenance import region_statistics
 from .specs import AuditSpec
 from .timeline import SLICE_VIEWS, Call, Timeline, as_dict, as_list, number, point, text
@@ -215,42 +216,40 @@ def _iou(first, second) -> float:
     return inter / union if union > 0 else 0.0
 
 
-def _pixel_difference(first: Path, second: Path) -> float | None:
-    """Mean absolute difference (0..1) of two PNGs, the second resized to the first; None when unreadable."""
-    try:
-        import numpy as np
-        from PIL import Image
-
-        a = Image.open(first).convert("L")
-        b = Image.open(second).convert("L").resize(a.size)
-    except (OSError, ValueError):
-        return None
-    return float(np.abs(np.asarray(a, dtype=float) - np.asarray(b, dtype=float)).mean() / 255.0)
+def _view_key(final: dict) -> str:
+    """What :func:`_same_views` compares of a final view (equal keys: the same views)."""
+    views = as_dict(as_dict(final).get("views"))
+    return canonical({name: [as_dict(view).get("background"), as_dict(view).get("foreground"),
+                             as_dict(view).get("offset_mm")] for name, view in views.items()})
 
 
-def _mean(values: list[float]) -> float | None:
-    return round(sum(values) / len(values), 4) if values else None
+def _image_difference(runs: list[dict]) -> float | None:
+    """Mean over every pair of runs and every view both kept an image of: the images' mean absolute difference."""
+    paths: dict[str, list[Path]] = {}
+    for run in runs:
+        if run.get("trace_dir"):
+            for view, path in as_dict(as_dict(run["final_view"]).get("images")).items():
+                if isinstance(path, str) and path:
+                    paths.setdefault(view, []).append(Path(run["trace_dir"]) / path)
+    total, pairs = 0.0, 0
+    for view_paths in paths.values():
+        view_total, view_pairs = pixel_difference_sum(view_paths)
+        total, pairs = total + view_total, pairs + view_pairs
+    return round(total / pairs, 4) if pairs else None
 
 
 def stability(runs: list[dict], tolerance_mm: float = 1.0) -> dict:
     """Stability of one case over its repeated runs; each run is an episode's ``audit`` block plus ``repeat`` and
-    (for pixel differences) ``trace_dir``, the folder its image paths are relative to."""
+    (for pixel differences) ``trace_dir``, the folder its image paths are relative to. Linear in the runs (see
+    :mod:`.pairs`); ``pairs_sampled`` says whether a pairwise mean came from a sample of pairs."""
     progress = [run.get("milestones") for run in runs]
     judged = [item for item in progress if item]
-    views = [run.get("final_view") for run in runs if run.get("final_view")]
-    pairs = list(combinations(views, 2))
-    agreement = (round(sum(_same_views(a, b, tolerance_mm) for a, b in pairs) / len(pairs), 4) if pairs else None)
-    differences = []
-    for (first_run, second_run) in combinations([run for run in runs if run.get("final_view")], 2):
-        for view, path in as_dict(first_run["final_view"].get("images")).items():
-            other = as_dict(second_run["final_view"].get("images")).get(view)
-            if other and first_run.get("trace_dir") and second_run.get("trace_dir"):
-                difference = _pixel_difference(Path(first_run["trace_dir"]) / path,
-                                               Path(second_run["trace_dir"]) / other)
-                if difference is not None:
-                    differences.append(difference)
+    viewed = [run for run in runs if run.get("final_view")]
+    agreement, views_sampled = pair_mean([run["final_view"] for run in viewed],
+                                         lambda a, b: float(_same_views(a, b, tolerance_mm)), _view_key)
     masks = [run.get("final_mask") for run in runs]
     boxes = [mask["bbox_ras"] for mask in masks if mask and mask.get("bbox_ras")]
+    iou, boxes_sampled = pair_mean(boxes, _iou)
     volumes = [mask["volume_ml"] for mask in masks if mask]
     spread = None
     if len(volumes) > 1 and sum(volumes) > 0:
@@ -261,9 +260,10 @@ def stability(runs: list[dict], tolerance_mm: float = 1.0) -> dict:
         "judged": len(judged),
         "complete_share": round(sum(item["complete"] for item in judged) / len(judged), 4) if judged else None,
         "milestones": [{"repeat": run.get("repeat"), **(run.get("milestones") or {})} for run in runs],
-        "final_view_agreement": agreement,
-        "final_image_difference": _mean(differences),
+        "final_view_agreement": None if agreement is None else round(agreement, 4),
+        "final_image_difference": _image_difference(viewed),
         "runs_without_mask": sum(mask is None for mask in masks),
-        "mask_bbox_iou": _mean([_iou(a, b) for a, b in combinations(boxes, 2)]),
+        "mask_bbox_iou": None if iou is None else round(iou, 4),
         "mask_volume_cv": spread,
+        "pairs_sampled": views_sampled or boxes_sampled,
     }
