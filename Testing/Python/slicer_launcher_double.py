@@ -9,6 +9,10 @@ application (``slicer_app_double`` on slicer-core); a script that raises has its
 application keeps running its event loop, windowless, until ``slicer.util.exit`` (Base/QTCore/
 qSlicerCoreApplication.cxx); ``--testing`` makes it exit after the script.
 
+Like ctkAppLauncher with SlicerLauncherSettings.ini (``[PYTHONPATH]`` paths, prepended to an inherited
+``PYTHONPATH``), the launcher puts the application's own Python paths first: here the doubles and this checkout's
+``MedOpenClawLib`` (standing in for what Slicer bundles); the caller's ``PYTHONPATH`` is kept after them (and printed to
+standard error, for the tests).
 Packages that no Slicer release bundles (the slide readers) cannot be imported in the application double.
 Every process records its pid in ``$MEDOPENCLAW_DOUBLE_PIDS`` (a folder), so tests can check that none survives.
 Run as ``python slicer_launcher_double.py --no-main-window --python-script FILE ARGS...``.
@@ -35,11 +39,19 @@ def record_pid(role: str) -> None:
         Path(folder, f"{role}-{os.getpid()}").write_text(str(os.getpid()))
 
 
+# the application's own Python paths (the launcher settings' [PYTHONPATH] of this stand-in)
+APPLICATION_PATHS = (Path(__file__).resolve().parent, Path(__file__).resolve().parents[2] / "MedOpenClaw")
+
+
 def launcher(argv: list[str]) -> int:
     for signum in (signal.SIGINT, signal.SIGTERM):  # a Qt application's default: die, tell no child
         signal.signal(signum, signal.SIG_DFL)
     record_pid("launcher")
-    application = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--app", *argv])
+    inherited = os.environ.get("PYTHONPATH", "")
+    print(f"launcher: inherited PYTHONPATH={inherited!r}", file=sys.stderr, flush=True)  # for the tests' log
+    paths = [str(path) for path in APPLICATION_PATHS] + ([inherited] if inherited else [])
+    application = subprocess.Popen([sys.executable, os.path.abspath(__file__), "--app", *argv],
+                                   env={**os.environ, "PYTHONPATH": os.pathsep.join(paths)})
     return application.wait()
 
 

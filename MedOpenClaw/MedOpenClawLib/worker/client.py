@@ -44,6 +44,15 @@ def slicer_command(slicer: str, ready_file: str, port: int = 0) -> list[str]:
     return [slicer, "--no-main-window", "--python-script", str(RUN_BENCH_SCRIPT), *worker_arguments(ready_file, port)]
 
 
+def slicer_environment(environ) -> dict[str, str]:
+    """The caller's environment without what configures a Python (``PYTHON*``, ``VIRTUAL_ENV``): Slicer's launcher
+    sets its own ``PYTHONPATH`` (SlicerLauncherSettings.ini) and only prepends it to an inherited one, so the
+    runner's venv or checkout would otherwise reach Slicer's Python 3.12 (packages built for another Python, or a
+    second copy of MedOpenClawLib)."""
+    return {name: value for name, value in environ.items()
+            if not name.startswith("PYTHON") and name != "VIRTUAL_ENV"}
+
+
 def display_environment(environ) -> dict[str, str]:
     """``QT_QPA_PLATFORM=offscreen`` on a Linux node without a display: Slicer, even with ``--no-main-window``, is a
     Qt GUI application that aborts at start-up when the xcb platform finds no X server. Empty elsewhere, and when
@@ -111,7 +120,8 @@ class WorkerProcess(WorkerLink):
         else:
             command = slicer_command(self.slicer, str(ready)) if self.slicer else headless_command(str(ready))
         token = secrets.token_urlsafe(24)
-        env = {**os.environ, TOKEN_ENV: token, **display_environment(os.environ)}
+        inherited = slicer_environment(os.environ) if self.slicer else os.environ
+        env = {**inherited, TOKEN_ENV: token, **display_environment(os.environ)}
         log = open(self.workdir / "worker.log", "ab")  # noqa: SIM115 - owned by the child process
         # a session (process group) of its own: a Ctrl-C at the terminal reaches the runner only, which decides
         # what stops, and :meth:`kill` ends the whole tree

@@ -58,13 +58,16 @@ def roles(pids: Path) -> list[str]:
     return sorted(entry.name.split("-")[0] for entry in pids.iterdir())
 
 
-def test_a_normal_run_leaves_no_slicer_process(launcher, tmp_path):
+def test_a_normal_run_leaves_no_slicer_process(launcher, tmp_path, monkeypatch):
     path, pids = launcher
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT / "MedOpenClaw"), os.environ.get("PYTHONPATH", "")]))
     worker = WorkerProcess(tmp_path / "w", slicer=str(path), startup_timeout_s=120).start()
     assert worker.ping()["pid"] != worker.pid  # the worker is the application, a child of the launcher
     worker.close()
     assert roles(pids) == ["app", "launcher"] and survivors(pids) == []
     assert worker.process.returncode == 0  # the script ended the application, which ended the launcher
+    # Slicer gets a clean environment: the runner's PYTHONPATH (its venv, its checkout) never reaches Slicer's Python
+    assert "launcher: inherited PYTHONPATH=''" in (tmp_path / "w" / "worker.log").read_text()
 
 
 def test_a_worker_that_stops_answering_is_killed_with_its_launcher(launcher, tmp_path):
@@ -145,6 +148,14 @@ def test_pathology_under_slicer_runs_on_the_worker_that_reads_slides(launcher, t
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert code == 0 and summary["invalid"] == 0 and summary["scored"] == 1, summary
     assert roles(pids) == []
+
+
+def test_slicer_gets_no_python_configuration_of_the_caller():
+    from MedOpenClawLib.worker.client import slicer_environment
+
+    environ = {"PYTHONPATH": "/venv/src", "PYTHONHOME": "/usr", "PYTHONSTARTUP": "s.py", "VIRTUAL_ENV": "/venv",
+               "PATH": "/usr/bin", "HOME": "/root", "MEDOPENCLAW_DOUBLE_PIDS": "/tmp/p"}
+    assert slicer_environment(environ) == {"PATH": "/usr/bin", "HOME": "/root", "MEDOPENCLAW_DOUBLE_PIDS": "/tmp/p"}
 
 
 @pytest.mark.parametrize(("environ", "expected"), [
