@@ -100,15 +100,15 @@ class MedCopilotLogic(ScriptedLoadableModuleLogic):
 class MedCopilotTest(ScriptedLoadableModuleTest):
     """Runs inside Slicer against a scripted OpenAI-compatible server on 127.0.0.1."""
 
-    def setUp(self):
-        slicer.mrmlScene.Clear()
-
-    def runTest(self):
+    @classmethod
+    def setUpClass(cls):
+        """MedOpenClaw's packages first (see ``MedOpenClawTest.setUpClass``: ctest never calls ``runTest``)."""
         from MedOpenClaw import MedOpenClawTest
 
-        MedOpenClawTest().setUpRequirements()
-        self.setUp()
-        self.test_ApprovedProposalRunsOnTheAppScene()
+        MedOpenClawTest.setUpClass()
+
+    def setUp(self):
+        slicer.mrmlScene.Clear()
 
     def test_ApprovedProposalRunsOnTheAppScene(self):
         import json

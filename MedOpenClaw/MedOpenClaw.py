@@ -188,20 +188,17 @@ class _waitCursor:
 class MedOpenClawTest(ScriptedLoadableModuleTest):
     """Runs inside the Slicer application (``slicer.testing.runUnitTest``) on the application's own scene."""
 
+    @classmethod
+    def setUpClass(cls):
+        """Install the module's packages before anything imports them (the SlicerTotalSegmentator pattern), without
+        asking: a fresh Slicer has none of them. ctest runs the ``test_*`` methods through
+        ``slicer.testing.runUnitTest`` (unittest's loader), where ``setUpClass`` runs first and ``runTest`` never
+        does; the panel's "Reload and Test" (the base class's ``runTest``) calls ``setUpClass`` as well."""
+        if not MedOpenClawLogic().ensureDependencies(("core",), askUser=False):
+            raise AssertionError("MedOpenClaw's Python packages could not be installed")
+
     def setUp(self):
         slicer.mrmlScene.Clear()
-
-    def setUpRequirements(self):
-        """Install the module's packages before anything imports them (the SlicerTotalSegmentator pattern)."""
-        self.assertTrue(MedOpenClawLogic().ensureDependencies(("core",), askUser=False),
-                        "MedOpenClaw's Python packages could not be installed")
-
-    def runTest(self):
-        self.setUpRequirements()
-        self.setUp()
-        self.test_ActionsOnTheAppSceneAreAudited()
-        self.setUp()
-        self.test_RestServerNeedsTokenAndServesLoopbackOnly()
 
     def _sessionWithVolume(self):
         import tempfile

@@ -270,7 +270,6 @@ class Application:
         self._options = _CommandOptions()
         self.exit_status: int | None = None  # set by exit(); None: the event loop keeps running
         self.io_manager = None
-        self.sessions = None  # MedOpenClawLib.gui.app_session once install_modules made the modules loadable
 
     def layoutManager(self):  # noqa: N802 - Qt's name
         return self._layout_manager
@@ -310,7 +309,10 @@ class Application:
     def close(self) -> None:
         """Detach in the order Slicer tears down: slice logics, module logics, then the application logic (after
         the modules' shared session stopped serving, as their cleanup at exit does)."""
-        shared = self.sessions.shared_session() if self.sessions is not None else None
+        import sys
+
+        sessions = sys.modules.get("MedOpenClawLib.gui.app_session")  # loaded by the modules, if they ran
+        shared = sessions.shared_session() if sessions is not None else None
         if shared is not None:
             shared.stop_server()
         logics = self.app_logic.GetSliceLogics()
@@ -407,15 +409,26 @@ class CoreIOManager:
         return written
 
 
+# the packages a scripted module imports on its own; a fresh application has loaded none of them yet
+MODULE_PACKAGES = ("MedOpenClawLib", "MedCopilotLib", "MedOpenClaw", "MedCopilot")
+# what stands in for the application itself (PythonQt's ``qt``) and stays loaded
+APPLICATION_PARTS = ("MedOpenClawLib.gui.qt_compat",)
+
+
 def install_modules(monkeypatch, app: Application, home) -> None:
     """What the scripted modules and their tests need of the running application beyond the scene: ``qt``
-    (PySide6 standing in for PythonQt), ``slicer.ScriptedLoadableModule``, the event loop, the core IO manager,
-    the default scene path, ``--testing``, and QSettings in an ini file of ``home`` (qSlicerCoreApplication sets
-    ``QSettings::setDefaultFormat(QSettings::IniFormat)``; Base/QTCore/qSlicerCoreApplication.cxx)."""
+    (PySide6 standing in for PythonQt), ``slicer.ScriptedLoadableModule``, ``slicer.testing``, the event loop, the
+    core IO manager, the default scene path, ``--testing``, and QSettings in an ini file of ``home``
+    (qSlicerCoreApplication sets ``QSettings::setDefaultFormat(QSettings::IniFormat)``;
+    Base/QTCore/qSlicerCoreApplication.cxx).
+
+    The modules and their packages are forgotten (restored after the test) and nothing of them is imported here:
+    in a freshly started Slicer no MedOpenClaw code has run, so a module that imports a package before installing
+    what it needs fails here as it fails there (with the packages hidden, as a fresh Slicer lacks them)."""
     import sys
     from pathlib import Path
 
-    from slicer_scripted_module_double import scripted_module_double
+    from slicer_scripted_module_double import scripted_module_double, testing_double
 
     from MedOpenClawLib.gui.qt_compat import application, qt
 
@@ -428,18 +441,14 @@ def install_modules(monkeypatch, app: Application, home) -> None:
 
     monkeypatch.setattr(qt, "QSettings", Settings)
     monkeypatch.setitem(sys.modules, "qt", qt)
-    scripted = scripted_module_double()
-    monkeypatch.setitem(sys.modules, scripted.__name__, scripted)
-    monkeypatch.setattr(slicer, "ScriptedLoadableModule", scripted, raising=False)
+    for part in (scripted_module_double(), testing_double()):
+        monkeypatch.setitem(sys.modules, part.__name__, part)
+        monkeypatch.setattr(slicer, part.__name__.split(".")[1], part, raising=False)
     monkeypatch.setattr(app, "defaultScenePath", str(Path(home) / "Documents"), raising=False)
     app._options.testingEnabled = True
     app.io_manager = CoreIOManager(app.scene)
-    # the module files on the path and imported afresh, with no shared session of an earlier test
-    from MedOpenClawLib.gui import app_session
-
-    for folder in ("MedOpenClaw", "MedCopilot"):
-        monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / folder))
-        monkeypatch.delitem(sys.modules, folder, raising=False)
-    monkeypatch.setattr(app_session, "_shared", None)
-    monkeypatch.setattr(app_session, "_listeners", [])
-    app.sessions = app_session
+    for name in [name for name in sys.modules
+                 if name.split(".")[0] in MODULE_PACKAGES and name not in APPLICATION_PARTS]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "MedCopilot"))
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "MedOpenClaw"))

@@ -1,17 +1,22 @@
-"""The extension's own module tests (MedOpenClawTest, MedCopilotTest: what ``Slicer --testing`` runs on the
-build farm) against the Slicer application double, under whatever Python runs this file -- with
-scripts/check_slicer_release.py that is the Python and bundled packages of each supported Slicer release."""
+"""The extension's own module tests (MedOpenClawTest, MedCopilotTest) run as the build farm's ctest runs them:
+``slicer_add_python_unittest`` (CMake/SlicerMacroPythonTesting.cmake) -> ``slicer.testing.runUnitTest`` ->
+``unittest.TestLoader().loadTestsFromName(<module>)``, against the Slicer application double, under whatever Python
+runs this file -- with scripts/check_slicer_release.py that is the Python and bundled packages of each supported
+Slicer release."""
 
 from __future__ import annotations
 
 import importlib
 import importlib.abc
 import sys
+import types
+from pathlib import Path
 
 import pytest
 import slicer
 import slicer_app_double
 
+ROOT = Path(__file__).resolve().parents[3]
 # the core feature's packages that no Slicer release bundles (Testing/SlicerReleases/): absent on first use
 NOT_BUNDLED = ("jsonschema", "nibabel")
 
@@ -25,22 +30,30 @@ def modules(monkeypatch, tmp_path):
     app.close()
 
 
+def run_as_ctest(module: str) -> None:
+    """``py_<module>``'s command line: ``slicer.testing.runUnitTest([binary dir, source dir], '<module>')``."""
+    slicer.testing.runUnitTest([str(ROOT / module)], module)
+
+
 def test_medopenclaw_module_test_passes(modules):
-    medopenclaw, _ = modules
-    medopenclaw.MedOpenClawTest().runTest()
+    run_as_ctest("MedOpenClaw")
 
 
 def test_medcopilot_module_test_passes(modules):
-    _, medcopilot = modules
-    medcopilot.MedCopilotTest().runTest()
+    run_as_ctest("MedCopilot")
 
 
 def test_a_module_test_fails_where_the_app_fails(modules, monkeypatch):
     """Not a test that cannot fail: the module test sees what the application does (here a save that fails)."""
-    medopenclaw, _ = modules
     monkeypatch.setattr(slicer_app_double.CoreIOManager, "WRITERS", {})
-    with pytest.raises(AssertionError):
-        medopenclaw.MedOpenClawTest().runTest()
+    with pytest.raises(Exception):  # noqa: B017 - slicer.testing.exitFailure raises a plain Exception
+        run_as_ctest("MedOpenClaw")
+
+
+def test_reload_and_test_runs_the_same_tests(modules):
+    """The module panel's "Reload and Test" (ScriptedLoadableModule.runTest -> the test class's base runTest)."""
+    medopenclaw, _ = modules
+    medopenclaw.MedOpenClaw(types.SimpleNamespace()).runTest(msec=0)
 
 
 class NotInstalled(importlib.abc.MetaPathFinder):
@@ -72,10 +85,19 @@ def fresh_python(monkeypatch):
     return installs
 
 
-def test_the_module_test_installs_its_packages_before_it_needs_them(fresh_python, modules):
-    medopenclaw, _ = modules
-    medopenclaw.MedOpenClawTest().runTest()
+@pytest.mark.parametrize("module", ["MedOpenClaw", "MedCopilot"])
+def test_the_module_test_installs_its_packages_before_it_needs_them(modules, fresh_python, module):
+    """On a fresh Slicer Python (no package imported yet, jsonschema and nibabel absent) ctest's run installs them
+    once, in setUpClass, before any test method imports them."""
+    run_as_ctest(module)
     assert len(fresh_python) == 1 and {"jsonschema", "nibabel"} <= {r.split(">")[0] for r in fresh_python[0]}
+
+
+def test_without_the_install_the_module_test_fails_on_the_missing_package(modules, fresh_python, monkeypatch):
+    """The fresh Python is real: with the install skipped the module test fails on the missing package."""
+    monkeypatch.setattr(slicer.util, "pip_install", lambda requirements: None)
+    with pytest.raises(Exception):  # noqa: B017 - slicer.testing.exitFailure raises a plain Exception
+        run_as_ctest("MedOpenClaw")
 
 
 def test_under_testing_the_dialog_installs_nothing(fresh_python, modules, caplog):
