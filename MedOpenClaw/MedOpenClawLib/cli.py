@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import shutil
 import sys
 from pathlib import Path
 
@@ -27,12 +28,32 @@ COMMAND_MODULES = {
 EXIT_USAGE, EXIT_INTERRUPTED = 2, 130
 
 
+def user_path(text: str) -> Path:
+    """argparse type of every path a user gives (options and positionals): made absolute against the working
+    directory once, here, so everything further on joins and compares absolute paths only (a relative ``--out``
+    once failed where a resolved trace path was compared with the path as typed). ``~`` is expanded too: the shell
+    leaves it alone in ``--out=~/runs``."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path")
+    return Path(text).expanduser().resolve()
+
+
 def existing_directory(text: str) -> str:
-    """argparse type of ``--data-root`` and friends: a directory that exists, checked before anything starts."""
-    if not Path(text).is_dir():
-        problem = "is not a directory" if Path(text).exists() else "does not exist"
+    """argparse type of ``--data-root`` and friends: a directory that exists (checked before anything starts), as
+    an absolute path (:func:`user_path`)."""
+    path = user_path(text)
+    if not path.is_dir():
+        problem = "is not a directory" if path.exists() else "does not exist"
         raise argparse.ArgumentTypeError(f"{text} {problem}")
-    return text
+    return str(path)
+
+
+def executable(text: str) -> str:
+    """argparse type of a program to start (``--slicer``): a name found on PATH or a path, as an absolute path."""
+    found = shutil.which(str(Path(text).expanduser()))
+    if found is None:
+        raise argparse.ArgumentTypeError(f"{text} is not an executable file (nor a program on PATH)")
+    return str(Path(found).resolve())
 
 
 class Number:

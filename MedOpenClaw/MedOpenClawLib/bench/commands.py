@@ -14,7 +14,7 @@ import importlib
 import sys
 from pathlib import Path
 
-from ..cli import COUNT, NON_NEGATIVE, Number
+from ..cli import COUNT, NON_NEGATIVE, Number, user_path
 from ..sinks import json_text, terminal_text
 from .cases import CaseFormatError
 from .modules import get, names
@@ -55,14 +55,14 @@ def _add_cohort(subparsers) -> None:
                     "prepare` it), with --cache prepare it in the cache `bench run` reads (done once; the test "
                     "suite does this before the tests that run the cohort), or with --where print that cache.",
     )
-    parser.add_argument("--out", help="directory for the raw synthetic datasets (required unless --cache or "
-                                      "--where)")
+    parser.add_argument("--out", type=user_path,
+                        help="directory for the raw synthetic datasets (required unless --cache or --where)")
     parser.add_argument("--cache", action="store_true",
                         help="prepare the embedded cohort of --modules in the cache `bench run` reads, as `bench "
                              "run` would (kept when already there), and print each package's folder")
     parser.add_argument("--where", action="store_true",
                         help="print the cache folder of the embedded cohort `bench run` uses, and what it holds")
-    parser.add_argument("--cache-dir", help="with --cache or --where: the cache folder (default: "
+    parser.add_argument("--cache-dir", type=user_path, help="with --cache or --where: the cache folder (default: "
                                             "MEDOPENCLAW_CACHE or ~/.cache/medopenclaw)")
     parser.add_argument("--seed", type=NON_NEGATIVE, default=0, help="seed of every generated subject (default 0)")
     parser.add_argument("--modules", nargs="+", choices=names(), default=list(names()),
@@ -125,9 +125,9 @@ def _add_prepare(subparsers) -> None:
     parser = subparsers.add_parser("prepare", help="turn a dataset as distributed into case packages")
     parser.add_argument("--module", required=True, choices=names(), help="the benchmark module of the dataset")
     parser.add_argument(
-        "--source", required=True, help="dataset root as downloaded (or a synthetic cohort dir)"
+        "--source", required=True, type=user_path, help="dataset root as downloaded (or a synthetic cohort dir)"
     )
-    parser.add_argument("--out", required=True, help="case package directory to write")
+    parser.add_argument("--out", required=True, type=user_path, help="case package directory to write")
     parser.add_argument(
         "--include-amc", action="store_true", help="nsclc: keep AMC cases (excluded by default)"
     )
@@ -214,9 +214,9 @@ def _run_parse(args) -> int:
 def _add_score(subparsers) -> None:
     parser = subparsers.add_parser("score", help="score a responses JSONL file against a case package")
     parser.add_argument("--module", required=True, choices=names(), help="the module of the case package")
-    parser.add_argument("--cases", required=True, help="case package directory (from bench prepare)")
-    parser.add_argument("--responses", required=True, help='JSONL lines {"case_id", "response"}')
-    parser.add_argument("--out", help="run folder of the scores, readable by `bench report` (default: "
+    parser.add_argument("--cases", required=True, type=user_path, help="case package directory (from bench prepare)")
+    parser.add_argument("--responses", required=True, type=user_path, help='JSONL lines {"case_id", "response"}')
+    parser.add_argument("--out", type=user_path, help="run folder of the scores, readable by `bench report` (default: "
                                       "<responses>_scores/)")
     parser.add_argument("--name", help="what the report calls this pipeline, e.g. M3D (default: the responses "
                                        "file's name)")
@@ -246,9 +246,10 @@ def _add_report(subparsers) -> None:
         "report",
         help="paper-style tables (Markdown, CSV, JSON, LaTeX), figures and HTML pages over any set of runs",
     )
-    parser.add_argument("runs", nargs="+", metavar="RUNS",
+    parser.add_argument("runs", nargs="+", metavar="RUNS", type=user_path,
                         help="bench run output directories, or directories holding runs at any depth")
-    parser.add_argument("--out", help="output directory (default: RUN/report, or report/ beside several runs)")
+    parser.add_argument("--out", type=user_path,
+                        help="output directory (default: RUN/report, or report/ beside several runs)")
     parser.add_argument("--no-evidence", action="store_true",
                         help="skip drawing the final evidence over the anatomy (no viewer engine needed)")
     parser.set_defaults(func=_run_report)

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from ..cli import COUNT, NON_NEGATIVE, SECONDS, Number
+from ..cli import COUNT, NON_NEGATIVE, SECONDS, Number, executable, user_path
 from ..sinks import terminal_text
 
 MODEL_AGENTS = ("model", "montage")  # agents that call a model provider
@@ -344,7 +344,8 @@ def add_bench_subcommand(bench_subparsers) -> None:
                              "'all'; with several, each runs into --out/MODULE and --out/summary.json combines them")
     parser.add_argument("--agent", required=True, choices=[*OFFLINE_AGENT_NAMES, *MODEL_AGENTS, "replay"],
                         help="oracle, heuristic, random (offline); model; montage (Track C); replay")
-    parser.add_argument("--replay-from", help="--agent replay: an earlier run directory whose model outputs to replay")
+    parser.add_argument("--replay-from", type=user_path,
+                        help="--agent replay: an earlier run directory whose model outputs to replay")
     model = parser.add_argument_group("model agents (model, montage)")
     model.add_argument("--model", help="model name (or MEDOPENCLAW_MODEL)")
     model.add_argument("--provider", choices=("openai", "anthropic"), help="wire protocol (or MEDOPENCLAW_PROVIDER)")
@@ -357,7 +358,7 @@ def add_bench_subcommand(bench_subparsers) -> None:
                        help="output token limit sent as max_completion_tokens (OpenAI reasoning models)")
     model.add_argument("--extra-body", type=_json_object, metavar="JSON",
                        help="extra request fields for the server, e.g. '{\"top_k\": 20}' (vLLM, Ollama, OpenRouter)")
-    model.add_argument("--prices", metavar="FILE",
+    model.add_argument("--prices", metavar="FILE", type=user_path,
                        help="price table JSON {model: {input, output, cached_input, cache_write}} in USD per "
                             "million tokens: adds cost per episode and run")
     model.add_argument("--model-timeout", type=SECONDS, default=120.0, help="seconds per model request")
@@ -396,12 +397,13 @@ def add_bench_subcommand(bench_subparsers) -> None:
                         help="the tools the agent is shown: paper (default; Table 9's viewer tools, Table 10's "
                              "pathology tools, plus Track B's operators) or extended (also MedOpenClaw's "
                              "evidence-capture and pathology setup actions); a replay keeps the replayed run's")
-    parser.add_argument("--cases", help="case packages from `bench prepare`; default: the synthetic cohort")
+    parser.add_argument("--cases", type=user_path,
+                        help="case packages from `bench prepare`; default: the synthetic cohort")
     parser.add_argument("--cohort-seed", type=NON_NEGATIVE, default=0, help="seed of the embedded synthetic cohort")
     parser.add_argument("--cohort-size", choices=("demo", "full"), default="demo",
                         help="embedded cohort size: demo (minutes on 2 cores) or full (1 mm brains, 0.75 um/px slides)")
-    parser.add_argument("--cache-dir", help="where the synthetic cohort is cached (default: MEDOPENCLAW_CACHE "
-                                            "or ~/.cache/medopenclaw)")
+    parser.add_argument("--cache-dir", type=user_path,
+                        help="where the synthetic cohort is cached (default: MEDOPENCLAW_CACHE, ~/.cache/medopenclaw)")
     parser.add_argument("--limit", type=_limit, metavar="N|A-B",
                         help="the first N cases, or cases A to B (1-based, inclusive) of each package")
     parser.add_argument("--case-ids", type=_case_ids, metavar="ID,ID,...",
@@ -419,10 +421,11 @@ def add_bench_subcommand(bench_subparsers) -> None:
     parser.add_argument("--ray-gpus-per-worker", type=Number(minimum=0),
                         help="--executor ray: GPUs each actor declares (default: 1 for Track B when the cluster "
                              "has GPUs, else 0)")
-    parser.add_argument("--slicer", help="path of a 3D Slicer executable to use as the worker")
+    parser.add_argument("--slicer", type=executable, help="path of a 3D Slicer executable to use as the worker")
     parser.add_argument("--max-rounds", type=COUNT, default=20, help="tool-call rounds per episode before the "
                                                                      "agent must answer (default 20)")
     parser.add_argument("--seed", type=NON_NEGATIVE, default=0, help="seed of the agents' and the model's sampling")
     parser.add_argument("--call-timeout", type=SECONDS, default=300.0, help="seconds before a worker call is a hang")
-    parser.add_argument("--out", required=True, help="run directory (created; the same command resumes into it)")
+    parser.add_argument("--out", required=True, type=user_path,
+                        help="run directory (created; the same command resumes into it)")
     parser.set_defaults(func=_run)

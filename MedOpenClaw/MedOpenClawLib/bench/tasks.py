@@ -168,6 +168,8 @@ class RunConfig:
 
     def __post_init__(self):
         check_options(self.module, self.track, self.toolset, self.operators)
+        # absolute, links resolved: the paths written under it (traces, results) are compared with it
+        self.out = Path(self.out).resolve()
         if not 1 <= self.repeats <= MAX_REPEATS:
             raise ValueError(f"repeats must be from 1 to {MAX_REPEATS} episodes per case, not {self.repeats}")
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import threading
-from pathlib import Path
 
 from .. import catalog, settings
 from ..catalog import APPLICATIONS, FORMATS, TRACKS
-from ..cli import NON_NEGATIVE, PORT
+from ..cli import NON_NEGATIVE, PORT, existing_directory, user_path
 from ..registry import ActionSpec
 from .sessions import add_session_arguments, close_session, prepare_session_arguments, session_registry
 
@@ -29,8 +28,8 @@ def add_commands(subparsers) -> None:
     tools.set_defaults(func=run_tools)
 
     replay = subparsers.add_parser("replay", help="re-execute a trace on a fresh scene and compare snapshots")
-    replay.add_argument("trace", type=Path, help="an audit trace (JSONL) to re-execute")
-    replay.add_argument("--data-root", action="append", required=True,
+    replay.add_argument("trace", type=user_path, help="an audit trace (JSONL) to re-execute")
+    replay.add_argument("--data-root", action="append", required=True, type=existing_directory,
                         help="directory the replayed session may read (repeat); never taken from the trace")
     replay.set_defaults(func=run_replay)
 
@@ -38,11 +37,11 @@ def add_commands(subparsers) -> None:
     trace_commands = trace.add_subparsers(dest="trace_command", required=True)
     verify = trace_commands.add_parser(
         "verify", help="check the hash chain, artifact checksums and the anchor (default: the trace's sidecar)")
-    verify.add_argument("trace", type=Path, help="the audit trace (JSONL) to check")
+    verify.add_argument("trace", type=user_path, help="the audit trace (JSONL) to check")
     verify.add_argument("--expect-head", default=None, help="hash the final record must have")
     verify.add_argument("--expect-records", type=NON_NEGATIVE, default=None,
                         help="number of records the trace must hold")
-    verify.add_argument("--anchor", type=Path, default=None,
+    verify.add_argument("--anchor", type=user_path, default=None,
                         help="a JSON file with the anchor: a sidecar, or an episode result.json (its trace_anchor)")
     verify.set_defaults(func=run_verify)
     from ..trace_audit.commands import add_audit_command  # light: registering imports no rule

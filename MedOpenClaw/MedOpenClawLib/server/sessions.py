@@ -49,7 +49,7 @@ def round_budget(text: str) -> int | None:
 
 
 def add_session_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..cli import COUNT, SECONDS, existing_directory
+    from ..cli import COUNT, SECONDS, existing_directory, user_path
 
     parser.add_argument("--data-root", action="append", required=True, type=existing_directory,
                         help="directory open_case may read (repeat); a case package is served only through its "
@@ -62,7 +62,7 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-rounds", type=round_budget, default=DEFAULT_ROUNDS, metavar="N",
                         help=f"tool-call rounds an agent may use in each session (default {DEFAULT_ROUNDS}; 0: no "
                              "budget). Human and system calls are not charged")
-    parser.add_argument("--trace", type=Path, default=None, help="audit trace JSONL (default: none on disk)")
+    parser.add_argument("--trace", type=user_path, default=None, help="audit trace JSONL (default: none on disk)")
     parser.add_argument("--in-process", action="store_true",
                         help="run the viewer in this process (no crash containment; for debugging)")
     parser.add_argument("--no-spare-viewer", dest="spare_viewer", action="store_false",

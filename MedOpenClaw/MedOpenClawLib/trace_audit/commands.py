@@ -8,12 +8,14 @@ import json
 from collections import defaultdict
 from pathlib import Path
 
+from ..cli import user_path
+
 
 def add_audit_command(trace_commands) -> None:
     """Register ``audit`` under the ``trace`` command's sub-parsers."""
     audit = trace_commands.add_parser(
         "audit", help="evidence provenance and failure-mode findings (F1-F4, G5) of a trace or a bench run")
-    audit.add_argument("trace", type=Path, help="an episode trace (.jsonl), or a bench run directory")
+    audit.add_argument("trace", type=user_path, help="an episode trace (.jsonl), or a bench run directory")
     audit.add_argument("--module", default=None, help="benchmark module (default: the trace header's)")
     audit.add_argument("--json", action="store_true", help="print the report as JSON")
     audit.add_argument("--fail-on", choices=("high", "medium", "low"), default=None,

@@ -19,7 +19,7 @@ HEAVY = ("slicer", "slicer_core", "vtk", "vtkmodules", "torch", "monai")
 
 
 @pytest.mark.parametrize("argv", [
-    ["replay", "/nonexistent/trace.jsonl", "--data-root", "/nonexistent"],
+    ["replay", "/nonexistent/trace.jsonl", "--data-root", "{tmp}"],
     ["bench", "score", "--module", "lumiere", "--cases", "/nonexistent", "--responses", "/nonexistent.jsonl"],
     ["bench", "report", "/nonexistent"],
     ["bench", "prepare", "--module", "lumiere", "--source", "/nonexistent", "--out", "{tmp}/prepared"],
@@ -37,6 +37,7 @@ def test_a_mistake_is_one_error_line(argv, tmp_path, capsys):
 
 @pytest.mark.parametrize("argv", [
     ["serve", "--data-root", "/nonexistent"],
+    ["replay", "/nonexistent/trace.jsonl", "--data-root", "/nonexistent"],
     ["mcp", "--data-root", "/etc/hostname"],
     ["bench", "run", "--module", "nope", "--agent", "oracle", "--out", "x"],
     ["bench", "run", "--module", "lumiere", "--agent", "model", "--extra-body", "[1]", "--out", "x"],
