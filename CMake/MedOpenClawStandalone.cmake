@@ -143,6 +143,15 @@ function(medopenclaw_add_slicer_release_tests)
   file(GLOB _releases CONFIGURE_DEPENDS "${_medopenclaw_root}/Testing/SlicerReleases/slicer-*.txt")
   foreach(_requirements IN LISTS _releases)
     get_filename_component(_release "${_requirements}" NAME_WLE)
+    # one check per distinct Python and package set (comments aside): the preview pins what 5.12 pins today
+    file(STRINGS "${_requirements}" _lines REGEX "^([^#]|# python:)")
+    list(TRANSFORM _lines REPLACE "[ ]+#.*$" "")
+    string(SHA256 _packages "${_lines}")
+    if(DEFINED _medopenclaw_release_${_packages})
+      message(STATUS "${_release}: the same Python and packages as ${_medopenclaw_release_${_packages}}, checked once")
+      continue()
+    endif()
+    set(_medopenclaw_release_${_packages} ${_release})
     set(_python "${_venvs}/${_release}/bin/python")
     add_test(
       NAME slicer_python_${_release}

@@ -1,6 +1,6 @@
 """The in-Slicer code under the Python and bundled packages of one 3D Slicer release (Testing/SlicerReleases/).
 
-    .venv-slicer/slicer-5.10/bin/python scripts/check_slicer_release.py    (ctest: slicer_python_slicer-5.10)
+    .venv-slicer/slicer-5.12/bin/python scripts/check_slicer_release.py    (ctest: slicer_python_slicer-5.12)
 
 Run with the release's venv (``scripts/setup_slicer_pythons.sh``). Two checks:
 

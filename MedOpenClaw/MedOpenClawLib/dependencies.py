@@ -41,12 +41,12 @@ MIN_PYTHON = {"dicom_seg": (3, 10)}
 # Packages a feature needs in a newer version than a supported release bundles (Testing/SlicerReleases/), so that
 # installing the feature upgrades Slicer's own copy -- the confirmation lists it ("pydicom>=3.0.1 (2.4.4 is
 # installed)"). pydicom: highdicom 0.23 and later need pydicom 3, and Slicer 5.10 bundles 2.4.4; Slicer's own DICOM
-# code runs on pydicom 3 unchanged (its main branch moved the bundled pydicom from 2.4.4 to 3.0.2 after 5.10
-# touching only SuperBuild files, Slicer commit 226e800166).
+# code runs on pydicom 3 unchanged (Slicer moved the bundled pydicom from 2.4.4 to 3.0.2 after 5.10 touching only
+# SuperBuild files, commit 226e800166; 5.12 bundles 3.0.2).
 BUNDLED_UPGRADES = {"pydicom": ("slicer-5.10",)}
-# The oldest 3D Slicer the modules load in: 5.10, the current stable (Python 3.12.10). The Extensions Index builds
-# extensions for the current stable and the preview only, and 5.6/5.8 (Python 3.9.10) cannot be tested: the module
-# tests run against the application double, built on slicer-core, which exists for Python 3.10 and later only.
+# The oldest 3D Slicer the modules load in: 5.10, the previous stable (5.12 is the current stable; both Python
+# 3.12.10, both tested: Testing/SlicerReleases/). 5.6/5.8 (Python 3.9.10) cannot be tested: the module tests run
+# against the application double, built on slicer-core, which exists for Python 3.10 and later only.
 MIN_SLICER = (5, 10)
 IMPORT_NAMES = {"pillow": "PIL", "pyyaml": "yaml"}
 REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*)$")

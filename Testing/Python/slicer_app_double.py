@@ -247,8 +247,8 @@ def _observe_with_node(callback):
 class Application:
     """``slicer.app`` (qSlicerApplication): ``layoutManager()`` is None unless the main window was created."""
 
-    # the release the application double stands for (qSlicerCoreApplication's version properties)
-    majorVersion, minorVersion, applicationVersion = 5, 10, "5.10.0"  # noqa: N815 - Slicer's names
+    # the release the application double stands for, the current stable (qSlicerCoreApplication's version properties)
+    majorVersion, minorVersion, applicationVersion = 5, 12, "5.12.3"  # noqa: N815 - Slicer's names
 
     def __init__(self, main_window: bool):
         self.scene, self.app_logic, self.color_logic, self.volumes_logic, self.segmentations_logic = (
