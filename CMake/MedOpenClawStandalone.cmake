@@ -34,10 +34,19 @@ if(WIN32)
 else()
   set(_medopenclaw_path_separator ":")
 endif()
+# The suite's cohort cache is the build tree's (one per build, shared by demo_cohort and every test that reads the
+# cohort), never the user's ~/.cache/medopenclaw (about 300 MB per cohort fingerprint); MEDOPENCLAW_CACHE set when
+# configuring chooses another.
+if(DEFINED ENV{MEDOPENCLAW_CACHE})
+  set(_medopenclaw_test_cache "$ENV{MEDOPENCLAW_CACHE}")
+else()
+  set(_medopenclaw_test_cache "${CMAKE_BINARY_DIR}/cohort-cache")
+endif()
 set(MEDOPENCLAW_TEST_ENVIRONMENT
   "PYTHONPATH=${_medopenclaw_root}/MedOpenClaw${_medopenclaw_path_separator}${_medopenclaw_root}/MedCopilot"
   "QT_QPA_PLATFORM=offscreen"
   "PYTHONDONTWRITEBYTECODE=1"
+  "MEDOPENCLAW_CACHE=${_medopenclaw_test_cache}"
   )
 
 #-----------------------------------------------------------------------------

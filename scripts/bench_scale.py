@@ -35,10 +35,10 @@ from agents_fakes import FakeModelServer, Scripted, openai_reply  # noqa: E402
 
 from MedOpenClawLib.bench.agents.model import ModelAgent  # noqa: E402
 from MedOpenClawLib.bench.cases import load_cases  # noqa: E402
+from MedOpenClawLib.bench.cohort_cache import synthetic_cases  # noqa: E402
 from MedOpenClawLib.bench.concurrency import auto_workers  # noqa: E402
 from MedOpenClawLib.bench.outcomes import write_json_atomic  # noqa: E402
 from MedOpenClawLib.bench.preload import module_prompt  # noqa: E402
-from MedOpenClawLib.bench.run_command import synthetic_cases  # noqa: E402
 from MedOpenClawLib.bench.runner import BenchmarkRunner, local_executor  # noqa: E402
 from MedOpenClawLib.bench.tasks import RunConfig  # noqa: E402
 from MedOpenClawLib.providers import ProviderConfig, make_provider  # noqa: E402

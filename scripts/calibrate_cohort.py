@@ -32,10 +32,10 @@ from MedOpenClawLib.bench import modules  # noqa: E402
 from MedOpenClawLib.bench.agents import OFFLINE_AGENTS  # noqa: E402
 from MedOpenClawLib.bench.agents.answers import Evidence  # noqa: E402
 from MedOpenClawLib.bench.cases import load_cases, load_ground_truth  # noqa: E402
+from MedOpenClawLib.bench.cohort_cache import synthetic_cases  # noqa: E402
 from MedOpenClawLib.bench.modules.spec import LOC_RAS_IN_MASK, LOC_WSI_POINT  # noqa: E402
 from MedOpenClawLib.bench.parsers import parse_response  # noqa: E402
 from MedOpenClawLib.bench.preload import module_prompt  # noqa: E402
-from MedOpenClawLib.bench.run_command import synthetic_cases  # noqa: E402
 from MedOpenClawLib.bench.runner import BenchmarkRunner, RunConfig  # noqa: E402
 from MedOpenClawLib.bench.scoring import aggregate, score_case  # noqa: E402
 from MedOpenClawLib.bench.scoring.geometry import mask_from_file  # noqa: E402

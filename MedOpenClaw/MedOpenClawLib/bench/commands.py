@@ -53,7 +53,8 @@ def _add_cohort(subparsers) -> None:
         "cohort", help="write the synthetic digital-subject cohort in dataset layouts (or show where it is cached)",
         description="Write the synthetic digital-subject cohort in the datasets' own layouts (then `bench "
                     "prepare` it), with --cache prepare it in the cache `bench run` reads (done once; the test "
-                    "suite does this before the tests that run the cohort), or with --where print that cache.",
+                    "suite does this before the tests that run the cohort), with --where print that cache, or with "
+                    "--prune remove its cohorts of earlier sources.",
     )
     parser.add_argument("--out", type=user_path,
                         help="directory for the raw synthetic datasets (required unless --cache or --where)")
@@ -62,8 +63,12 @@ def _add_cohort(subparsers) -> None:
                              "run` would (kept when already there), and print each package's folder")
     parser.add_argument("--where", action="store_true",
                         help="print the cache folder of the embedded cohort `bench run` uses, and what it holds")
-    parser.add_argument("--cache-dir", type=user_path, help="with --cache or --where: the cache folder (default: "
-                                            "MEDOPENCLAW_CACHE or ~/.cache/medopenclaw)")
+    parser.add_argument("--prune", action="store_true",
+                        help="remove the cached cohorts of earlier sources (other fingerprints) and print what was "
+                             "freed; the current fingerprint's are kept")
+    parser.add_argument("--cache-dir", type=user_path,
+                        help="with --cache, --where or --prune: the cache folder (default: MEDOPENCLAW_CACHE or "
+                             "~/.cache/medopenclaw)")
     parser.add_argument("--seed", type=NON_NEGATIVE, default=0, help="seed of every generated subject (default 0)")
     parser.add_argument("--modules", nargs="+", choices=names(), default=list(names()),
                         help="modules to write (default: all)")
@@ -77,34 +82,28 @@ def _add_cohort(subparsers) -> None:
     parser.set_defaults(func=_run_cohort)
 
 
-def cached_cohorts(root: Path) -> dict:
-    """What the cohort cache holds: each cached cohort (fingerprint, size, seed, cases) and its prepared
-    modules."""
-    cohorts = {}
-    for folder in sorted(root.glob("synthetic-*")) if root.is_dir() else []:
-        modules = sorted(package.name for package in (folder / "cases").glob("*") if (package / "manifest.json")
-                         .is_file())
-        cohorts[folder.name] = {"path": str(folder / "cases"), "modules": modules}
-    return cohorts
-
-
 def _run_cohort(args) -> int:
+    from .cohort_cache import cache_root, cached_cohorts, cohort_fingerprint, prune, synthetic_cases
     from .progress import Activity
-    from .run_command import cache_root, cohort_fingerprint, synthetic_cases
     from .synthetic.cohort import CohortConfig, write_cohort
 
+    steps = {module: f"{number}/{len(args.modules)}" for number, module in enumerate(args.modules, 1)}
     if args.cache:
         packages = {module: str(synthetic_cases(module, seed=args.seed, cases=args.cases, cache_dir=args.cache_dir,
-                                                size=args.size)) for module in args.modules}
-        _print_json({"cache": str(cache_root(args.cache_dir).resolve()), "packages": packages})
+                                                size=args.size, step=steps[module])) for module in args.modules}
+        _print_json({"cache": str(cache_root(args.cache_dir)), "packages": packages})
+        return 0
+    if args.prune:
+        _print_json(prune(cache_root(args.cache_dir)))
         return 0
     if args.where:
-        root = cache_root(args.cache_dir).resolve()
+        root = cache_root(args.cache_dir)
         _print_json({"cache": str(root), "current_fingerprint": cohort_fingerprint(),
                      "cohorts": cached_cohorts(root)})
         return 0
     if not args.out:
-        return _fail("bench cohort needs --out DIR (or --cache to prepare the cache, --where to show it)")
+        return _fail("bench cohort needs --out DIR (or --cache to prepare the cache, --where to show it, --prune to "
+                     "empty it of earlier cohorts)")
     overrides = {
         "cases": args.cases,
         "mri_spacing_mm": args.mri_spacing,
@@ -115,7 +114,7 @@ def _run_cohort(args) -> int:
                                    **{key: value for key, value in overrides.items() if value is not None})
     written = {}
     for module in args.modules:  # one at a time, so each shows its own progress (the output is the same)
-        with Activity(f"generating {module} ({config.cases} cases, {args.size})"):
+        with Activity(f"cohort {module} {steps[module]}: generating {config.cases} cases ({args.size})"):
             written.update(write_cohort(args.out, config, modules=[module]))
     _print_json({"out": str(Path(args.out).resolve()), "modules": written})
     return 0

@@ -7,73 +7,18 @@ needs are imported only when a run starts.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
-import os
 import shlex
-import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from ..cli import COUNT, NON_NEGATIVE, SECONDS, Number, executable, user_path
 from ..sinks import terminal_text
+from .cohort_cache import synthetic_cases
 
 MODEL_AGENTS = ("model", "montage")  # agents that call a model provider
 OFFLINE_AGENT_NAMES = ("oracle", "heuristic", "random")  # agents.OFFLINE_AGENTS, named without importing them
-
-
-def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
-    from .. import settings
-
-    return Path(cache_dir or settings.value("MEDOPENCLAW_CACHE") or Path.home() / ".cache" / "medopenclaw")
-
-
-def cohort_fingerprint() -> str:
-    """Hash of the sources that decide a prepared package (generators, loaders, module specs and answer
-    vocabularies, the ground-truth rules, the file manifest and the DICOM geometry the NSCLC masks are placed
-    with): a change never reuses a stale cohort."""
-    package = Path(__file__).resolve().parent
-    digest = hashlib.sha256()
-    for path in sorted([*(package / "synthetic").glob("*.py"), *(package / "loaders").glob("*.py"),
-                        *(package / "modules").glob("*.py"), package / "labels.py", package / "cases.py",
-                        package / "truth_check.py", package / "integrity.py",
-                        package.parent / "viewer" / "dicom_series.py"]):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:12]
-
-
-def synthetic_cases(module: str, seed: int = 0, cases: int | None = None, cache_dir: str | os.PathLike | None = None,
-                    size: str = "demo") -> Path:
-    """The embedded synthetic cohort of ``module`` as a case package, generated once and cached. The package is
-    built in a staging directory and renamed into place, so an interrupted generation is simply redone and
-    concurrent runs never see half a package. ``size`` is a :data:`synthetic.cohort.SIZES` preset; ``cases``
-    overrides its case count."""
-    from .loaders import prepare
-    from .modules import get
-    from .progress import Activity
-    from .synthetic.cohort import CohortConfig, write_cohort
-
-    config = CohortConfig.for_size(size, seed=seed, **({} if cases is None else {"cases": cases}))
-    root = cache_root(cache_dir) / f"synthetic-{cohort_fingerprint()}-{size}-seed{seed}-n{config.cases}"
-    package = root / "cases" / module
-    if (package / "manifest.json").exists():
-        return package
-    staging = root / f"staging-{module}-{os.getpid()}"
-    try:
-        with Activity(f"generating the synthetic {module} cohort ({config.cases} cases, {size}; cached in {root})"):
-            write_cohort(staging / "raw", config, modules=[module])
-            prepare(module, staging / "raw" / get(module).dataset_dir, staging / "cases")
-        package.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            os.replace(staging / "cases", package)
-        except OSError:  # another run finished the same package first
-            if not (package / "manifest.json").exists():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)  # packages hard-link (or copy) files: the raw layout can go
-    return package
-
 
 
 def agent_factory(args, provider) -> Callable:
@@ -181,11 +126,11 @@ def module_list(values: list[list[str]]) -> list[str]:
     return [module for module in names() if module in named]
 
 
-def module_cases(args, module: str, several: bool) -> Path:
+def module_cases(args, module: str, several: bool, step: str = "") -> Path:
     """The case package of ``module``: ``--cases`` itself (one module), ``--cases``/<module> (several: a folder
     of `bench prepare` packages), or the embedded synthetic cohort."""
     if not args.cases:
-        return synthetic_cases(module, args.cohort_seed, cache_dir=args.cache_dir, size=args.cohort_size)
+        return synthetic_cases(module, args.cohort_seed, cache_dir=args.cache_dir, size=args.cohort_size, step=step)
     if not several:
         return Path(args.cases)
     package = Path(args.cases) / module
@@ -230,7 +175,8 @@ def _run(args) -> int:
             if warning:
                 print(f"warning: {terminal_text(warning)}", file=sys.stderr)
         resume = shlex.join(["medopenclaw", *args.argv]) if getattr(args, "argv", None) else "the same command"
-        packages = {module: module_cases(args, module, len(modules) > 1) for module in modules}
+        packages = {module: module_cases(args, module, len(modules) > 1, f"{number}/{len(modules)}")
+                    for number, module in enumerate(modules, 1)}
         for module, cases_dir in packages.items():
             if len(modules) > 1:
                 print(f"{module}:", file=sys.stderr)

@@ -16,11 +16,12 @@ import pytest
 from agents_cases import write_ucsf_package
 
 from MedOpenClawLib.bench.cases import load_cases
+from MedOpenClawLib.bench.cohort_cache import synthetic_cases
 from MedOpenClawLib.bench.progress import Activity
 from MedOpenClawLib.bench.report import write_report
 from MedOpenClawLib.bench.report.formats import results_schema
 from MedOpenClawLib.bench.report.plots import mark_zero_and_undefined
-from MedOpenClawLib.bench.run_command import _modules, combined_summary, module_list, synthetic_cases
+from MedOpenClawLib.bench.run_command import _modules, combined_summary, module_list
 from MedOpenClawLib.bench.tasks import parse_limit, select_cases
 from MedOpenClawLib.cli import build_parser, main
 from MedOpenClawLib.provenance import finish, provenance, redact_argv, source_revision, summary

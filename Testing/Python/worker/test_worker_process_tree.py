@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from MedOpenClawLib.bench.run_command import synthetic_cases
+from MedOpenClawLib.bench.cohort_cache import synthetic_cases
 from MedOpenClawLib.worker.client import WorkerProcess, slicer_command
 from MedOpenClawLib.worker.protocol import WorkerFault, WorkerHung
 

@@ -1,0 +1,122 @@
+"""The cache of the embedded synthetic cohort that ``bench run`` reads when no ``--cases`` is given.
+
+One folder per cohort (``synthetic-<fingerprint>-<size>-seed<seed>-n<cases>``), one case package per module inside.
+A package is generated once: under a file lock per package, so a second process that wants it while the first
+generates it waits and then reuses it (two first uses once both spent minutes generating it); built in a staging
+folder and renamed into place, so an interrupted generation is simply redone. A change of the sources that decide
+a package changes the fingerprint (a stale cohort is never reused); :func:`prune` removes the other fingerprints.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+COHORT_PREFIX = "synthetic-"
+
+
+def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
+    """``cache_dir``, else ``MEDOPENCLAW_CACHE``, else ``~/.cache/medopenclaw``; absolute."""
+    from .. import settings
+
+    root = cache_dir or settings.value("MEDOPENCLAW_CACHE") or Path.home() / ".cache" / "medopenclaw"
+    return Path(root).expanduser().resolve()
+
+
+def cohort_fingerprint() -> str:
+    """Hash of the sources that decide a prepared package (generators, loaders, module specs and answer
+    vocabularies, the ground-truth rules, the file manifest and the DICOM geometry the NSCLC masks are placed
+    with): a change never reuses a stale cohort."""
+    package = Path(__file__).resolve().parent
+    digest = hashlib.sha256()
+    for path in sorted([*(package / "synthetic").glob("*.py"), *(package / "loaders").glob("*.py"),
+                        *(package / "modules").glob("*.py"), package / "labels.py", package / "cases.py",
+                        package / "truth_check.py", package / "integrity.py",
+                        package.parent / "viewer" / "dicom_series.py"]):
+        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def synthetic_cases(module: str, seed: int = 0, cases: int | None = None, cache_dir: str | os.PathLike | None = None,
+                    size: str = "demo", step: str = "") -> Path:
+    """The embedded synthetic cohort of ``module`` as a case package, generated once and cached. ``size`` is a
+    :data:`synthetic.cohort.SIZES` preset; ``cases`` overrides its case count; ``step`` (e.g. ``2/5``) says where
+    this module stands among those a command prepares."""
+    from .synthetic.cohort import CohortConfig
+
+    config = CohortConfig.for_size(size, seed=seed, **({} if cases is None else {"cases": cases}))
+    root = cache_root(cache_dir) / f"{COHORT_PREFIX}{cohort_fingerprint()}-{size}-seed{seed}-n{config.cases}"
+    package = root / "cases" / module
+    if (package / "manifest.json").exists():
+        return package
+    root.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(root / f".{module}.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:  # said at once (also in logs): the wait can last minutes
+        print(f"cohort {module} {step}".rstrip() + ": waiting for another process generating it", file=sys.stderr,
+              flush=True)
+        lock.acquire()
+    try:
+        if not (package / "manifest.json").exists():  # the process we waited for made it
+            _generate(module, config, root, step)
+    finally:
+        lock.release()
+    return package
+
+
+def _generate(module: str, config, root: Path, step: str) -> None:
+    from .loaders import prepare
+    from .modules import get
+    from .progress import Activity
+    from .synthetic.cohort import write_cohort
+
+    staging = root / f"staging-{module}-{os.getpid()}"
+    package = root / "cases" / module
+    try:
+        with Activity(f"cohort {module} {step}".rstrip() + f": generating {config.cases} cases ({root.name})"):
+            write_cohort(staging / "raw", config, modules=[module])
+            prepare(module, staging / "raw" / get(module).dataset_dir, staging / "cases")
+        package.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(staging / "cases", package)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # packages hard-link (or copy) files: the raw layout can go
+
+
+def cached_cohorts(root: Path) -> dict:
+    """What the cohort cache holds: each cached cohort's folder and its prepared modules."""
+    cohorts = {}
+    for folder in sorted(root.glob(f"{COHORT_PREFIX}*")) if root.is_dir() else []:
+        modules = sorted(package.name for package in (folder / "cases").glob("*") if (package / "manifest.json")
+                         .is_file())
+        cohorts[folder.name] = {"path": str(folder / "cases"), "modules": modules}
+    return cohorts
+
+
+def folder_bytes(folder: Path) -> int:
+    """Bytes of the files under ``folder``, each inode once (packages hard-link their files)."""
+    seen, total = set(), 0
+    for path in folder.rglob("*"):
+        stat = path.lstat()
+        if path.is_file() and (stat.st_dev, stat.st_ino) not in seen:
+            seen.add((stat.st_dev, stat.st_ino))
+            total += stat.st_size
+    return total
+
+
+def prune(root: Path) -> dict:
+    """Remove every cached cohort of another fingerprint than the current sources' (never reused again); the
+    current fingerprint's cohorts stay, whatever their size or seed."""
+    current = cohort_fingerprint()
+    removed, freed = [], 0
+    for folder in sorted(root.glob(f"{COHORT_PREFIX}*")) if root.is_dir() else []:
+        if folder.is_dir() and not folder.name.startswith(f"{COHORT_PREFIX}{current}-"):
+            freed += folder_bytes(folder)
+            shutil.rmtree(folder)
+            removed.append(folder.name)
+    return {"cache": str(root), "kept_fingerprint": current, "removed": removed, "freed_bytes": freed}
