@@ -91,7 +91,8 @@ class EpisodeOutcome:
     tool_seconds: float = 0.0  # time inside the environment (viewer work + transport)
     wall_seconds: float = 0.0
     # why the episode ended: "answer", "budget" (rounds spent), "model_length" (the server's limits were hit even
-    # after compaction: answered without tools on a compact context and scored, as inspect_ai's model_length)
+    # after compaction: answered without tools on a compact context and scored, as inspect_ai's model_length),
+    # "refused" (the model declined or the server's content filter stopped it: no answer, scored 0, kept in n)
     stop_reason: str = "answer"
     deviations: dict = field(default_factory=dict)  # DEVIATIONS kind -> count
 
@@ -236,10 +237,17 @@ class EpisodeLoop:
                     "tools_allowed": allow_tools,
                     "request": reply.request,
                     "deviations": deviations,
+                    "refusal": reply.refusal,
                 },
             )
-            self.conversation.append(Message("assistant", reply.text, tool_calls=list(reply.tool_calls),
-                                             vendor=reply.vendor))
+            if reply.refusal is not None:
+                outcome.stop_reason = "refused"
+                outcome.final_text = None
+                self._report("refused")
+                return
+            if not reply.empty:  # servers refuse an empty assistant turn in the history (Anthropic content: [])
+                self.conversation.append(Message("assistant", reply.text, tool_calls=list(reply.tool_calls),
+                                                 vendor=reply.vendor))
             if reply.tool_calls and not allow_tools:
                 if not refused:  # refused with a request to answer, once; then the text is the answer
                     refused = True
@@ -257,6 +265,9 @@ class EpisodeLoop:
                     text, images = self.config.round_observation(self.env, outcome.rounds)
                     outcome.images_received += len(images)
                     self.conversation.append(Message("user", text, images=images, superseded=SUPERSEDED_STATE))
+                continue
+            elif reply.paused and not reply.empty and len(pieces) < MAX_CONTINUATIONS:
+                pieces.append(reply.text)  # Anthropic pause_turn: the turn sent back as it is continues
                 continue
             elif not reply.text and not nudged and not pieces:
                 nudged = True
@@ -284,7 +295,7 @@ class EpisodeLoop:
             found.append("tool_call_as_text")
         if reply.tool_calls and not allow_tools:
             found.append("tool_call_on_answer_turn")
-        if not reply.text and not reply.tool_calls:
+        if not reply.text and not reply.tool_calls and reply.refusal is None and not reply.paused:
             found.append("answer_in_reasoning" if nudged and reply.reasoning else "empty_reply")
         for kind in found:
             self.outcome.deviations[kind] = self.outcome.deviations.get(kind, 0) + 1

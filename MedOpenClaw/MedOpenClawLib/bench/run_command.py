@@ -183,7 +183,8 @@ def _run(args) -> int:
             out = Path(args.out) / module if len(modules) > 1 else Path(args.out)
             config = RunConfig(module=module, agent=args.agent, out=out, cases_dir=cases_dir,
                                track=args.track, limit=args.limit, case_ids=args.case_ids, repeats=args.repeats,
-                               workers=args.workers, slicer=args.slicer, max_rounds=args.max_rounds, seed=args.seed,
+                               workers=args.workers, slicer=args.slicer, max_rounds=args.max_rounds,
+                               seed=args.seed or 0,
                                provider=provider, call_timeout_s=args.call_timeout, fail_on_error=args.fail_on_error,
                                rerun_rejected=args.rerun_rejected, operators=args.operators,
                                toolset=args.toolset,
@@ -370,7 +371,9 @@ def add_bench_subcommand(bench_subparsers) -> None:
     parser.add_argument("--slicer", type=executable, help="path of a 3D Slicer executable to use as the worker")
     parser.add_argument("--max-rounds", type=COUNT, default=20, help="tool-call rounds per episode before the "
                                                                      "agent must answer (default 20)")
-    parser.add_argument("--seed", type=NON_NEGATIVE, default=0, help="seed of the agents' and the model's sampling")
+    parser.add_argument("--seed", type=NON_NEGATIVE,
+                        help="seed of the offline agents' sampling (default 0) and of the model's, sent only when "
+                             "given and only to APIs that take one (many servers refuse an unknown seed)")
     parser.add_argument("--call-timeout", type=SECONDS, default=300.0, help="seconds before a worker call is a hang")
     parser.add_argument("--out", required=True, type=user_path,
                         help="run directory (created; the same command resumes into it)")

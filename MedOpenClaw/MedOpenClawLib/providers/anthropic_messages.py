@@ -1,8 +1,11 @@
 """Anthropic Messages API: tool_use/tool_result blocks, images inside tool results, thinking blocks, caching.
 
 - Images a tool returned go inside its ``tool_result`` block (the API accepts image blocks there).
-- With extended thinking, the ``thinking`` / ``redacted_thinking`` blocks of an assistant turn must be sent back
-  unchanged (with their signatures) before its ``tool_use`` blocks, or the next request is refused.
+- An assistant turn goes back as the server sent it: ``thinking`` / ``redacted_thinking`` blocks (with their
+  signatures: with extended thinking the next request is refused without them), server-tool blocks and any block
+  type this module does not know, verbatim and in place; only ``tool_use`` inputs are the parsed arguments.
+- A turn with no block at all (``content: []`` with ``end_turn``) is never sent back: the API refuses an empty
+  assistant turn (400), so it is left out and its neighbouring user turns merge.
 - Prompt caching, as Anthropic's computer-use reference loop does it: ``cache_control`` breakpoints on the system
   block (tools + system: the stable prefix) and on the last block of the two newest user turns, so each request
   reads everything up to the previous turn from the cache (4 breakpoints at most per request).
@@ -21,6 +24,7 @@ from .tool_schemas import anthropic_tools, concise
 log = logging.getLogger(__name__)
 API_VERSION = "2023-06-01"
 THINKING_BLOCKS = ("thinking", "redacted_thinking")
+OWN_BLOCKS = ("text", "tool_use")  # what the neutral message holds; every other block is the server's, echoed
 CACHED_TURNS = 2  # user turns marked for caching, besides the system block
 
 
@@ -34,6 +38,25 @@ def _image_block(image: ImageInput) -> dict:
 def _blocks(text: str, images: list[ImageInput]) -> list[dict]:
     blocks: list[dict] = [{"type": "text", "text": text}] if text else []
     return blocks + [_image_block(image) for image in images]
+
+
+def _assistant_blocks(message: Message) -> list[dict]:
+    """The content of an assistant turn: the server's blocks verbatim when the neutral text and calls are still
+    theirs; when they were rewritten (tool calls written as text), the server's own blocks first, then ours."""
+    calls = [{"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments or {}}
+             for call in message.tool_calls]
+    text = [{"type": "text", "text": message.text}] if message.text else []
+    vendor = message.vendor or {}
+    content = vendor.get("content") if vendor.get("kind") == "anthropic" else None
+    if not content:
+        return text + calls
+    uses = [block for block in content if block.get("type") == "tool_use"]
+    said = "".join(block.get("text", "") for block in content if block.get("type") == "text")
+    if said == message.text and [block.get("id") for block in uses] == [call["id"] for call in calls]:
+        inputs = iter(calls)
+        return [{**block, "input": next(inputs)["input"]} if block.get("type") == "tool_use" else block
+                for block in content if block.get("type") != "text" or block.get("text")]
+    return [block for block in content if block.get("type") not in OWN_BLOCKS] + text + calls
 
 
 class AnthropicProvider(Provider):
@@ -61,14 +84,9 @@ class AnthropicProvider(Provider):
                 continue
             images += len(message.images)
             if message.role == "assistant":
-                vendor = message.vendor or {}
-                blocks = list(vendor.get("thinking") or []) if vendor.get("kind") == "anthropic" else []
-                blocks += [{"type": "text", "text": message.text}] if message.text else []
-                blocks += [
-                    {"type": "tool_use", "id": call.id, "name": call.name, "input": call.arguments or {}}
-                    for call in message.tool_calls
-                ]
-                role = "assistant"
+                blocks, role = _assistant_blocks(message), "assistant"
+                if not blocks:
+                    continue
             elif message.role == "tool":
                 result = {
                     "type": "tool_result",
@@ -104,12 +122,13 @@ class AnthropicProvider(Provider):
         content = response.get("content")
         if not isinstance(content, list):
             raise ProviderError(f"unexpected messages response shape: {json.dumps(response)[:300]}")
-        texts, calls, thinking = [], [], []
+        texts, calls, thinking, own = [], [], [], True
         for index, block in enumerate(content):
+            own = own and block.get("type") in OWN_BLOCKS
             if block.get("type") == "text":
                 texts.append(block.get("text", ""))
             elif block.get("type") in THINKING_BLOCKS:
-                thinking.append(block)  # verbatim, signature included
+                thinking.append(block)
             elif block.get("type") == "tool_use":
                 arguments = block.get("input")
                 error = None if isinstance(arguments, dict) else "tool input must be a JSON object"
@@ -127,6 +146,7 @@ class AnthropicProvider(Provider):
         usage = response.get("usage") or {}
         cache_read = int(usage.get("cache_read_input_tokens") or 0)
         cache_write = int(usage.get("cache_creation_input_tokens") or 0)
+        stop = response.get("stop_reason")
         return ModelReply(
             text="".join(texts),
             tool_calls=calls,
@@ -135,10 +155,12 @@ class AnthropicProvider(Provider):
                 # Anthropic's input_tokens excludes the cached prefix: count every prompt token, as OpenAI does
                 input_tokens=int(usage.get("input_tokens") or 0) + cache_read + cache_write,
                 output_tokens=int(usage.get("output_tokens") or 0),
+                reasoning_tokens=int((usage.get("output_tokens_details") or {}).get("thinking_tokens") or 0),
                 cache_read_tokens=cache_read,
                 cache_write_tokens=cache_write,
             ),
-            stop_reason=response.get("stop_reason"),
+            stop_reason=stop,
             reasoning="\n".join(block.get("thinking", "") for block in thinking if block.get("type") == "thinking"),
-            vendor={"kind": "anthropic", "thinking": thinking} if thinking else None,
+            vendor=None if own else {"kind": "anthropic", "content": content},
+            refusal=("".join(texts) or "refusal") if stop == "refusal" else None,
         )

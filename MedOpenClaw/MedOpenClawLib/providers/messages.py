@@ -16,6 +16,7 @@ from typing import Any
 from .images import png_size_b64
 
 ROLES = ("system", "user", "assistant", "tool")
+TRUNCATED_STOPS = frozenset({"length", "max_tokens", "model_context_window_exceeded"})
 MAX_ARGUMENT_DEPTH = 32  # tool arguments are flat objects: anything deeper is refused before json.loads recurses
 MAX_ARGUMENT_CHARS = 65_536
 MAX_INT_DIGITS = 64  # no argument is a 64-digit integer; Python refuses to parse more than 4300 digits at all
@@ -161,11 +162,25 @@ class ModelReply:
     reasoning: str = ""  # reasoning_content / thinking text, never sent back as the answer unless documented
     vendor: dict | None = None  # see Message.vendor
     request: dict | None = None  # what the request carried: images, bytes, estimated tokens, what was trimmed
+    # the model declined to answer (OpenAI ``refusal`` text or ``content_filter``, Anthropic ``refusal`` stop): the
+    # reason as the server gave it; the episode ends with the outcome ``refused`` (scored 0, kept in n)
+    refusal: str | None = None
 
     @property
     def truncated(self) -> bool:
-        """The server stopped at the output-token limit (OpenAI ``length``, Anthropic ``max_tokens``)."""
-        return self.stop_reason in ("length", "max_tokens")
+        """The server stopped at a length limit: the output-token limit (OpenAI ``length``, Anthropic
+        ``max_tokens``) or the context window (Anthropic ``model_context_window_exceeded``)."""
+        return self.stop_reason in TRUNCATED_STOPS
+
+    @property
+    def paused(self) -> bool:
+        """Anthropic ``pause_turn``: a long server-tool turn was paused; sending it back continues it."""
+        return self.stop_reason == "pause_turn"
+
+    @property
+    def empty(self) -> bool:
+        """Nothing a history could carry: no text, no tool call, no vendor content to echo."""
+        return not self.text and not self.tool_calls and not self.vendor
 
 
 def _json_depth(text: str) -> int:

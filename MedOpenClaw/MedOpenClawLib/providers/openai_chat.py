@@ -9,8 +9,13 @@ What each server requires of the history it is sent back:
 - tool-call arguments are echoed as normalised JSON (``json.dumps`` of what was parsed; ``{}`` for arguments that
   did not parse): vLLM answers 400 to a history holding invalid JSON arguments;
 - vendor fields of a call and of the assistant message are echoed verbatim -- Gemini 3 answers 400 when a call's
-  ``extra_content.google.thought_signature`` is missing; ``reasoning_content`` is never sent back (DeepSeek and
-  vLLM reasoning parsers expect it dropped);
+  ``extra_content.google.thought_signature`` is missing; Claude behind LiteLLM with extended thinking answers 400
+  ("Expected `thinking` ... found `tool_use`") without the message's ``thinking_blocks``, and OpenRouter wants its
+  ``reasoning_details`` back; ``reasoning_content`` is never sent back (DeepSeek and vLLM reasoning parsers expect
+  it dropped);
+- an assistant turn with neither content nor tool calls is never sent (servers answer 400 to it);
+- a ``refusal`` or a ``content_filter`` finish is the model declining (:attr:`.ModelReply.refusal`);
+- the reply is the choice whose ``index`` is 0 (servers need not list choices in order);
 - tool schemas go out in the server's dialect (:mod:`.tool_schemas`).
 """
 
@@ -26,7 +31,9 @@ from .tool_schemas import concise, openai_tools
 TOOL_IMAGES_TEXT = "Images returned by the tool calls above:"
 BRIDGE_TEXT = "(tool results received)"
 CALL_FIELDS = ("id", "type", "function")  # everything else on a tool call is a vendor field, echoed verbatim
-MESSAGE_ECHO_FIELDS = ("extra_content",)  # assistant-message vendor fields servers want back
+# assistant-message vendor fields servers want back: Gemini's extra_content, LiteLLM's thinking_blocks (Anthropic
+# thinking with signatures), OpenRouter's reasoning_details
+MESSAGE_ECHO_FIELDS = ("extra_content", "thinking_blocks", "reasoning_details")
 
 
 def _image_part(image: ImageInput) -> dict:
@@ -87,6 +94,8 @@ class OpenAIChatProvider(Provider):
                 if pending:
                     user("", [])
                 if message.role == "assistant":
+                    if not message.text and not message.tool_calls:
+                        continue
                     item: dict = {"role": "assistant", "content": message.text or None}
                     if message.tool_calls:
                         item["tool_calls"] = [_tool_call_json(call) for call in message.tool_calls]
@@ -111,9 +120,10 @@ class OpenAIChatProvider(Provider):
 
     def _parse(self, response: dict) -> ModelReply:
         try:
-            choice = response["choices"][0]
+            choices = response["choices"]
+            choice = next((item for item in choices if item.get("index") == 0), choices[0])
             message = choice["message"]
-        except (KeyError, IndexError, TypeError):
+        except (KeyError, IndexError, TypeError, AttributeError):
             raise ProviderError(f"unexpected chat completion shape: {json.dumps(response)[:300]}") from None
         content = message.get("content") or ""
         if isinstance(content, list):  # some servers return content parts
@@ -141,17 +151,25 @@ class OpenAIChatProvider(Provider):
         usage = response.get("usage") or {}
         details = usage.get("prompt_tokens_details") or {}
         output_details = usage.get("completion_tokens_details") or {}
+        # cache reads and writes: OpenAI's prompt_tokens_details, or LiteLLM's top-level Anthropic-style fields
+        cache_read = int(details.get("cached_tokens") or usage.get("cache_read_input_tokens") or 0)
+        cache_write = int(details.get("cache_write_tokens") or usage.get("cache_creation_input_tokens") or 0)
+        refusal = message.get("refusal")
+        stop = choice.get("finish_reason")
         return ModelReply(
             text=content,
             tool_calls=calls,
             raw=message,
             usage=Usage(
-                input_tokens=int(usage.get("prompt_tokens") or 0),
+                input_tokens=max(int(usage.get("prompt_tokens") or 0), cache_read + cache_write),
                 output_tokens=int(usage.get("completion_tokens") or 0),
                 reasoning_tokens=int(output_details.get("reasoning_tokens") or 0),
-                cache_read_tokens=int(details.get("cached_tokens") or 0),
+                cache_read_tokens=cache_read,
+                cache_write_tokens=cache_write,
             ),
-            stop_reason=choice.get("finish_reason"),
+            stop_reason=stop,
             reasoning=reasoning if isinstance(reasoning, str) else "",
             vendor={"kind": "openai", "fields": fields} if fields else None,
+            refusal=refusal if isinstance(refusal, str) and refusal else
+            ("content_filter" if stop == "content_filter" else None),
         )

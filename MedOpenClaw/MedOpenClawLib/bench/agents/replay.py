@@ -56,7 +56,7 @@ class ReplayAgent(Agent):
         ]
         return ModelReply(text=output.get("text") or "", tool_calls=calls,
                           raw={"replay": self.source, "index": self.position - 1, "recorded": output.get("raw")},
-                          stop_reason=output.get("stop_reason"))
+                          stop_reason=output.get("stop_reason"), refusal=output.get("refusal"))
 
     def describe(self) -> dict:
         return {"name": self.name, "source": self.source}
