@@ -14,7 +14,7 @@ from typing import Protocol
 from urllib.parse import urlparse
 
 from MedOpenClawLib.providers import ProviderConfig
-from MedOpenClawLib.providers.config import DEFAULT_BASE_URLS
+from MedOpenClawLib.providers.kinds import KINDS
 from MedOpenClawLib.settings import value
 
 ENV_BASE_URL = "MEDOPENCLAW_BASE_URL"
@@ -22,8 +22,8 @@ ENV_MODEL = "MEDOPENCLAW_MODEL"
 ENV_API_KEY = "MEDOPENCLAW_API_KEY"
 ENV_PROVIDER = "MEDOPENCLAW_PROVIDER"
 SETTINGS_PREFIX = "MedCopilot/"
-PROVIDERS = tuple(DEFAULT_BASE_URLS)
-DEFAULT_BASE_URL = DEFAULT_BASE_URLS["openai"]
+PROVIDERS = tuple(KINDS)
+DEFAULT_BASE_URL = KINDS["openai"].default_url
 
 
 class SettingsStore(Protocol):
@@ -99,7 +99,7 @@ def load_settings(store: SettingsStore, environ: Mapping[str, str] | None = None
 
     provider = pick(ENV_PROVIDER, "provider", "openai")
     settings = CopilotSettings(
-        base_url=pick(ENV_BASE_URL, "base_url", DEFAULT_BASE_URLS.get(provider, DEFAULT_BASE_URL)),
+        base_url=pick(ENV_BASE_URL, "base_url", KINDS[provider].default_url if provider in KINDS else DEFAULT_BASE_URL),
         model=pick(ENV_MODEL, "model", ""),
         provider=provider,
     )

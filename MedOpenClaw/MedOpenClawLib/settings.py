@@ -13,6 +13,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .providers.kinds import KINDS
+
 
 @dataclass(frozen=True)
 class Setting:
@@ -23,10 +25,11 @@ class Setting:
 
 
 SETTINGS = (
-    Setting("MEDOPENCLAW_API_KEY", "the model key for any server (vendor keys OPENAI_API_KEY / ANTHROPIC_API_KEY "
-            "are used only for requests to that vendor's own API)", secret=True),
+    Setting("MEDOPENCLAW_API_KEY", "the model key for any server (vendor keys "
+            f"{' / '.join(name for kind in KINDS.values() for name in kind.key_variables)} are used only for requests "
+            "to that vendor's own API)", secret=True),
     Setting("MEDOPENCLAW_MODEL", "model name, for `--model` (bench run, MedCopilot)"),
-    Setting("MEDOPENCLAW_PROVIDER", "wire protocol, for `--provider`: openai or anthropic",
+    Setting("MEDOPENCLAW_PROVIDER", f"the model API, for `--provider`: {', '.join(KINDS)}",
             "anthropic for claude-* models, else openai"),
     Setting("MEDOPENCLAW_BASE_URL", "API base URL, for `--base-url`", "the provider's public API"),
     Setting("MEDOPENCLAW_TOKEN", "bearer token of `serve`, `mcp --transport http` and the in-Slicer server",

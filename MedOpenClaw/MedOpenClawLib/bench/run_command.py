@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..cli import COUNT, NON_NEGATIVE, SECONDS, Number, executable, user_path
+from ..providers.kinds import KINDS
 from ..sinks import terminal_text
 from .cohort_cache import synthetic_cases
 
@@ -295,7 +296,8 @@ def add_bench_subcommand(bench_subparsers) -> None:
                         help="--agent replay: an earlier run directory whose model outputs to replay")
     model = parser.add_argument_group("model agents (model, montage)")
     model.add_argument("--model", help="model name (or MEDOPENCLAW_MODEL)")
-    model.add_argument("--provider", choices=("openai", "anthropic"), help="wire protocol (or MEDOPENCLAW_PROVIDER)")
+    model.add_argument("--provider", choices=tuple(KINDS), help="the model API (or MEDOPENCLAW_PROVIDER): " + "; ".join(
+        f"{kind.name}: {kind.summary}" for kind in KINDS.values()))
     model.add_argument("--base-url", help="API base URL (or MEDOPENCLAW_BASE_URL); the key: MEDOPENCLAW_API_KEY")
     model.add_argument("--temperature", type=Number(minimum=0, maximum=2), default=None,
                        help="sampling temperature; sent only when given (reasoning models reject it)")

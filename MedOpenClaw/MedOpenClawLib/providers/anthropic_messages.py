@@ -14,14 +14,12 @@
 from __future__ import annotations
 
 import json
-import logging
 
 from .base import Provider
 from .http import ProviderError
 from .messages import ImageInput, Message, ModelReply, ToolCall, Usage, invalid_number
 from .tool_schemas import anthropic_tools, concise
 
-log = logging.getLogger(__name__)
 API_VERSION = "2023-06-01"
 THINKING_BLOCKS = ("thinking", "redacted_thinking")
 OWN_BLOCKS = ("text", "tool_use")  # what the neutral message holds; every other block is the server's, echoed
@@ -107,12 +105,7 @@ class AnthropicProvider(Provider):
         body: dict = {"model": self.config.model, "max_tokens": self.config.max_tokens, "messages": wire}
         if system_text:
             body["system"] = [{"type": "text", "text": system_text, "cache_control": {"type": "ephemeral"}}]
-        if self.config.temperature is not None:
-            body["temperature"] = self.config.temperature
-        if self.config.seed is not None:
-            log.info(
-                "the Anthropic Messages API has no seed parameter; seed %s is not sent", self.config.seed
-            )
+        body.update(self.sampling())
         if wire_tools:
             body["tools"] = wire_tools
             body["tool_choice"] = {"type": "auto" if allow_tools else "none"}

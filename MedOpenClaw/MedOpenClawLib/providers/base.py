@@ -12,7 +12,7 @@ from dataclasses import replace
 
 import requests
 
-from .config import DEFAULT_BASE_URLS, ProviderConfig, key_hint, thinking_budget
+from .config import ProviderConfig, thinking_budget
 from .conversation import fit
 from .http import AUTH_STATUSES, RETRY_STATUSES, ProviderError, RetryPolicy, post_json
 from .limits import CONTEXT_MARGIN
@@ -109,9 +109,8 @@ class Provider(ABC):
         one tool, which the model must call. Raises a fatal :class:`ProviderError` with one line for a wrong key,
         URL or model, a text-only model, a server without tool calling; returns a warning when the server is
         merely busy (429/5xx, which the episodes' retries absorb) or when the call came back as text."""
-        if not self.config.api_key and self.config.base_url in DEFAULT_BASE_URLS.values():
-            raise ProviderError(f"no API key for {self.config.base_url}: set "
-                                f"{key_hint(self.config.kind, self.config.base_url)}", fatal=True)
+        if not self.config.api_key and self.config.base_url == self.config.provider_kind.default_url:
+            raise ProviderError(f"no API key for {self.config.base_url}: set {self.config.key_hint()}", fatal=True)
         warnings = []
         if self._limits.discover and self.config.context_window is None:
             window = self.discover_context_window()
@@ -145,7 +144,7 @@ class Provider(ABC):
         """One line saying why the server cannot run the benchmark."""
         text = str(error)
         if error.status in AUTH_STATUSES and not self.config.api_key:
-            return f"{text} (no API key was sent: set {key_hint(self.config.kind, self.config.base_url)})"
+            return f"{text} (no API key was sent: set {self.config.key_hint()})"
         if error.status is not None and 400 <= error.status < 500 and not error.fatal:
             if NO_IMAGES.search(text.split(":", 2)[-1]):
                 return f"{self.config.model} does not accept images (a text-only model?): {text}"
@@ -196,6 +195,16 @@ class Provider(ABC):
         if self.config.price is not None:
             reply.usage.cost_usd = self.config.price.cost(reply.usage)
         return reply
+
+    def sampling(self) -> dict:
+        """The sampling parameters given (``--temperature``, ``--seed``) that this API takes; the others are
+        never sent (servers answer 400 to parameters they do not know, e.g. LiteLLM's UnsupportedParamsError)."""
+        given = {"temperature": self.config.temperature, "seed": self.config.seed}
+        for name in sorted(key for key, value in given.items() if value is not None
+                           and key not in self.config.provider_kind.takes):
+            log.info("the %s API has no %s parameter; %s is not sent", self.config.kind, name, given[name])
+        return {key: value for key, value in given.items()
+                if value is not None and key in self.config.provider_kind.takes}
 
     @abstractmethod
     def _url(self) -> str: ...

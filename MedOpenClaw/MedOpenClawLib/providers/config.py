@@ -12,23 +12,11 @@ from dataclasses import dataclass, field
 from .. import settings
 from .conversation import DEFAULT_IMAGE_HISTORY, DEFAULT_TOOL_HISTORY, ConversationPolicy
 from .http import RetryPolicy
+from .kinds import ProviderKind, provider_kind
 from .limits import PROFILE_NAMES, ServerLimits, detect_profile, resolve_limits
 from .pricing import Price
 
-PROVIDER_KINDS = ("openai", "anthropic")
-TOKEN_LIMIT_FIELDS = ("max_tokens", "max_completion_tokens")  # reasoning models take only the second
-DEFAULT_BASE_URLS = {"openai": "https://api.openai.com/v1", "anthropic": "https://api.anthropic.com"}
 ENV_PREFIX = "MEDOPENCLAW_"
-# a vendor's own key variable, read only when requests go to that vendor's API (never sent to another server)
-VENDOR_KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY"}
-
-
-def key_hint(kind: str, base_url: str) -> str:
-    """Which variables would supply the key for these requests (for error messages)."""
-    vendor = VENDOR_KEY_VARIABLES.get(kind)
-    if vendor and base_url == DEFAULT_BASE_URLS.get(kind):
-        return f"{ENV_PREFIX}API_KEY or {vendor}"
-    return f"{ENV_PREFIX}API_KEY"
 
 
 def thinking_budget(extra_body: object) -> int:
@@ -69,14 +57,12 @@ class ProviderConfig:
     profile: str | None = None  # a limits.PROFILES name; None: detected from kind, URL and model
 
     def __post_init__(self):
-        if self.kind not in PROVIDER_KINDS:
-            raise ValueError(f"provider must be one of {PROVIDER_KINDS}, got {self.kind!r}")
+        kind = provider_kind(self.kind)
         if not self.model:
             raise ValueError(f"a model name is required (--model or {ENV_PREFIX}MODEL)")
-        if self.token_limit_field not in TOKEN_LIMIT_FIELDS:
-            raise ValueError(f"token_limit_field must be one of {TOKEN_LIMIT_FIELDS}")
-        if self.kind == "anthropic" and self.token_limit_field != "max_tokens":
-            raise ValueError("the Anthropic Messages API takes max_tokens (--max-tokens), not max_completion_tokens")
+        if self.token_limit_field not in kind.token_limit_fields:
+            raise ValueError(f"the {kind.name} provider takes {' or '.join(kind.token_limit_fields)} as its output "
+                             f"limit, not {self.token_limit_field}")
         if not isinstance(self.extra_body, dict):
             raise ValueError("extra body must be a JSON object")
         if thinking_budget(self.extra_body) >= self.max_tokens:
@@ -89,9 +75,16 @@ class ProviderConfig:
             raise ValueError(f"the context window ({self.context_window} tokens) must exceed max_tokens "
                              f"({self.max_tokens})")
         self.base_url = self.base_url.rstrip("/")
-        self.profile = self.profile or detect_profile(self.kind, self.base_url, self.model)
+        self.profile = self.profile or kind.profile or detect_profile(self.base_url, self.model)
         if self.profile not in PROFILE_NAMES:
             raise ValueError(f"server profile must be one of {', '.join(PROFILE_NAMES)}, got {self.profile!r}")
+
+    @property
+    def provider_kind(self) -> ProviderKind:
+        return provider_kind(self.kind)
+
+    def key_hint(self) -> str:
+        return self.provider_kind.key_hint(self.base_url)
 
     def limits(self) -> ServerLimits:
         return resolve_limits(self.profile, self.context_window)
@@ -142,8 +135,8 @@ class ProviderConfig:
     ) -> ProviderConfig:
         """Flags win over ``MEDOPENCLAW_{MODEL,PROVIDER,BASE_URL,API_KEY}``; the provider defaults to
         ``anthropic`` for ``claude*`` models and to the OpenAI-compatible protocol otherwise. Without
-        ``MEDOPENCLAW_API_KEY``, ``OPENAI_API_KEY`` / ``ANTHROPIC_API_KEY`` supply the key when the requests go
-        to that vendor's own API (a vendor key is never sent to another server)."""
+        ``MEDOPENCLAW_API_KEY``, the kind's own key variables (``OPENAI_API_KEY``, ...: :mod:`.kinds`) supply the
+        key when the requests go to that vendor's own API (a vendor key is never sent to another server)."""
         env = os.environ if environ is None else environ
         model = model or settings.value(ENV_PREFIX + "MODEL", env)
         kind = (
@@ -151,9 +144,10 @@ class ProviderConfig:
             or settings.value(ENV_PREFIX + "PROVIDER", env)
             or ("anthropic" if model.lower().startswith("claude") else "openai")
         )
-        base_url = base_url or settings.value(ENV_PREFIX + "BASE_URL", env) or DEFAULT_BASE_URLS.get(kind, "")
+        declared = provider_kind(kind)
+        base_url = base_url or settings.value(ENV_PREFIX + "BASE_URL", env) or declared.default_url
         if api_key is None:
             api_key = settings.value(ENV_PREFIX + "API_KEY", env)
-            if not api_key and kind in VENDOR_KEY_VARIABLES and base_url == DEFAULT_BASE_URLS.get(kind):
-                api_key = env.get(VENDOR_KEY_VARIABLES[kind], "")
+            if not api_key and base_url == declared.default_url:
+                api_key = next((env[name] for name in declared.key_variables if env.get(name)), "")
         return cls(kind=kind, model=model, base_url=base_url, api_key=api_key, **options)

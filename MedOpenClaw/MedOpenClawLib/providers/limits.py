@@ -77,11 +77,10 @@ PROFILES: dict[str, ServerLimits] = {
 PROFILE_NAMES = tuple(PROFILES)
 
 
-def detect_profile(kind: str, base_url: str, model: str) -> str:
-    """The profile a server most likely is, from the protocol, its URL and the model name."""
+def detect_profile(base_url: str, model: str) -> str:
+    """The profile an OpenAI-compatible server most likely is, from its URL and the model name (a provider kind
+    that speaks one vendor's API declares its profile instead: :mod:`.kinds`)."""
     url, name = base_url.lower(), model.lower()
-    if kind == "anthropic":
-        return "anthropic"
     if "generativelanguage.googleapis.com" in url or name.startswith("gemini"):
         return "gemini"
     if "api.mistral.ai" in url or re.match(r"(mistral|ministral|pixtral|devstral|magistral)", name):

@@ -109,10 +109,7 @@ class OpenAIChatProvider(Provider):
             user("", [])
         body: dict = {"model": self.config.model, "messages": wire}
         body[self.config.token_limit_field] = self.config.max_tokens
-        if self.config.temperature is not None:
-            body["temperature"] = self.config.temperature
-        if self.config.seed is not None:
-            body["seed"] = self.config.seed
+        body.update(self.sampling())
         if wire_tools:
             body["tools"] = wire_tools
             body["tool_choice"] = "auto" if allow_tools else "none"

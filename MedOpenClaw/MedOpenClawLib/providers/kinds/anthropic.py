@@ -1,0 +1,13 @@
+"""Anthropic Messages at api.anthropic.com (or an Anthropic-compatible server via --base-url)."""
+
+from . import ProviderKind
+
+KIND = ProviderKind(
+    name="anthropic",
+    summary="Anthropic Messages",
+    wire="anthropic_messages:AnthropicProvider",
+    default_url="https://api.anthropic.com",
+    key_variables=("ANTHROPIC_API_KEY",),
+    profile="anthropic",
+    takes=frozenset({"temperature"}),  # the Messages API has no seed
+)
