@@ -30,13 +30,20 @@ def _tokens(count: int) -> str:
     return f"{count / 1000:.1f}k" if count >= 1000 else str(count)
 
 
-def fit_to_terminal(stream: TextIO, text: str) -> str:
-    """``text`` cut to the terminal's width (its end goes first): a line that wraps cannot be redrawn in place
-    and stacks up instead."""
+def terminal_columns(stream: TextIO) -> int:
+    """The width of ``stream``'s terminal; a terminal that reports 0 columns (a fresh pty, ``docker exec -t``) or
+    none counts as ``COLUMNS``, else 80 columns (shutil's fallback)."""
     try:
         columns = os.get_terminal_size(stream.fileno()).columns
     except (AttributeError, OSError, ValueError):
-        columns = shutil.get_terminal_size().columns
+        columns = 0
+    return columns if columns > 0 else shutil.get_terminal_size().columns or 80
+
+
+def fit_to_terminal(stream: TextIO, text: str) -> str:
+    """``text`` cut to the terminal's width (its end goes first): a line that wraps cannot be redrawn in place
+    and stacks up instead."""
+    columns = terminal_columns(stream)
     return text if len(text) < columns else text[: max(columns - 2, 1)] + "…"
 
 
@@ -50,6 +57,7 @@ class Progress:
         self.started = time.monotonic()
         self.fresh = 0  # episodes finished in this invocation (the ETA is based on these)
         self.resumed = bool(tally.records)
+        self.finished = False  # after finish() nothing is drawn: what follows (notes, the summary) has the screen
         self._lock = threading.Lock()
 
     def line(self, label: str = "") -> str:
@@ -89,12 +97,14 @@ class Progress:
             self._write(self.line(label))
 
     def note(self, text: str) -> None:
-        """A message of its own line (interrupts, stop reasons, how to resume)."""
+        """A message of its own line (interrupts, stop reasons, how to resume); while the run goes on, the
+        progress line is drawn again below it."""
         with self._lock:
-            if self.tty:
+            redraw = self.tty and not self.finished
+            if redraw:
                 self.stream.write("\r\x1b[2K")
             self.stream.write(one_line(text) + "\n")
-            if self.tty:
+            if redraw:
                 self.stream.write(one_line(self.line()))
             self.stream.flush()
 
@@ -102,13 +112,18 @@ class Progress:
         self._write(self.line("resuming" if self.resumed else "starting"))
 
     def finish(self) -> None:
-        if self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
+        """The last progress line stays as it is; a late report of a running episode draws nothing."""
+        with self._lock:
+            if self.tty and not self.finished:
+                self.stream.write("\n")
+                self.stream.flush()
+            self.finished = True
 
     def _write(self, text: str) -> None:
         """One progress line; folder names, episode ids and a model's tool-call names pass through it, so its
         text is stripped of control characters first (:func:`...sinks.one_line`)."""
+        if self.finished:
+            return
         text = one_line(text)
         if self.tty:
             self.stream.write("\r\x1b[2K" + text)

@@ -17,6 +17,7 @@ from ..cli import COUNT, NON_NEGATIVE, SECONDS, Number, executable, user_path
 from ..providers.kinds import KINDS
 from ..sinks import terminal_text
 from .cohort_cache import synthetic_cases
+from .run_summary import print_summary
 
 MODEL_AGENTS = ("model", "montage")  # agents that call a model provider
 OFFLINE_AGENT_NAMES = ("oracle", "heuristic", "random")  # agents.OFFLINE_AGENTS, named without importing them
@@ -205,7 +206,8 @@ def _run(args) -> int:
         summary = combined_summary(summaries)
         summary["missing"] += sum(1 for module in modules if module not in summaries)  # modules never started
         write_json_atomic(Path(args.out) / "summary.json", summary)
-    print(json.dumps(summary, sort_keys=True))  # the last stdout line: the aggregate, keys as `bench score`
+    # for programs the last stdout line is the aggregate, keys as `bench score`; a person at a terminal gets a table
+    print_summary(summary, Path(args.out), sys.stdout, args.json or not sys.stdout.isatty())
     status = exit_status(summary)
     if status == EXIT_ERRORS and summary.get("stopped"):
         print(f"error: run stopped: {terminal_text(summary['stopped'])}", file=sys.stderr)
@@ -377,6 +379,9 @@ def add_bench_subcommand(bench_subparsers) -> None:
                         help="seed of the offline agents' sampling (default 0) and of the model's, sent only when "
                              "given and only to APIs that take one (many servers refuse an unknown seed)")
     parser.add_argument("--call-timeout", type=SECONDS, default=300.0, help="seconds before a worker call is a hang")
+    parser.add_argument("--json", action="store_true",
+                        help="end with the summary JSON line on a terminal too (it always does when stdout is not "
+                             "a terminal)")
     parser.add_argument("--out", required=True, type=user_path,
                         help="run directory (created; the same command resumes into it)")
     parser.set_defaults(func=_run)

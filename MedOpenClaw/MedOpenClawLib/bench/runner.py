@@ -144,13 +144,15 @@ class BenchmarkRunner:
         self._check_identity()
         tally, pending = self.plan(tasks)
         progress = Progress(tally, self.progress_stream, self.config.max_rounds)
-        progress.start()
         policy = ErrorPolicy(self.config.fail_on_error)
-        self.executor = self.make_executor(self.job, self.config, progress.episode)
         aborted = False
+        # trapped before anything is drawn or started: a Ctrl-C while workers start ends as any other interrupt
         previous_handler = self._trap_interrupts(progress)
         try:
-            self.executor.submit(pending)
+            progress.start()
+            self.executor = self.make_executor(self.job, self.config, progress.episode)
+            if not self.interrupts:  # interrupted while the workers started: nothing is started
+                self.executor.submit(pending)
             while self.executor.outstanding():
                 item = self.executor.next_result(0.25)
                 if item is None:
@@ -166,9 +168,11 @@ class BenchmarkRunner:
                     self.executor.stop_dispatching()
         except StopNow:
             aborted = True
-            self.executor.abort()
+            if self.executor is not None:
+                self.executor.abort()
         except BaseException:  # a harness failure: what finished is still summarised, then the failure surfaces
-            self.executor.abort()
+            if self.executor is not None:
+                self.executor.abort()
             write_json_atomic(self.out / "summary.json", self.summarize(tasks, tally, policy.stop_reason))
             raise
         finally:
@@ -177,7 +181,7 @@ class BenchmarkRunner:
             progress.finish()
             self.invocations[-1] = finish(self.invocations[-1])
             self._write_manifest(self.config.identity())
-        if not aborted:
+        if not aborted and self.executor is not None:
             self.executor.close()
         summary = self.summarize(tasks, tally, policy.stop_reason)
         write_json_atomic(self.out / "summary.json", summary)
