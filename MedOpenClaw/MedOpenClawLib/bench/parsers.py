@@ -7,6 +7,7 @@ anything unparseable into ``null`` plus a message in ``errors`` -- they never ra
 
 from __future__ import annotations
 
+import collections
 import json
 import math
 import re
@@ -32,7 +33,10 @@ KEY_SLICE_FIELDS = (
 NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
-_ANSWER_LINE = re.compile(r"^[\s>#-]*(?:final\s+)?answer\s*[:=]\s*(.*?)\s*$", re.IGNORECASE | re.MULTILINE)
+# field lines are matched one line at a time, each anchored at its start, and values stripped in Python: the same
+# patterns over the whole reply with re.MULTILINE (``^[\s>#-]*`` runs across blank lines, ``\s*(.*?)\s*$`` around a
+# value) backtrack quadratically on a long run of newlines or spaces, and a model reply is untrusted input
+_ANSWER_NAME = r"(?:final\s+)?answer"
 
 
 def clean_text(text: str) -> str:
@@ -41,13 +45,25 @@ def clean_text(text: str) -> str:
     return _EMPHASIS.sub("", text)
 
 
+def _last_value(text: str, name_pattern: str) -> str | None:
+    """Value of the last ``NAME: value`` line (Markdown quote, heading or list marks before the name allowed); a
+    name line with nothing after the colon takes the next non-blank line as its value. Linear in ``text``: what
+    precedes the name cannot run past its line, and the value is cut and stripped in Python."""
+    pattern = re.compile(r"^[^\S\n>#-]*(?:[>#-][^\S\n>#-]*)*" + name_pattern + r"[^\S\n]*[:=]",
+                         re.IGNORECASE | re.MULTILINE)
+    match = next(iter(collections.deque(pattern.finditer(text), maxlen=1)), None)
+    if match is None:
+        return None
+    rest = text[match.end():]
+    line, _, following = rest.partition("\n")
+    if line.strip():
+        return line.strip()
+    return next((line.strip() for line in following.split("\n") if line.strip()), "")
+
+
 def _last_field(text: str, name: str) -> str | None:
     """Value of the last ``NAME: value`` line (name case-insensitive, underscores or spaces)."""
-    pattern = re.compile(
-        r"^[\s>#-]*" + name.replace("_", r"[_ ]") + r"\s*[:=]\s*(.*?)\s*$", re.IGNORECASE | re.MULTILINE
-    )
-    matches = pattern.findall(text)
-    return matches[-1] if matches else None
+    return _last_value(text, re.escape(name).replace("_", "[_ ]"))
 
 
 def parse_choice(
@@ -121,8 +137,11 @@ def _finite(numbers: list[float], what: str, text: str, errors: list[str]) -> li
     return [None] * len(numbers)
 
 
-_TRIPLE = re.compile(r"[\[(]\s*(" + NUMBER + r")\s*[,;\s]\s*(" + NUMBER + r")\s*[,;\s]\s*(" + NUMBER + r")\s*[\])]")
-_AXIS_VALUE = {axis: re.compile(r"(?<![A-Za-z])" + axis + r"\s*[:=]?\s*(" + NUMBER + r")") for axis in "RAS"}
+# a separator is a comma or semicolon with spaces around it, or spaces alone: written so that a run of spaces can be
+# split only one way (``\s*[,;\s]\s*`` tries every split of it: quadratic on hostile replies)
+_COMMA = r"(?:\s*[,;]\s*|\s+)"
+_TRIPLE = re.compile(r"[\[(]\s*(" + NUMBER + ")" + _COMMA + "(" + NUMBER + ")" + _COMMA + "(" + NUMBER + r")\s*[\])]")
+_AXIS_VALUE = {axis: re.compile(r"(?<![A-Za-z])" + axis + r"\s*(?:[:=]\s*)?(" + NUMBER + r")") for axis in "RAS"}
 
 
 def parse_ras(value: str | None, errors: list[str]) -> list[float] | None:
@@ -172,8 +191,7 @@ def parse_radiology_evidence(text: str, errors: list[str]) -> dict:
 
 
 def _last_answer(text: str) -> str | None:
-    matches = _ANSWER_LINE.findall(text)
-    return matches[-1] if matches else None
+    return _last_value(text, _ANSWER_NAME)
 
 
 def parse_ucsf(text: str) -> dict:
@@ -220,19 +238,50 @@ def parse_nsclc(text: str) -> dict:
     return {"answers": answers, "evidence": parse_radiology_evidence(text, errors), "errors": errors}
 
 
-def find_json_object(text: str, keys: tuple[str, ...]) -> dict | None:
-    """The last JSON object in ``text`` that has at least one of ``keys`` (prose before or after is
-    ignored)."""
-    decoder = json.JSONDecoder()
-    found = None
-    for match in re.finditer(r"\{", text):
+JSON_SLICE = 256  # characters a JSON candidate is first decoded from; the slice grows only while the value runs on
+TRUNCATION_REACH = 16  # a decode error this close to a slice's end may be the cut (``tr`` of ``true``, ``\\u12``)
+
+
+def _decode_at(text: str, start: int) -> object:
+    """The JSON value starting at ``text[start]``, or None. It is decoded from a slice that grows only while the
+    value runs past it: a failed candidate costs about what was read of it. ``raw_decode(text, start)`` on the
+    whole reply instead costs the length of the text *before* ``start`` on every failure (the error counts lines
+    up to its position): quadratic over a reply of many ``{``."""
+    size = JSON_SLICE
+    while True:
+        doc = text[start:start + size]
         try:
-            value, _ = decoder.raw_decode(text, match.start())
-        except json.JSONDecodeError:
+            return _DECODER.raw_decode(doc)[0]
+        except json.JSONDecodeError as error:
+            cut = start + size < len(text) and (error.pos >= len(doc) - TRUNCATION_REACH
+                                                or error.msg.startswith("Unterminated string"))
+            if not cut:
+                return None
+            size *= 4
+        except RecursionError:  # nested deeper than the interpreter's stack: not an answer
+            return None
+
+
+_DECODER = json.JSONDecoder()
+_OBJECT_START = re.compile(r'\{\s*["}]')  # what a JSON object's first characters must be
+MAX_JSON_FAILURES = 256
+
+
+def find_json_object(text: str, keys: tuple[str, ...]) -> dict | None:
+    """The last JSON object in ``text`` (by where it starts) that has at least one of ``keys`` (prose before or
+    after is ignored). Candidates are tried from the last ``{`` backwards, so the answer written at the end of a
+    reply is found first; after :data:`MAX_JSON_FAILURES` candidates that start like an object but do not decode,
+    the search stops (a hostile reply of ``{"a":[{"a":[...`` would otherwise cost each of its ``{`` a nested
+    decode down to the interpreter's recursion limit)."""
+    start, failures = len(text), 0
+    while failures < MAX_JSON_FAILURES and (start := text.rfind("{", 0, start)) >= 0:
+        if not _OBJECT_START.match(text, start):
             continue
+        value = _decode_at(text, start)
         if isinstance(value, dict) and any(key in value for key in keys):
-            found = value
-    return found
+            return value
+        failures += value is None
+    return None
 
 
 def parse_localizations(value, errors: list[str]) -> list[list[float]]:

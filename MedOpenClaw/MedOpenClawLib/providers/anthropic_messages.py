@@ -17,7 +17,7 @@ import json
 
 from .base import Provider
 from .http import ProviderError
-from .messages import ImageInput, Message, ModelReply, ToolCall, Usage, invalid_number
+from .messages import ImageInput, Message, ModelReply, ReportedUsage, ToolCall, invalid_number
 from .tool_schemas import anthropic_tools, concise
 
 API_VERSION = "2023-06-01"
@@ -136,19 +136,19 @@ class AnthropicProvider(Provider):
                         parse_error=error,
                     )
                 )
-        usage = response.get("usage") or {}
-        cache_read = int(usage.get("cache_read_input_tokens") or 0)
-        cache_write = int(usage.get("cache_creation_input_tokens") or 0)
+        usage = ReportedUsage(response.get("usage"))
+        cache_read = usage.count("cache_read_input_tokens")
+        cache_write = usage.count("cache_creation_input_tokens")
         stop = response.get("stop_reason")
         return ModelReply(
             text="".join(texts),
             tool_calls=calls,
             raw=content,
-            usage=Usage(
+            usage=usage.usage_of(
                 # Anthropic's input_tokens excludes the cached prefix: count every prompt token, as OpenAI does
-                input_tokens=int(usage.get("input_tokens") or 0) + cache_read + cache_write,
-                output_tokens=int(usage.get("output_tokens") or 0),
-                reasoning_tokens=int((usage.get("output_tokens_details") or {}).get("thinking_tokens") or 0),
+                input_tokens=usage.count("input_tokens") + cache_read + cache_write,
+                output_tokens=usage.count("output_tokens"),
+                reasoning_tokens=usage.count("output_tokens_details", "thinking_tokens"),
                 cache_read_tokens=cache_read,
                 cache_write_tokens=cache_write,
             ),

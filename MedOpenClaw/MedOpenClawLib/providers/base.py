@@ -13,8 +13,8 @@ from dataclasses import replace
 import requests
 
 from .config import ProviderConfig, thinking_budget
-from .conversation import fit
-from .http import AUTH_STATUSES, RETRY_STATUSES, ProviderError, RetryPolicy, post_json
+from .conversation import ContextBudgetError, fit
+from .http import AUTH_STATUSES, RETRY_STATUSES, ProviderError, RetryPolicy, encoded_size, post_json
 from .limits import CONTEXT_MARGIN
 from .messages import ImageInput, Message, ModelReply, loads_bounded
 from .text_calls import text_tool_calls
@@ -81,7 +81,11 @@ class Provider(ABC):
                                 self.config.policy(), self.squeeze)
             body, images = self._request_body(view, wire_tools, allow_tools)
             body = self.config.request_body(body)
-            request["bytes"] = len(json.dumps(body))
+            request["bytes"] = encoded_size(body)
+            limit = self._limits.max_request_bytes
+            if limit is not None and request["bytes"] > limit:  # never sent: the server documents it refuses it
+                raise ContextBudgetError(f"a request of {request['bytes']} bytes > {limit} ({self._limits.name}) "
+                                         "after trimming")
             try:
                 reply = self._send(body, images, self.config.timeout_s, self.config.retry)
             except ProviderError as error:

@@ -23,9 +23,10 @@ Nothing here changes what the model is asked or told; the task is sent once, in 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from .http import ProviderError
+from .http import ProviderError, encoded_size
 from .limits import MESSAGE_OVERHEAD_TOKENS, RequestEstimate, ServerLimits, image_tokens, over_limit, text_tokens
 from .messages import Message
 
@@ -196,13 +197,32 @@ def compact(messages: list[Message], keep_images: int, elide: int = 0) -> list[M
     return view
 
 
-def estimate(messages: list[Message], tools_chars: int, rule: str) -> RequestEstimate:
-    """A conservative estimate of the request a provider builds from ``messages`` (see :mod:`.limits`)."""
+class EncodedSizes:
+    """:func:`.http.encoded_size` of each text, remembered for one :func:`fit` (whose trimming loop estimates the
+    same texts again and again; a dict keyed by the text keeps them alive only that long)."""
+
+    def __init__(self):
+        self.sizes: dict[str, int] = {}
+
+    def __call__(self, text: str) -> int:
+        size = self.sizes.get(text)
+        if size is None:
+            size = self.sizes[text] = encoded_size(text)
+        return size
+
+
+def estimate(messages: list[Message], tools_chars: int, rule: str,
+             encoded: Callable[[str], int] = encoded_size) -> RequestEstimate:
+    """A conservative estimate of the request a provider builds from ``messages`` (see :mod:`.limits`): tokens
+    from characters, bytes from each text as the body encodes it (``tools_chars`` is already encoded JSON)."""
     result = RequestEstimate()
     characters = tools_chars
+    result.bytes += tools_chars
     for message in messages:
-        characters += len(message.text) + sum(len(call.name) + len(call.raw_arguments or "") + 40
-                                              for call in message.tool_calls)
+        calls = [(call.name, call.raw_arguments or "") for call in message.tool_calls]
+        characters += len(message.text) + sum(len(name) + len(arguments) + 40 for name, arguments in calls)
+        result.bytes += encoded(message.text) + sum(encoded(name) + encoded(arguments) + 40
+                                                    for name, arguments in calls)
         result.tokens += MESSAGE_OVERHEAD_TOKENS
         for image in message.images:
             width, height = image.size()
@@ -212,7 +232,7 @@ def estimate(messages: list[Message], tools_chars: int, rule: str) -> RequestEst
             result.largest_edge = max(result.largest_edge, width, height)
             result.largest_image_b64 = max(result.largest_image_b64, len(image.png_base64))
     result.tokens += text_tokens(characters)
-    result.bytes += int(characters * 1.2) + 200 * len(messages)
+    result.bytes += 200 * len(messages)
     return result
 
 
@@ -233,10 +253,11 @@ def fit(messages: list[Message], tools: list[dict], limits: ServerLimits, max_to
     elidable = len(_elidable(messages))
     elide = elidable if squeeze else 0
     rounds, dropped = len(_rounds(messages)), 0
-    tools_chars = len(json.dumps(tools)) if tools else 0
+    tools_chars = encoded_size(tools) if tools else 0
+    encoded = EncodedSizes()
     while True:
         view = drop_rounds(compact(messages, keep, elide), dropped)
-        request = estimate(view, tools_chars, limits.image_rule)
+        request = estimate(view, tools_chars, limits.image_rule, encoded)
         problem = over_limit(request, limits, max_tokens)
         if problem is None:
             return view, {**request.to_json(), "images_stubbed": images - keep,

@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 AUTH_STATUSES = frozenset({401, 403})
 MAX_RESPONSE_DEPTH = 64  # a reply's envelope is ~8 levels; tool input objects are bounded at 32 below that
+# a reply body larger than this is refused unread: 128k output tokens are ~0.5 MB of text (3 MB with every
+# character JSON-escaped), so only a hostile or broken server sends more, and every parse of it costs time
+MAX_RESPONSE_BYTES = 8 * 1024 * 1024
 UNKNOWN_MODEL = re.compile(
     r"model[^.]{0,120}\b(not found|does not exist|not exist|is not a valid)"
     r"|(unknown|invalid|no such|not a valid) model|model_not_found",
@@ -67,6 +70,13 @@ class ProviderError(Exception):
     def to_json(self) -> dict:
         return {"message": str(self), "status": self.status, "retryable": self.retryable, "fatal": self.fatal,
                 "length": self.length}
+
+
+def encoded_size(value: object) -> int:
+    """Bytes of ``value`` in a request body as :func:`post_json` sends it (``requests`` encodes with ``json.dumps``:
+    every non-ASCII character escaped, 6 bytes for most, 12 for one outside the BMP such as an emoji). Request
+    budgets are measured with this, never with character counts."""
+    return len(json.dumps(value))
 
 
 def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
@@ -115,13 +125,28 @@ def scrub(text: str, secrets: tuple[str, ...]) -> str:
     return text
 
 
-def provider_message(response: requests.Response) -> str:
-    """The provider's own explanation: ``error.message`` (OpenAI, Anthropic, vLLM), ``error`` or ``detail``
-    (Ollama, FastAPI servers), else the start of the body."""
+class ResponseTooLarge(ValueError):
+    """A response body over :data:`MAX_RESPONSE_BYTES`."""
+
+
+def read_body(response: requests.Response, limit: int = MAX_RESPONSE_BYTES) -> str:
+    """The body of a streamed response as text, read only up to ``limit`` bytes (ResponseTooLarge beyond)."""
+    data = bytearray()
+    with response:
+        for chunk in response.iter_content(64 * 1024):
+            data += chunk
+            if len(data) > limit:
+                raise ResponseTooLarge(f"a response of more than {limit} bytes")
+    return data.decode(response.encoding or "utf-8", errors="replace")
+
+
+def provider_message(text: str) -> str:
+    """The provider's own explanation in an error body: ``error.message`` (OpenAI, Anthropic, vLLM), ``error`` or
+    ``detail`` (Ollama, FastAPI servers), else the start of the body."""
     try:
-        body = loads_bounded(response.text, MAX_RESPONSE_DEPTH, strict=False)
+        body = loads_bounded(text, MAX_RESPONSE_DEPTH, strict=False)
     except ValueError:
-        return response.text[:500].strip()
+        return text[:500].strip()
     if isinstance(body, dict):
         error = body.get("error", body.get("detail"))
         if isinstance(error, dict):
@@ -178,17 +203,20 @@ def post_json(
         fatal = length = False
         remaining = retry.deadline_s - (clock() - started)
         try:
-            response = session.post(url, headers=headers, json=body, timeout=min(timeout_s, max(remaining, 0.5)))
+            response = session.post(url, headers=headers, json=body, timeout=min(timeout_s, max(remaining, 0.5)),
+                                    stream=True)
             status = response.status_code
-            if status < 400:
-                try:
-                    return loads_bounded(response.text, MAX_RESPONSE_DEPTH, strict=False), attempt
-                except ValueError as error:  # not JSON, or nested too deep to parse safely
-                    raise ProviderError(f"{scrub(url, secrets)}: response refused ({error})", status) from None
+            try:
+                text = read_body(response)
+                if status < 400:
+                    return loads_bounded(text, MAX_RESPONSE_DEPTH, strict=False), attempt
+            except ValueError as error:  # too large, not JSON, or nested too deep to parse safely
+                raise ProviderError(f"{scrub(url, secrets)}: response refused ({error})", status) from None
             retry_after = response.headers.get("retry-after")
-            length = too_long(status, provider_message(response))
-            retryable, fatal, what = classify(status, provider_message(response))
-            message = f"{what}: {scrub(provider_message(response), secrets)}"
+            explanation = provider_message(text)
+            length = too_long(status, explanation)
+            retryable, fatal, what = classify(status, explanation)
+            message = f"{what}: {scrub(explanation, secrets)}"
         except requests.Timeout:
             message, retryable = f"no response within {timeout_s:g} s", True
         except requests.ConnectionError as error:

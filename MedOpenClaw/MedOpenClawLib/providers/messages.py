@@ -20,6 +20,7 @@ TRUNCATED_STOPS = frozenset({"length", "max_tokens", "model_context_window_excee
 MAX_ARGUMENT_DEPTH = 32  # tool arguments are flat objects: anything deeper is refused before json.loads recurses
 MAX_ARGUMENT_CHARS = 65_536
 MAX_INT_DIGITS = 64  # no argument is a 64-digit integer; Python refuses to parse more than 4300 digits at all
+MAX_TOKEN_COUNT = 2**53  # the largest count every JSON reader keeps exact; no call comes near it
 
 
 @dataclass
@@ -122,6 +123,9 @@ class Usage:
     cache_write_tokens: int = 0
     images_sent: int = 0  # image inputs over all calls (a resent history image counts again)
     retries: int = 0
+    # calls whose reply reported a count that is not a whole number in 0..MAX_TOKEN_COUNT (negative, 1.7e308, text):
+    # their usage is unknown, the counts above leave it out (so they are lower bounds, and so is the cost)
+    unknown_usage: int = 0
     model_seconds: float = 0.0
     cost_usd: float | None = None
 
@@ -141,13 +145,68 @@ class Usage:
 
     @classmethod
     def from_json(cls, data: dict | None) -> Usage:
-        """Read back a recorded usage (unknown keys ignored, missing ones zero): run totals sum episodes."""
-        usage = cls()
-        for name in cls.__dataclass_fields__:
+        """Read back a recorded usage (unknown keys ignored, missing ones zero; a count that is not a valid count
+        or a time or cost that is not a finite number >= 0 is left out and the usage marked unknown): run totals
+        sum episodes."""
+        usage, invalid = cls(), False
+        for name, spec in cls.__dataclass_fields__.items():
             value = (data or {}).get(name)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                setattr(usage, name, value)
+            if value is None:
+                continue
+            valid = token_count(value) if spec.type == "int" else _amount(value)
+            invalid |= valid is None
+            if valid is not None:
+                setattr(usage, name, valid)
+        usage.unknown_usage = max(usage.unknown_usage, int(invalid))
         return usage
+
+
+def token_count(value: object) -> int | None:
+    """``value`` as a token count: a whole number in 0..MAX_TOKEN_COUNT (``12.0`` included), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not value.is_integer():  # NaN and infinities are not integers either
+        return None
+    return int(value) if 0 <= value <= MAX_TOKEN_COUNT else None
+
+
+def _amount(value: object) -> float | None:
+    """A recorded time or cost: a finite number >= 0, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        return None
+    return float(value)
+
+
+class ReportedUsage:
+    """A reply's ``usage`` object, read where it is parsed: :meth:`count` gives each count as a valid token count,
+    0 when the server did not report it, and 0 with the name kept in ``unknown`` when it reported something else
+    (negative, ``1.7e308``, a string; a ``usage`` that is not an object): one bad number marks the call's usage
+    unknown instead of ending a run with an infinite cost or summing to negative totals."""
+
+    def __init__(self, usage: object):
+        self.usage = usage if isinstance(usage, dict) else {}
+        self.unknown: list[str] = [] if usage is None or isinstance(usage, dict) else ["usage"]
+
+    def count(self, *path: str) -> int:
+        """The count at ``path`` (``"prompt_tokens_details", "cached_tokens"``)."""
+        value: object = self.usage
+        for key in path:
+            if value is None:
+                return 0
+            if not isinstance(value, dict):
+                self.unknown.append(".".join(path))
+                return 0
+            value = value.get(key)
+        if value is None:
+            return 0
+        count = token_count(value)
+        if count is None:
+            self.unknown.append(".".join(path))
+        return count or 0
+
+    def usage_of(self, **counts: int) -> Usage:
+        """A :class:`Usage` of ``counts``, marked unknown when any count read so far was invalid."""
+        return Usage(**counts, unknown_usage=1 if self.unknown else 0)
 
 
 @dataclass

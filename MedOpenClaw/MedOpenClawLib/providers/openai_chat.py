@@ -25,7 +25,15 @@ import json
 
 from .base import Provider
 from .http import ProviderError
-from .messages import ImageInput, Message, ModelReply, ToolCall, Usage, invalid_number, parse_tool_arguments
+from .messages import (
+    ImageInput,
+    Message,
+    ModelReply,
+    ReportedUsage,
+    ToolCall,
+    invalid_number,
+    parse_tool_arguments,
+)
 from .tool_schemas import concise, openai_tools
 
 TOOL_IMAGES_TEXT = "Images returned by the tool calls above:"
@@ -145,22 +153,21 @@ class OpenAIChatProvider(Provider):
             )
         fields = {key: message[key] for key in MESSAGE_ECHO_FIELDS if key in message}
         reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
-        usage = response.get("usage") or {}
-        details = usage.get("prompt_tokens_details") or {}
-        output_details = usage.get("completion_tokens_details") or {}
+        usage = ReportedUsage(response.get("usage"))
         # cache reads and writes: OpenAI's prompt_tokens_details, or LiteLLM's top-level Anthropic-style fields
-        cache_read = int(details.get("cached_tokens") or usage.get("cache_read_input_tokens") or 0)
-        cache_write = int(details.get("cache_write_tokens") or usage.get("cache_creation_input_tokens") or 0)
+        cache_read = usage.count("prompt_tokens_details", "cached_tokens") or usage.count("cache_read_input_tokens")
+        cache_write = (usage.count("prompt_tokens_details", "cache_write_tokens")
+                       or usage.count("cache_creation_input_tokens"))
         refusal = message.get("refusal")
         stop = choice.get("finish_reason")
         return ModelReply(
             text=content,
             tool_calls=calls,
             raw=message,
-            usage=Usage(
-                input_tokens=max(int(usage.get("prompt_tokens") or 0), cache_read + cache_write),
-                output_tokens=int(usage.get("completion_tokens") or 0),
-                reasoning_tokens=int(output_details.get("reasoning_tokens") or 0),
+            usage=usage.usage_of(
+                input_tokens=max(usage.count("prompt_tokens"), cache_read + cache_write),
+                output_tokens=usage.count("completion_tokens"),
+                reasoning_tokens=usage.count("completion_tokens_details", "reasoning_tokens"),
                 cache_read_tokens=cache_read,
                 cache_write_tokens=cache_write,
             ),

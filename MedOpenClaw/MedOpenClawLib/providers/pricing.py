@@ -12,13 +12,13 @@ A table is a JSON object keyed by model name (exact, else the longest key the mo
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 
 from .messages import Usage
 
 PRICE_KEYS = ("input", "output", "cached_input", "cache_write")
+MAX_PRICE = 1e6  # USD per million tokens: with counts bounded by MAX_TOKEN_COUNT, every cost stays finite
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,8 @@ def _price(model: str, entry: object) -> Price:
         raise ValueError(f"price table entry {model!r} must be an object with input and output (and optionally "
                          f"cached_input, cache_write) in USD per million tokens")
     for key, value in entry.items():
-        if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value) or value < 0:
-            raise ValueError(f"price table entry {model!r}: {key} must be a finite number >= 0")
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= MAX_PRICE:
+            raise ValueError(f"price table entry {model!r}: {key} must be a number in 0..{MAX_PRICE:g}")
     return Price(**{key: float(value) for key, value in entry.items()})
 
 

@@ -19,10 +19,10 @@ import re
 
 from .messages import ToolCall, invalid_number, loads_bounded, parse_tool_arguments
 
-HERMES = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+HERMES_OPEN, HERMES_CLOSE = "<tool_call>", "</tool_call>"
 MISTRAL = "[TOOL_CALLS]"
 MISTRAL_ARGS = re.compile(r"\s*([A-Za-z0-9_\-]+)\s*(?:\[CALL_ID\]\s*[A-Za-z0-9]+\s*)?\[ARGS\]", re.DOTALL)
-FENCE = re.compile(r"^```(?:json)?\s*(.*?)\s*```$", re.DOTALL)
+FENCE = "```"
 
 
 def _call(index: int, name: object, arguments: object) -> ToolCall | None:
@@ -57,6 +57,29 @@ def _from_objects(items: list[dict], start: int) -> list[ToolCall]:
     return calls
 
 
+def _hermes(text: str) -> tuple[list[str], str]:
+    """The blocks between ``<tool_call>`` and ``</tool_call>`` (or the end: an unclosed last block) and the text
+    outside them. Found with ``str.find``, so linear in the reply: a regex with ``\\s*(.*?)\\s*`` around the block
+    backtracks quadratically on a whitespace run inside an unclosed block."""
+    blocks, outside, position = [], [], 0
+    while (start := text.find(HERMES_OPEN, position)) >= 0:
+        outside.append(text[position:start])
+        start += len(HERMES_OPEN)
+        end = text.find(HERMES_CLOSE, start)
+        blocks.append(text[start:end if end >= 0 else len(text)].strip())
+        position = len(text) if end < 0 else end + len(HERMES_CLOSE)
+    outside.append(text[position:])
+    return blocks, "".join(outside)
+
+
+def _unfenced(text: str) -> str:
+    """``text`` without a Markdown code fence around it (```` ```json ... ``` ````), when it has one."""
+    if len(text) >= 2 * len(FENCE) and text.startswith(FENCE) and text.endswith(FENCE):
+        inner = text[len(FENCE):-len(FENCE)]
+        return inner.removeprefix("json").strip()
+    return text
+
+
 def _mistral(text: str) -> list[ToolCall]:
     body = text.split(MISTRAL, 1)[1]
     items = _objects(body.strip())
@@ -80,20 +103,20 @@ def _mistral(text: str) -> list[ToolCall]:
 
 def text_tool_calls(text: str, offered: set[str]) -> tuple[list[ToolCall], str]:
     """The tool calls written in ``text`` and the text that remains around them; ``([], text)`` when none."""
-    if "<tool_call>" in text:
+    if HERMES_OPEN in text:
         calls: list[ToolCall] = []
-        for block in HERMES.findall(text):
+        blocks, outside = _hermes(text)
+        for block in blocks:
             items = _objects(block)
             calls += _from_objects(items, len(calls)) if items else []
         if calls:
-            return calls, HERMES.sub("", text).strip()
+            return calls, outside.strip()
     if MISTRAL in text:
         calls = _mistral(text)
         if calls:
             return calls, text.split(MISTRAL, 1)[0].strip()
     candidate = text.strip().removeprefix("<|python_tag|>").strip()
-    fenced = FENCE.match(candidate)
-    items = _objects(fenced.group(1) if fenced else candidate)
+    items = _objects(_unfenced(candidate))
     if items:
         calls = _from_objects(items, 0)
         if calls and all(call.name in offered for call in calls):

@@ -185,3 +185,32 @@ def test_non_finite_localizations_are_dropped():
     parsed = parse_response("bracs", text)
     assert parsed["answer"] == "N" and parsed["localizations"] == []  # N slide: the list stays empty
     assert len(parsed["errors"]) == 2
+
+
+HOSTILE_RUN = 128 * 1024  # quadratic field or triple patterns took 1.8 s on 4 KB of such a run; this size, hours
+
+
+@pytest.mark.parametrize("module", ["ucsf-pdgm", "lumiere", "nsclc", "bracs", "camelyon17"])
+@pytest.mark.parametrize("shape", [
+    "\n" * HOSTILE_RUN + "x",  # every line start tried a field pattern that ran across all the blank lines
+    "ANSWER: a" + " " * HOSTILE_RUN + "b",
+    "ANSWER:" + "\n" * HOSTILE_RUN + "x",
+    "RAS: (1" + " " * HOSTILE_RUN + "x",  # the bracketed triple split the run every way
+    "RAS: R" + " " * HOSTILE_RUN + "x",
+    "- \n" * (HOSTILE_RUN // 3),
+    "{" * HOSTILE_RUN,  # each failed JSON candidate counted the lines of the whole reply before it
+    '{"a":[' * (HOSTILE_RUN // 6),  # each candidate nested down to the recursion limit
+])
+def test_hostile_replies_are_parsed_in_linear_time(module, shape):
+    parsed = parse_response(module, shape)
+    assert parsed["errors"] and not any(error.startswith("parser failure") for error in parsed["errors"])
+
+
+def test_an_empty_field_line_takes_the_next_line_and_json_answers_survive_junk_after_them():
+    assert parse_response("ucsf-pdgm", "ANSWER:\n\n  (C)\n")["answer"] == "C"
+    assert parse_response("ucsf-pdgm", "answer: (B)\n> Final Answer = (D)  \n")["answer"] == "D"
+    answer = '{"wsi_label": "Normal", "localizations": [' + ", ".join(['{"x": 1, "y": 2}'] * 300) + "]}"
+    junk = " and then " + "{" * 5000 + '{"a":[' * 200  # nested deeper than the interpreter's recursion limit
+    parsed = parse_response("bracs", "Here it is: " + answer + junk)
+    assert parsed["answer"] == "N" and len(parsed["localizations"]) == 300
+    assert parse_response("bracs", answer + '{"a":[' * 300)["answer"] is None  # the search gives up after 256

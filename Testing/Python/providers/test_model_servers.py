@@ -165,6 +165,47 @@ def test_tool_calls_written_as_text_and_gemini_schemas():
         "k": {"enum": ["a"]}, "m": {"anyOf": [{"type": "integer"}]}}}
 
 
+HOSTILE_RUN = 256 * 1024  # a quadratic scan of one such run is ~2**35 steps: minutes to hours, not milliseconds
+
+
+@pytest.mark.parametrize("reply", [
+    "<tool_call>x" + " " * HOSTILE_RUN + "y",  # an unclosed block with a whitespace run inside
+    "<tool_call>" + "\n" * HOSTILE_RUN + "{",
+    "```json" + " " * HOSTILE_RUN + "y```z",  # almost a fence
+    "```x" + " " * HOSTILE_RUN + "y",
+    "[TOOL_CALLS]observe [CALL_ID] " + "a" * HOSTILE_RUN,
+])
+def test_tool_calls_in_text_are_read_in_linear_time(reply):
+    """Hostile replies finish (a quadratic HERMES/FENCE regex took 6 s on 16 KB) and are read as what they are:
+    no tool call, the text kept."""
+    assert text_tool_calls(reply, {"observe"})[0] == []
+    block = '<tool_call>{"name": "observe", "arguments": {}}</tool_call>'
+    calls, rest = text_tool_calls(" " * HOSTILE_RUN + block + "<tool_call>" + " " * HOSTILE_RUN, {"observe"})
+    assert [call.name for call in calls] == ["observe"] and rest == ""
+    fenced = text_tool_calls("```json\n" + " " * HOSTILE_RUN + '{"name": "observe", "arguments": {}}\n```', {"observe"})
+    assert [call.name for call in fenced[0]] == ["observe"]
+
+
+def test_the_byte_budget_counts_the_body_as_encoded():
+    """2.5 M four-byte characters of model text are 10 MB of UTF-8 and 30 MB of JSON (each escaped as a surrogate
+    pair, 12 bytes): the budget trims to Gemini's 20 MB by the encoded body, which it estimated at 3 MB."""
+    from MedOpenClawLib.providers import ToolCall
+    from MedOpenClawLib.providers.http import encoded_size
+
+    wordy = "\U0001F600" * 2_500_000
+    messages = [Message("system", "s"), Message("user", "task")]
+    for i in range(4):
+        messages += [Message("assistant", wordy if i == 0 else "", tool_calls=[ToolCall(f"c{i}", "observe", {})]),
+                     Message("tool", f"out {i}", tool_call_id=f"c{i}", tool_name="observe")]
+    limits = resolve_limits("gemini")
+    config = ProviderConfig(kind="openai", model="gemini-2.5-flash", base_url="http://127.0.0.1:9", api_key="k")
+    provider = make_provider(config)
+    view, request = fit(messages, [], limits, 1024, ConversationPolicy(None, None))
+    body, _ = provider._request_body(view, [], True)
+    assert encoded_size(body) <= request["bytes"] <= limits.max_request_bytes
+    assert request["rounds_dropped"] == 1 and wordy not in [message.text for message in view]
+
+
 def test_every_catalog_tool_converts_to_openai_strict_mode_and_is_accepted(tmp_path):
     """Strict mode (the fake refuses what OpenAI's documented subset refuses): every action of both applications,
     full and concise; in an episode the model's nulls for arguments it does not give never reach the registry."""

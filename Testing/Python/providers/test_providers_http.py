@@ -4,6 +4,7 @@ retries with backoff, timeouts, token/image counting, and that the API key never
 from __future__ import annotations
 
 import base64
+import json
 import time
 
 import pytest
@@ -18,8 +19,8 @@ from MedOpenClawLib.providers import (
     ToolCall,
     make_provider,
 )
-from MedOpenClawLib.providers.http import post_json, retry_after_seconds
-from MedOpenClawLib.providers.messages import parse_tool_arguments
+from MedOpenClawLib.providers.http import MAX_RESPONSE_BYTES, post_json, retry_after_seconds
+from MedOpenClawLib.providers.messages import MAX_TOKEN_COUNT, Usage, parse_tool_arguments
 from MedOpenClawLib.providers.pricing import Price, load_price
 
 KEY = "sk-test-SECRET-0123456789"
@@ -164,7 +165,6 @@ def test_config_from_environment_never_exposes_the_key():
     [
         ("openai", {"choices": [{"message": "not an object"}]}),
         ("openai", {"choices": [{"message": {"content": "x", "tool_calls": ["not an object"]}}]}),
-        ("openai", {"choices": [{"message": {"content": "x"}}], "usage": {"prompt_tokens": "lots"}}),
         ("anthropic", {"content": ["not a block"]}),
     ],
 )
@@ -260,7 +260,10 @@ def test_price_table_matches_model_prefixes_and_rejects_bad_entries(tmp_path):
     assert load_price(table, "gpt-4o-mini-2024-07-18").input == 0.15
     assert load_price(table, "gpt-4o-2024-08-06").output == 10.0 and load_price(table, "llama") is None
     table.write_text('{"m": {"input": -1, "output": 1}}')
-    with pytest.raises(ValueError, match="finite number >= 0"):
+    with pytest.raises(ValueError, match=r"a number in 0\.\.1e\+06"):
+        load_price(table, "m")
+    table.write_text('{"m": {"input": 1e308, "output": 1}}')  # finite, yet times a large count it would be inf
+    with pytest.raises(ValueError, match="m.*input"):
         load_price(table, "m")
     with pytest.raises(ValueError, match="cannot read"):
         load_price(tmp_path / "missing.json", "m")
@@ -283,3 +286,53 @@ def test_preflight_fails_fast_on_a_bad_key_and_an_unreachable_url_but_not_on_a_b
     busy = [Scripted({"error": "overloaded"}, 503, headers={"Retry-After": "60"})]
     with FakeModelServer(busy) as server:
         assert "busy" in provider("openai", server.url).preflight()
+
+
+@pytest.mark.parametrize(
+    ("kind", "usage"),
+    [
+        ("openai", {"prompt_tokens": 1.7e308, "completion_tokens": 10}),  # a finite float: int() of it priced is inf
+        ("openai", {"prompt_tokens": -999999995, "completion_tokens": 10}),
+        ("openai", {"prompt_tokens": 100, "completion_tokens": "lots"}),
+        ("openai", {"prompt_tokens": 100, "completion_tokens": 10, "prompt_tokens_details": {"cached_tokens": 2.5}}),
+        ("openai", {"prompt_tokens": 100, "completion_tokens": 10, "prompt_tokens_details": [7]}),
+        ("openai", "not an object"),
+        ("anthropic", {"input_tokens": 100, "output_tokens": 10, "cache_read_input_tokens": 2 * MAX_TOKEN_COUNT}),
+        ("anthropic", {"input_tokens": -1, "output_tokens": 10}),
+    ],
+)
+def test_reported_usage_that_is_not_a_count_is_recorded_unknown_and_the_cost_stays_finite(kind, usage):
+    """Counts are validated where the reply is parsed: the call's usage is marked unknown, the bad count is left
+    out (never negative, never infinite), and the priced cost is a finite number strict JSON can write."""
+    reply = openai_reply("done") if kind == "openai" else anthropic_reply("done")
+    reply["usage"] = usage
+    price = Price(input=2.5, output=10.0)
+    with FakeModelServer([Scripted(reply)]) as server:
+        result = provider(kind, server.url, price=price).complete(conversation(), TOOLS)
+    assert result.text == "done" and result.usage.unknown_usage == 1
+    counts = [result.usage.input_tokens, result.usage.output_tokens, result.usage.cache_read_tokens]
+    assert all(0 <= count <= MAX_TOKEN_COUNT for count in counts)
+    assert result.usage.cost_usd is not None and 0 <= result.usage.cost_usd < 1e6
+    json.dumps(result.usage.to_json(), allow_nan=False)
+
+
+def test_valid_usage_is_counted_and_recorded_usage_is_read_back_validated():
+    with FakeModelServer([Scripted(openai_reply("done", usage=(1200, 30)))]) as server:
+        usage = provider("openai", server.url, price=Price(input=2.5, output=10.0)).complete(
+            conversation(), TOOLS).usage
+    assert (usage.input_tokens, usage.output_tokens, usage.unknown_usage) == (1200, 30, 0)
+    assert usage.cost_usd == pytest.approx((1200 * 2.5 + 30 * 10.0) / 1e6)
+    assert Usage.from_json(usage.to_json()).input_tokens == 1200
+    tampered = Usage.from_json({"input_tokens": -5, "output_tokens": float("inf"), "cost_usd": float("nan"),
+                                "model_seconds": 1.5})
+    assert (tampered.input_tokens, tampered.output_tokens, tampered.cost_usd) == (0, 0, None)
+    assert tampered.unknown_usage == 1 and tampered.model_seconds == 1.5
+
+
+def test_a_reply_body_over_the_ceiling_is_refused_unparsed():
+    """A reply larger than any real one (here a 9 MB text) ends the call as rejected instead of being parsed."""
+    huge = openai_reply("x" * (MAX_RESPONSE_BYTES + 1024 * 1024))
+    with FakeModelServer([Scripted(huge)]) as server:
+        with pytest.raises(ProviderError, match=f"more than {MAX_RESPONSE_BYTES} bytes") as caught:
+            provider("openai", server.url).complete(conversation(), TOOLS)
+    assert not caught.value.retryable and not caught.value.length
