@@ -14,6 +14,8 @@ from .names import name_problem
 from .result import ActionError
 
 TRACKS = ("A", "B")
+# a case package as ``bench prepare`` writes it: agent-visible data/, ground truth in hidden/, manifest.json
+PACKAGE_DATA, PACKAGE_HIDDEN, PACKAGE_MANIFEST = "data", "hidden", "manifest.json"
 
 
 MAX_SCAN_ENTRIES = 100_000
@@ -33,9 +35,29 @@ class DirectoryScan:
     unsafe_names: list[str] = field(default_factory=list)  # previews of names refused by the name hygiene
 
 
+def is_package(folder: Path) -> bool:
+    """A case package: ``manifest.json`` and/or ``hidden/`` beside ``data/``."""
+    return (folder / PACKAGE_MANIFEST).is_file() or (folder / PACKAGE_HIDDEN).is_dir()
+
+
+def ground_truth(real: Path) -> Path | None:
+    """The case package's ground truth that the resolved path ``real`` is (its manifest) or lies in (its
+    ``hidden/`` folder, at any depth), or None. Decided from ``real``'s own ancestors -- a ``hidden`` folder beside
+    the package's ``data/`` or ``manifest.json`` -- so it holds wherever the package sits in a data root, however
+    deep or late a scan of that root would have reached it."""
+    for folder in (real, *real.parents):
+        if folder.name == PACKAGE_HIDDEN and (
+                (folder.parent / PACKAGE_DATA).is_dir() or (folder.parent / PACKAGE_MANIFEST).is_file()):
+            return folder
+    if real.name == PACKAGE_MANIFEST and (real.parent / PACKAGE_DATA).is_dir():
+        return real
+    return None
+
+
 class DataRootPolicy:
     """Allow-list of directories the session may read. The one path resolver of every file-reading action and
-    every directory scan: symlinks are resolved first, so no path, link or scanned entry leads outside."""
+    every directory scan: symlinks are resolved first, so no path, link or scanned entry leads outside, nor into
+    a case package's ground truth inside a root (:func:`ground_truth`)."""
 
     def __init__(self, roots: list[str | os.PathLike] | None = None):
         self.roots = [Path(root).resolve() for root in (roots or [])]
@@ -65,6 +87,9 @@ class DataRootPolicy:
                 "path_not_allowed",
                 f"{preview(path)} is outside the allowed data roots; ask the operator to add its directory",
             )
+        if ground_truth(real) is not None:
+            raise ActionError("path_not_allowed", f"{preview(path)} is a case package's ground truth "
+                                                  f"({PACKAGE_HIDDEN}/ or {PACKAGE_MANIFEST}): never opened")
         try:
             exists = real.exists()
         except OSError as error:
@@ -104,7 +129,7 @@ class DataRootPolicy:
                 except (OSError, RuntimeError):  # dangling link, symlink loop, unreadable entry
                     found.skipped += 1
                     continue
-                if not self.allows(real):
+                if not self.allows(real) or ground_truth(real) is not None:
                     found.skipped += 1
                 elif is_dir:
                     if recursive and real not in visited:

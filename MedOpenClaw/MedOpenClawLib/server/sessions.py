@@ -6,7 +6,8 @@ process, so a native crash answers ``viewer_crashed`` instead of ending the serv
 scene in the server's own process (for debugging with a native debugger). The application (radiology or
 pathology) is ``--app``, or chosen by what the data roots hold. Ground truth is never served: a data root that is
 a case package (``bench prepare --out``) is narrowed to its ``data/`` folder, and a root holding a package's
-``hidden/`` folder anywhere else is refused before anything starts.
+``hidden/`` folder anywhere else is refused before anything starts (a scan as deep as SCAN_DEPTH: the path resolver
+refuses ground truth wherever it lies, :func:`~..policy.ground_truth`).
 """
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from typing import Any
 
 from ..audit import AuditTrace
 from ..catalog import APPLICATIONS
+from ..policy import PACKAGE_DATA, PACKAGE_HIDDEN, PACKAGE_MANIFEST, is_package
 from ..result import ActionError
 
-PACKAGE_DATA, PACKAGE_HIDDEN, PACKAGE_MANIFEST = "data", "hidden", "manifest.json"
 SCAN_DEPTH, SCAN_ENTRIES = 4, 20_000  # how far a data root is searched for packages and slides
 VOLUME_SUFFIXES = (".nii", ".nii.gz", ".nrrd", ".nhdr", ".mha", ".mhd", ".dcm")
 # records a long-running front-end keeps in memory; the trace file keeps them all
@@ -80,11 +81,6 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 # ------------------------------------------------------------------------------------------ the data roots
-def is_package(folder: Path) -> bool:
-    """A case package as ``bench prepare`` writes it: ``manifest.json`` and/or ``hidden/`` beside ``data/``."""
-    return (folder / PACKAGE_MANIFEST).is_file() or (folder / PACKAGE_HIDDEN).is_dir()
-
-
 def _walk(root: Path):
     """(depth, directory entry) under ``root``, breadth first, links not followed, at most SCAN_ENTRIES."""
     level, seen = [root], 0

@@ -19,7 +19,10 @@ from mcp.client import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from test_mcp_sdk import ENV, http_client
 
-from MedOpenClawLib.server.sessions import choose_application, served_roots
+from MedOpenClawLib.policy import DataRootPolicy
+from MedOpenClawLib.result import ActionError
+from MedOpenClawLib.server.sessions import SCAN_DEPTH, choose_application, served_roots
+from MedOpenClawLib.session import build_headless_slicer_registry
 
 
 def write_volume(path: Path) -> Path:
@@ -55,6 +58,34 @@ def test_roots_exposing_ground_truth_are_refused(package, tmp_path, where):
         root = package.parent if where == "parent" else package / where
     with pytest.raises(ValueError, match="ground truth|outside its data/"):
         served_roots([str(root)])
+
+
+def test_ground_truth_is_never_opened_however_deep_or_late_a_scan_would_find_it(tmp_path):
+    """The path resolver refuses a package's hidden/ (and manifest) from the path's own ancestors: a package
+    deeper than the root scan reaches (SCAN_DEPTH) is served, yet its masks are refused by path, by a link inside
+    the data and in a scan of a folder that links to them."""
+    root = tmp_path / "root"
+    package = root.joinpath(*[f"level{depth}" for depth in range(SCAN_DEPTH + 2)]) / "CASES"
+    write_volume(package / "data" / "case1" / "t1.nii.gz")
+    mask = write_volume(package / "hidden" / "case1" / "lesion_mask.nii.gz")
+    (package / "manifest.json").write_text("{}")
+    assert served_roots([str(root)]) == ([str(root.resolve())], [])  # the scan stops short of the package
+    (root / "linked").mkdir()
+    (root / "linked" / "mask.nii.gz").symlink_to(mask)
+    (root / "linked" / "hidden_case").symlink_to(mask.parent, target_is_directory=True)
+    policy = DataRootPolicy([root])
+    for path in (mask, mask.parent, package / "hidden", package / "manifest.json", root / "linked" / "mask.nii.gz",
+                 root / "linked" / "hidden_case" / "lesion_mask.nii.gz"):
+        with pytest.raises(ActionError, match="ground truth") as caught:
+            policy.resolve(str(path))
+        assert caught.value.code == "path_not_allowed"
+    assert policy.resolve(str(package / "data" / "case1" / "t1.nii.gz")).name == "t1.nii.gz"
+    listing = policy.scan(policy.resolve(str(root / "linked")))
+    assert listing.files == [] and listing.skipped == 2
+    registry = build_headless_slicer_registry([root])
+    refused = registry.call("open_case", {"dicom_dir": str(mask.parent)}, actor="agent")
+    assert refused.error["code"] == "path_not_allowed"
+    assert registry.call("open_case", {"dicom_dir": str(package / "data" / "case1"), "size": 64}, actor="agent").ok
 
 
 def test_the_application_follows_the_roots(tmp_path, package):
