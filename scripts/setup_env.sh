@@ -14,7 +14,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   "$venv/bin/python" -m pip install --quiet --upgrade pip
   # torch first and pinned: the CPU build on local disk; an unpinned torch would pull a multi-GB CUDA build
   "$venv/bin/python" -m pip install --quiet "torch==2.13.0"
-  "$venv/bin/python" -m pip install --quiet -e "$root[test,report,ray,vista3d]"  # vista3d: torch + monai, the suite tests VISTA3D
+  "$venv/bin/python" -m pip install --quiet -e "$root[test,report,ray,vista3d,bedrock,vertex]"  # vista3d: torch + monai, the suite tests VISTA3D
   echo "$want" > "$stamp"
 fi
 

@@ -22,7 +22,7 @@ ENV_MODEL = "MEDOPENCLAW_MODEL"
 ENV_API_KEY = "MEDOPENCLAW_API_KEY"
 ENV_PROVIDER = "MEDOPENCLAW_PROVIDER"
 SETTINGS_PREFIX = "MedCopilot/"
-PROVIDERS = tuple(KINDS)
+PROVIDERS = tuple(name for name, kind in KINDS.items() if not kind.needs)  # no fields for region, project, version
 DEFAULT_BASE_URL = KINDS["openai"].default_url
 
 

@@ -52,9 +52,11 @@ class FakeModelServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802 - http.server API
                 length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length))
+                raw = self.rfile.read(length)
+                body = json.loads(raw)
                 if keep_requests:
-                    server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                    server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body,
+                                            "raw": raw})
                 if respond is not None:
                     answer = respond(body)
                 else:

@@ -57,6 +57,7 @@ def provider_config(args):
         or 2048, token_limit_field="max_completion_tokens" if args.max_completion_tokens else "max_tokens",
         extra_body=args.extra_body or {}, context_window=args.context_window,
         profile=args.server_profile, retry=RetryPolicy(max_retries=args.max_retries, deadline_s=args.retry_deadline),
+        api_version=args.api_version, region=args.region, project=args.project,
         **{key: getattr(args, key) for key in ("image_history", "tool_history") if hasattr(args, key)})
     if args.prices:
         config.price = load_price(args.prices, config.model)
@@ -301,6 +302,10 @@ def add_bench_subcommand(bench_subparsers) -> None:
     model.add_argument("--provider", choices=tuple(KINDS), help="the model API (or MEDOPENCLAW_PROVIDER): " + "; ".join(
         f"{kind.name}: {kind.summary}" for kind in KINDS.values()))
     model.add_argument("--base-url", help="API base URL (or MEDOPENCLAW_BASE_URL); the key: MEDOPENCLAW_API_KEY")
+    model.add_argument("--api-version", help="azure-openai: the API version sent as ?api-version=")
+    model.add_argument("--region", help="anthropic-bedrock, anthropic-vertex: the cloud region (e.g. us-east-1, "
+                                        "us-east5, global)")
+    model.add_argument("--project", help="anthropic-vertex: the Google Cloud project")
     model.add_argument("--temperature", type=Number(minimum=0, maximum=2), default=None,
                        help="sampling temperature; sent only when given (reasoning models reject it)")
     limit = model.add_mutually_exclusive_group()

@@ -113,7 +113,7 @@ class Provider(ABC):
         one tool, which the model must call. Raises a fatal :class:`ProviderError` with one line for a wrong key,
         URL or model, a text-only model, a server without tool calling; returns a warning when the server is
         merely busy (429/5xx, which the episodes' retries absorb) or when the call came back as text."""
-        if not self.config.api_key and self.config.base_url == self.config.provider_kind.default_url:
+        if not self.config.api_key and self.config.provider_kind.auth == "key" and self.config.vendor_url():
             raise ProviderError(f"no API key for {self.config.base_url}: set {self.config.key_hint()}", fatal=True)
         warnings = []
         if self._limits.discover and self.config.context_window is None:
@@ -185,6 +185,7 @@ class Provider(ABC):
             retry=retry,
             secrets=(self.config.api_key,),
             retry_log_level=retry_log_level,
+            sign=self._sign,
         )
         try:
             reply = self._parse(response)
@@ -209,6 +210,8 @@ class Provider(ABC):
             log.info("the %s API has no %s parameter; %s is not sent", self.config.kind, name, given[name])
         return {key: value for key, value in given.items()
                 if value is not None and key in self.config.provider_kind.takes}
+
+    _sign = None  # or a method: the headers that authenticate a body's exact bytes (http.post_json's sign)
 
     @abstractmethod
     def _url(self) -> str: ...

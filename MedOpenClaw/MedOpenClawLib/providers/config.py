@@ -55,11 +55,19 @@ class ProviderConfig:
     tool_history: int | None = DEFAULT_TOOL_HISTORY  # rounds whose tool outputs a request carries whole (None: all)
     context_window: int | None = None  # tokens; None: the profile's documented window (or what the server reports)
     profile: str | None = None  # a limits.PROFILES name; None: detected from kind, URL and model
+    api_version: str | None = None  # azure-openai: the ?api-version= of every request
+    region: str | None = None  # anthropic-bedrock, anthropic-vertex: the cloud region
+    project: str | None = None  # anthropic-vertex: the Google Cloud project
 
     def __post_init__(self):
         kind = provider_kind(self.kind)
         if not self.model:
             raise ValueError(f"a model name is required (--model or {ENV_PREFIX}MODEL)")
+        for name in kind.needs:
+            if not getattr(self, name):
+                raise ValueError(f"the {kind.name} provider needs --{name.replace('_', '-')}")
+        if not self.base_url:
+            raise ValueError(f"the {kind.name} provider needs --base-url (or {ENV_PREFIX}BASE_URL)")
         if self.token_limit_field not in kind.token_limit_fields:
             raise ValueError(f"the {kind.name} provider takes {' or '.join(kind.token_limit_fields)} as its output "
                              f"limit, not {self.token_limit_field}")
@@ -84,7 +92,10 @@ class ProviderConfig:
         return provider_kind(self.kind)
 
     def key_hint(self) -> str:
-        return self.provider_kind.key_hint(self.base_url)
+        return self.provider_kind.key_hint(self.base_url, self.region)
+
+    def vendor_url(self) -> bool:
+        return self.provider_kind.is_vendor_url(self.base_url, self.region)
 
     def limits(self) -> ServerLimits:
         return resolve_limits(self.profile, self.context_window)
@@ -118,6 +129,7 @@ class ProviderConfig:
             "token_limit_field": self.token_limit_field,
             "extra_body": self.extra_body,
             "timeout_s": self.timeout_s,
+            **{name: getattr(self, name) for name in ("api_version", "region", "project") if getattr(self, name)},
             "max_retries": self.retry.max_retries,
             "retry_deadline_s": self.retry.deadline_s,
             "conversation": self.conversation(),
@@ -145,9 +157,9 @@ class ProviderConfig:
             or ("anthropic" if model.lower().startswith("claude") else "openai")
         )
         declared = provider_kind(kind)
-        base_url = base_url or settings.value(ENV_PREFIX + "BASE_URL", env) or declared.default_url
+        base_url = base_url or settings.value(ENV_PREFIX + "BASE_URL", env) or declared.endpoint(options.get("region"))
         if api_key is None:
             api_key = settings.value(ENV_PREFIX + "API_KEY", env)
-            if not api_key and base_url == declared.default_url:
+            if not api_key and declared.is_vendor_url(base_url, options.get("region")):
                 api_key = next((env[name] for name in declared.key_variables if env.get(name)), "")
         return cls(kind=kind, model=model, base_url=base_url, api_key=api_key, **options)

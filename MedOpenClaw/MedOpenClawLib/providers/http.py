@@ -192,9 +192,15 @@ def post_json(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
     retry_log_level: int = logging.WARNING,
+    sign: Callable[[bytes], dict] | None = None,
 ) -> tuple[dict, int]:
     """POST ``body``; return ``(json_response, retries_used)`` or raise :class:`ProviderError`. Each retry is
-    logged at ``retry_log_level``."""
+    logged at ``retry_log_level``. ``sign`` gives headers that authenticate the exact bytes sent (AWS SigV4),
+    asked again for every attempt (signatures carry a time)."""
+    try:
+        data = json.dumps(body, allow_nan=False).encode()
+    except ValueError as error:
+        raise ProviderError(f"the request body is not valid JSON: {error}") from None
     started = clock()
     attempt = 0
     while True:
@@ -203,7 +209,8 @@ def post_json(
         fatal = length = False
         remaining = retry.deadline_s - (clock() - started)
         try:
-            response = session.post(url, headers=headers, json=body, timeout=min(timeout_s, max(remaining, 0.5)),
+            sent = {**headers, **sign(data)} if sign else headers
+            response = session.post(url, headers=sent, data=data, timeout=min(timeout_s, max(remaining, 0.5)),
                                     stream=True)
             status = response.status_code
             try:

@@ -22,6 +22,7 @@ What each server requires of the history it is sent back:
 from __future__ import annotations
 
 import json
+from urllib.parse import quote
 
 from .base import Provider
 from .http import ProviderError
@@ -177,3 +178,19 @@ class OpenAIChatProvider(Provider):
             refusal=refusal if isinstance(refusal, str) and refusal else
             ("content_filter" if stop == "content_filter" else None),
         )
+
+
+class AzureOpenAIProvider(OpenAIChatProvider):
+    """Azure OpenAI's deployment endpoint: the model is the deployment, in the path; the version is a query
+    parameter; the key goes in ``api-key`` (Azure's classic resource endpoint refuses a Bearer key)."""
+
+    def _url(self) -> str:
+        deployment = quote(self.config.model, safe="")
+        return (f"{self.config.base_url}/openai/deployments/{deployment}/chat/completions"
+                f"?api-version={quote(self.config.api_version or '', safe='')}")
+
+    def _headers(self) -> dict:
+        headers = {"Content-Type": "application/json"}
+        if self.config.api_key:
+            headers["api-key"] = self.config.api_key
+        return headers

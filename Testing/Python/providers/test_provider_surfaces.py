@@ -1,0 +1,107 @@
+"""The cloud surfaces of the two wire formats, exactly as their contracts read: Azure OpenAI (deployment path,
+``?api-version=``, ``api-key`` header), Anthropic on Bedrock (``/model/{model}/invoke``, SigV4 checked by
+recomputing it with botocore) and on Vertex AI (``rawPredict``, Bearer token); bodies validated against the
+``openai`` / ``anthropic`` SDKs' request types."""
+
+from __future__ import annotations
+
+import sys
+
+import pydantic
+import pytest
+from agents_fakes import FakeModelServer, Scripted, anthropic_reply, openai_reply
+from anthropic.types import message_create_params
+from openai.types.chat import completion_create_params
+
+from MedOpenClawLib.providers import Message, ProviderConfig, ProviderError, RetryPolicy, make_provider
+
+KEY = "azure-key-0123456789"
+TOOLS = [{"name": "observe", "description": "Render.", "parameters": {"type": "object", "properties": {}}}]
+CONVERSATION = [Message("system", "s"), Message("user", "the task")]
+NO_RETRY = RetryPolicy(max_retries=0)
+
+
+def complete(kind: str, reply: dict, **options) -> dict:
+    with FakeModelServer([Scripted(reply)]) as server:
+        config = ProviderConfig(kind=kind, base_url=options.pop("base_url", server.url), retry=NO_RETRY, **options)
+        answer = make_provider(config).complete(CONVERSATION, TOOLS)
+    assert answer.text == "done"
+    return server.requests[0]
+
+
+def test_azure_openai_puts_the_deployment_in_the_path_the_version_in_the_query_and_the_key_in_api_key():
+    request = complete("azure-openai", openai_reply("done"), model="my-gpt4o", api_version="2024-10-21",
+                       api_key=KEY)
+    assert request["path"] == "/openai/deployments/my-gpt4o/chat/completions?api-version=2024-10-21"
+    assert request["headers"]["api-key"] == KEY and "Authorization" not in request["headers"]
+    pydantic.TypeAdapter(completion_create_params.CompletionCreateParamsNonStreaming).validate_python(
+        request["body"])
+
+
+def messages_body(body: dict, model: str, version: str) -> None:
+    """The cloud body is the Messages body with the model moved to the URL and the version into the body."""
+    assert body["anthropic_version"] == version and "model" not in body
+    rest = {key: value for key, value in body.items() if key != "anthropic_version"}
+    pydantic.TypeAdapter(message_create_params.MessageCreateParamsNonStreaming).validate_python(
+        {**rest, "model": model})
+
+
+def test_anthropic_bedrock_invokes_the_model_with_a_valid_sigv4_signature(monkeypatch):
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    model = "anthropic.claude-sonnet-4-20250514-v1:0"
+    request = complete("anthropic-bedrock", anthropic_reply("done"), model=model, region="us-east-1")
+    assert request["path"] == "/model/anthropic.claude-sonnet-4-20250514-v1%3A0/invoke"
+    messages_body(request["body"], model, "bedrock-2023-05-31")
+    headers = request["headers"]
+    authorization = headers["Authorization"]
+    assert authorization.startswith("AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/") and \
+        "/us-east-1/bedrock/aws4_request" in authorization
+    # the server's side of SigV4: the signature recomputed over the bytes that arrived
+    url = f"http://{headers['Host']}{request['path']}"
+    received = AWSRequest("POST", url, data=request["raw"], headers={
+        key: value for key, value in headers.items() if key.lower() in ("content-type", "x-amz-date")})
+    received.context["timestamp"] = headers["X-Amz-Date"]
+    signer = SigV4Auth(Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"), "bedrock", "us-east-1")
+    expected = signer.signature(signer.string_to_sign(received, signer.canonical_request(received)), received)
+    assert authorization.endswith(f"Signature={expected}")
+
+
+def test_anthropic_vertex_calls_raw_predict_with_a_bearer_token():
+    model = "claude-sonnet-4@20250514"
+    request = complete("anthropic-vertex", anthropic_reply("done"), model=model, project="my-project",
+                       region="us-east5", api_key="ya29.token")
+    assert request["path"] == ("/v1/projects/my-project/locations/us-east5/publishers/anthropic/models/"
+                               "claude-sonnet-4@20250514:rawPredict")
+    assert request["headers"]["Authorization"] == "Bearer ya29.token"
+    messages_body(request["body"], model, "vertex-2023-10-16")
+
+
+def test_cloud_endpoints_follow_the_region_and_missing_options_are_one_line_errors():
+    bedrock = ProviderConfig.resolve(model="m", provider="anthropic-bedrock", region="eu-west-1", environ={})
+    assert bedrock.base_url == "https://bedrock-runtime.eu-west-1.amazonaws.com"
+    vertex = ProviderConfig.resolve(model="m", provider="anthropic-vertex", region="global", project="p", environ={})
+    assert vertex.base_url == "https://aiplatform.googleapis.com"
+    azure = ProviderConfig.resolve(model="d", provider="azure-openai", base_url="https://res.openai.azure.com",
+                                   api_version="v", environ={"AZURE_OPENAI_API_KEY": "k"})
+    assert azure.api_key == "k"  # the resource is Azure's own API: its key variable is read
+    for kind, options, missing in (("azure-openai", {"base_url": "https://r.openai.azure.com"}, "--api-version"),
+                                   ("azure-openai", {"api_version": "v"}, "--base-url"),
+                                   ("anthropic-bedrock", {}, "--region"),
+                                   ("anthropic-vertex", {"region": "us-east5"}, "--project")):
+        with pytest.raises(ValueError, match=f"the {kind} provider needs {missing}"):
+            ProviderConfig.resolve(model="m", provider=kind, environ={}, **options)
+
+
+def test_a_missing_cloud_dependency_stops_the_run_in_one_line(monkeypatch):
+    monkeypatch.setitem(sys.modules, "botocore.auth", None)  # importing it now raises ImportError
+    config = ProviderConfig(kind="anthropic-bedrock", model="m", base_url="http://127.0.0.1:9", region="us-east-1",
+                            retry=NO_RETRY)
+    with pytest.raises(ProviderError, match=r"pip install 'medopenclaw\[bedrock\]'") as raised:
+        make_provider(config).complete(CONVERSATION, TOOLS)
+    assert raised.value.fatal
