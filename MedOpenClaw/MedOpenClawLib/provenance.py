@@ -8,6 +8,7 @@ credentials, and any text equal to an API key found in the environment.
 
 from __future__ import annotations
 
+import os
 import platform
 import re
 import subprocess
@@ -47,24 +48,61 @@ def distribution_versions(names: tuple[str, ...] = DISTRIBUTIONS) -> dict[str, s
     return versions
 
 
+# git as provenance runs it: no hook, no fsmonitor, no system or user configuration, no index written (nothing a
+# repository's own configuration names is ever executed), no GIT_* variable of the caller redirecting it
+GIT_NEUTRAL = ("-c", "core.fsmonitor=false", "-c", f"core.hooksPath={os.devnull}", "-c", "core.untrackedCache=false")
+GIT_ENVIRONMENT = {"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.devnull, "GIT_OPTIONAL_LOCKS": "0",
+                   "GIT_TERMINAL_PROMPT": "0"}
+
+
 def _git(folder: Path, *arguments: str) -> str | None:
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("GIT_")}
     try:
-        completed = subprocess.run(["git", "-C", str(folder), *arguments], capture_output=True, text=True,
-                                   timeout=10, check=False)
+        completed = subprocess.run(["git", *GIT_NEUTRAL, "-C", str(folder), *arguments], capture_output=True,
+                                   text=True, timeout=10, check=False, env={**environment, **GIT_ENVIRONMENT},
+                                   stdin=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
         return None
-    return completed.stdout.strip() if completed.returncode == 0 else None
+    return completed.stdout if completed.returncode == 0 else None
+
+
+def _changed(top: Path) -> bool | None:
+    """Whether tracked files differ from HEAD, read without refreshing (or writing) the index: ``diff-index``
+    lists every file whose stat data changed; a listed file whose content hashes (no filters) to HEAD's blob
+    is unchanged."""
+    raw = _git(top, "diff-index", "-z", "HEAD", "--")
+    if raw is None:
+        return None
+    fields = raw.split("\0")
+    heads: dict[str, str] = {}
+    for meta, path in zip(fields[0::2], fields[1::2]):
+        old_mode, new_mode, head_blob, _, status = meta.lstrip(":").split()
+        if status != "M" or old_mode != new_mode:
+            return True
+        heads[path] = head_blob
+    if not heads:
+        return False
+    hashed = _git(top, "hash-object", "--no-filters", "--", *heads)
+    return hashed is None or hashed.split() != list(heads.values())
 
 
 def source_revision(folder: Path | None = None) -> dict | None:
-    """{commit, dirty} of the git checkout the code runs from, or None when it is not a checkout (a wheel).
-    ``dirty``: tracked files differ from the commit (untracked files are not counted)."""
+    """{commit, dirty} of the git checkout the code runs from, or None when it is not a checkout (a wheel) or the
+    repository around it does not track it (the package copied into someone else's working tree). ``dirty``:
+    tracked files differ from the commit (untracked files are not counted)."""
     folder = folder or Path(__file__).resolve().parent
-    commit = _git(folder, "rev-parse", "HEAD")
-    if not commit:
+    top = _git(folder, "rev-parse", "--show-toplevel")
+    commit = _git(folder, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    if not top or not commit:
         return None
-    status = _git(folder, "status", "--porcelain", "--untracked-files=no")
-    return {"commit": commit, "dirty": None if status is None else bool(status)}
+    top_path = Path(top.strip())
+    try:
+        marker = (folder / "__init__.py").resolve().relative_to(top_path.resolve()).as_posix()
+    except ValueError:
+        return None
+    if not _git(top_path, "ls-tree", "--name-only", "HEAD", "--", marker):  # HEAD does not hold the package
+        return None
+    return {"commit": commit.strip(), "dirty": _changed(top_path)}
 
 
 def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
@@ -77,8 +115,6 @@ def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
 
 
 def environment_secrets() -> tuple[str, ...]:
-    import os
-
     from .settings import SETTINGS, value
 
     own = [value(setting.name) for setting in SETTINGS if setting.secret]

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -51,13 +52,46 @@ def test_provenance_names_version_commit_platform_and_duration(tmp_path, monkeyp
     assert source_revision(tmp_path) is None  # not a checkout (a wheel)
     git = ["git", "-C", str(tmp_path), "-c", "user.name=t", "-c", "user.email=t@t"]
     subprocess.run([*git, "init", "-q"], check=True)
-    (tmp_path / "f.txt").write_text("one")
-    subprocess.run([*git, "add", "f.txt"], check=True)
+    (tmp_path / "__init__.py").write_text("one")
+    subprocess.run([*git, "add", "__init__.py"], check=True)
     subprocess.run([*git, "commit", "-qm", "c"], check=True)
     clean = source_revision(tmp_path)
     assert len(clean["commit"]) == 40 and clean["dirty"] is False
-    (tmp_path / "f.txt").write_text("two")
+    os.utime(tmp_path / "__init__.py", (1, 1))  # stat data changed, content not: the index is never refreshed
+    assert source_revision(tmp_path) == clean
+    (tmp_path / "__init__.py").write_text("two")
     assert source_revision(tmp_path) == {**clean, "dirty": True}
+
+
+def test_provenance_runs_nothing_a_repository_configures_and_records_only_a_repository_tracking_it(tmp_path):
+    """A package inside someone else's working tree whose configuration names an fsmonitor and whose hooks
+    include post-index-change: neither runs (git status used to run both), and no commit is recorded, since that
+    repository does not track the package. A tracked package's commit is recorded, still running neither."""
+    ran = tmp_path / "ran"
+    repository = tmp_path / "theirs"
+    repository.mkdir()
+    git = ["git", "-C", str(repository), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    (repository / "theirs.txt").write_text("theirs")
+    subprocess.run([*git, "add", "theirs.txt"], check=True)
+    subprocess.run([*git, "commit", "-qm", "c"], check=True)
+    for name in ("fsmonitor", "post-index-change"):
+        script = repository / ".git" / "hooks" / name
+        script.write_text(f"#!/bin/sh\necho {name} >> {ran}\n")
+        script.chmod(0o755)
+    subprocess.run([*git, "config", "core.fsmonitor", str(repository / ".git" / "hooks" / "fsmonitor")], check=True)
+    package = repository / "vendored" / "MedOpenClawLib"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (repository / "theirs.txt").write_text("changed")
+    assert source_revision(package) is None
+    subprocess.run([*git, "add", "vendored"], check=True)
+    subprocess.run([*git, "commit", "-qm", "vendored"], check=True, env={**os.environ, "GIT_CONFIG_NOSYSTEM": "1"})
+    if ran.exists():
+        ran.unlink()  # the test's own git commands ran them
+    tracked = source_revision(package)
+    assert len(tracked["commit"]) == 40 and tracked["dirty"] is True
+    assert not ran.exists()
 
 
 def test_version_answers(capsys):
