@@ -64,3 +64,28 @@ def slicer_session(tmp_path):
     from gui_helpers import open_slicer_session
 
     return open_slicer_session(tmp_path)
+
+
+@pytest.fixture(scope="session")
+def node_clients():
+    """The folder of the Node.js clients this project did not write (Ajv, the TypeScript MCP SDK, the MCP
+    Inspector), their pinned packages installed (server/node/package-lock.json; scripts/setup_env.sh runs ``npm
+    ci`` there, and so does this fixture when they are missing). Skips, saying why, without Node.js or when the
+    packages cannot be installed."""
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    node = Path(__file__).resolve().parent / "server" / "node"
+    if shutil.which("node") is None:
+        pytest.skip("Node.js is not installed: the checks with Ajv, the TypeScript MCP SDK and the MCP Inspector "
+                    "need node (>= 20)")
+    wanted = ("ajv", "@modelcontextprotocol/sdk", "@modelcontextprotocol/inspector")
+    if not all((node / "node_modules" / name / "package.json").is_file() for name in wanted):
+        if shutil.which("npm") is None:
+            pytest.skip(f"the Node.js packages of {node} are not installed and npm is missing: npm ci --prefix {node}")
+        installed = subprocess.run(["npm", "ci", "--prefix", str(node), "--no-audit", "--no-fund", "--ignore-scripts"],
+                                   capture_output=True, text=True, timeout=300)
+        if installed.returncode != 0:
+            pytest.skip(f"npm ci --prefix {node} failed (offline?): {installed.stderr.strip()[-300:]}")
+    return node
