@@ -333,8 +333,9 @@ def add_bench_subcommand(bench_subparsers) -> None:
                             "each drop point (older ones become one-line stubs naming status, view and image ids; "
                             "default: the documented policy), or all; recorded in run.json")
     model.add_argument("--context-window", type=COUNT, metavar="TOKENS",
-                       help="the server's context window (default: documented per server, reported by vLLM and "
-                            "llama.cpp, else 16384); every request is trimmed to fit it")
+                       help="the server's context window (default: documented per server, reported by the server's "
+                            "GET /models (vLLM, OpenRouter, LM Studio) or llama.cpp's /props, else 16384, said at the "
+                            "pre-flight); every request is trimmed to fit it")
     model.add_argument("--server-profile", choices=("openai", "openai-strict", "anthropic", "gemini", "mistral",
                                                     "vllm", "ollama", "llamacpp", "openai-compatible"),
                        help="whose documented limits requests are held to (default: detected from URL and model); "

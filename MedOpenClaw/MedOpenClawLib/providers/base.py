@@ -14,9 +14,10 @@ import requests
 
 from .config import ProviderConfig, thinking_budget
 from .conversation import ContextBudgetError, fit
+from .discovery import reported_window
 from .http import AUTH_STATUSES, RETRY_STATUSES, ProviderError, RetryPolicy, encoded_size, post_json
 from .limits import CONTEXT_MARGIN
-from .messages import ImageInput, Message, ModelReply, loads_bounded
+from .messages import ImageInput, Message, ModelReply
 from .text_calls import text_tool_calls
 from .tool_schemas import drop_strict_nulls, strict_optional
 
@@ -117,10 +118,7 @@ class Provider(ABC):
             raise ProviderError(f"no API key for {self.config.base_url}: set {self.config.key_hint()}", fatal=True)
         warnings = []
         if self._limits.discover and self.config.context_window is None:
-            window = self.discover_context_window()
-            if window:
-                self.config.context_window = window
-                self._limits = self.config.limits()
+            warnings += self._discover_limits()
         budget = thinking_budget(self.config.extra_body)
         floor = 1024 if self.config.token_limit_field == "max_completion_tokens" else PREFLIGHT_TOKENS
         config = replace(self.config, max_tokens=min(self.config.max_tokens, floor) + budget)
@@ -156,22 +154,18 @@ class Provider(ABC):
                 return f"the server does not accept tools (no tool calling): {text}"
         return text
 
-    def discover_context_window(self) -> int | None:
-        """The window a local server reports: vLLM ``GET /v1/models`` (``max_model_len``), llama.cpp ``GET /props``
-        (``default_generation_settings.n_ctx``); None when it reports none."""
-        root = self.config.base_url.removesuffix("/v1")
-        for url, path in ((f"{self.config.base_url}/models", ("data", 0, "max_model_len")),
-                          (f"{root}/props", ("default_generation_settings", "n_ctx"))):
-            try:
-                response = self.session.get(url, headers=self._headers(), timeout=PREFLIGHT_TIMEOUT_S)
-                value = loads_bounded(response.text, 16, strict=False) if response.status_code == 200 else None
-                for key in path:
-                    value = value[key]
-            except (requests.RequestException, ValueError, KeyError, IndexError, TypeError):
-                continue
-            if isinstance(value, int) and not isinstance(value, bool) and value > self.config.max_tokens:
-                return value
-        return None
+    def _discover_limits(self) -> list[str]:
+        """Take the window the server reports (:mod:`.discovery`); without one, say in one line what is assumed."""
+        found = reported_window(self.session, self.config.base_url, self.config.model, self._headers())
+        if found and found[0] > self.config.max_tokens:
+            self.config.context_window = found[0]
+            self._limits = self.config.limits()
+            return []
+        limits = self._limits
+        images = f"{limits.max_images} images" if limits.max_images else "no image limit"
+        return [f"{self.config.base_url} reports no context window for {self.config.model}: assuming "
+                f"{limits.context_window} tokens and {images} per request (the {limits.name} profile); set "
+                "--context-window / --server-profile if the server allows more"]
 
     def _send(self, body: dict, images: int, timeout_s: float, retry: RetryPolicy,
               retry_log_level: int = logging.WARNING) -> ModelReply:
