@@ -12,6 +12,7 @@ import itertools
 from collections.abc import Callable, Iterable
 
 from MedOpenClawLib.providers import ModelReply, Provider
+from MedOpenClawLib.redaction import redact_text
 from MedOpenClawLib.registry import ActionRegistry
 from MedOpenClawLib.result import Result
 
@@ -173,9 +174,7 @@ class CopilotSession:
         self._advance()
 
     def _on_model_error(self, error: BaseException) -> None:
-        message = f"{type(error).__name__}: {error}"
-        for secret in self._secrets:
-            message = message.replace(secret, "[redacted]")
+        message = redact_text(f"{type(error).__name__}: {error}", tuple(self._secrets))
         self.conversation.add_notice(f"The model call failed ({message}). Check the settings and ask again.", ok=False)
         self.registry.trace.record_event("model_error", {"error": message}, actor="system")
         self.state = IDLE

@@ -30,11 +30,11 @@ from typing import Any
 
 from .hygiene import bounded_message, preview
 from .names import UnsafeName, regular_file
+from .redaction import redact_value
 from .result import Result
 from .sinks import write_json
 
 GENESIS = "0" * 64
-SECRET_KEYS = ("api_key", "authorization", "token", "password", "secret")
 
 
 def canonical_json(value: Any) -> str:
@@ -65,12 +65,6 @@ def sha256_file(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
-def is_secret_key(key: str) -> bool:
-    """``api_key``, ``x-api-key``, ``access_token`` are secrets; ``input_tokens`` or ``max_tokens`` are not."""
-    name = str(key).lower().replace("-", "_")
-    return any(name == word or name.endswith("_" + word) for word in SECRET_KEYS)
-
-
 def fresh_path(directory: str | os.PathLike, stem: str, suffix: str = "") -> Path:
     """A path in ``directory`` that does not exist yet: ``stem+suffix``, then ``stem-2+suffix``, ...
 
@@ -83,15 +77,6 @@ def fresh_path(directory: str | os.PathLike, stem: str, suffix: str = "") -> Pat
         number += 1
         candidate = directory / f"{stem}-{number}{suffix}"
     return candidate
-
-
-def redact(value: Any) -> Any:
-    """Drop credentials from anything headed for a trace: keys never reach disk."""
-    if isinstance(value, dict):
-        return {key: ("[redacted]" if is_secret_key(key) else redact(item)) for key, item in value.items()}
-    if isinstance(value, list):
-        return [redact(item) for item in value]
-    return value
 
 
 def anchor_path(trace_path: str | os.PathLike) -> Path:
@@ -250,7 +235,7 @@ class AuditTrace:
 
         A payload the trace cannot hold (e.g. model text with a lone surrogate) is kept as a bounded summary."""
         try:
-            return self._append({"kind": kind, "actor": actor, "payload": redact(payload)})
+            return self._append({"kind": kind, "actor": actor, "payload": redact_value(payload)})
         except (ValueError, TypeError, RecursionError) as error:  # UnicodeEncodeError is a ValueError
             summary = {"unrecordable_payload": f"{type(error).__name__}", "preview": preview(payload)}
             return self._append({"kind": kind, "actor": actor, "payload": summary})
@@ -274,7 +259,7 @@ class AuditTrace:
             "kind": "action",
             "actor": actor,
             "action": action,
-            "arguments": redact(arguments),
+            "arguments": redact_value(arguments),
             "status": "ok" if result.ok else "error",
             "error": result.error,
             "result": {"data": result.data, "images": [image.to_json(inline=False) for image in result.images]},
@@ -285,7 +270,7 @@ class AuditTrace:
         if round_id is not None:  # calls of one agent round share it; replay needs it to charge the budget alike
             record["round"] = round_id
         if extra:
-            record["extra"] = redact(extra)
+            record["extra"] = redact_value(extra)
         written = self._append(record)
         self.last_state, self._delta_bytes = state, delta_bytes
         return written

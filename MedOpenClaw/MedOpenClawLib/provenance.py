@@ -2,8 +2,9 @@
 Python and platform, the viewer stack's versions, when and how the command ran -- written into every run.json and
 report, and printed by ``medopenclaw --version``, so a number in a table can be traced to the code that made it.
 
-The command line is kept with its secrets removed: values of options named like a key, token or password, URL
-credentials, and any text equal to an API key found in the environment.
+The command line is kept with its secrets removed (:mod:`.redaction`): values of options named like a key, token
+or password, URL credentials and secret query parameters, secret-named JSON fields, and any text equal to an API
+key found in the environment.
 """
 
 from __future__ import annotations
@@ -16,13 +17,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from . import __version__
+from .redaction import QUERY_SECRET_WORDS, REDACTED, is_secret_name, redact_text
 
 DISTRIBUTIONS = ("slicer-core", "vtk")  # the viewer stack a result depends on
 VENDOR_SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")  # beside the secret MEDOPENCLAW_* settings
-SECRET_OPTION = re.compile(r"^--?[\w-]*(key|token|secret|password)[\w-]*$", re.I)
-SECRET_FIELD = re.compile(r'("[^"]*(?:key|token|secret|password)[^"]*"\s*:\s*)"[^"]*"', re.I)
-URL_CREDENTIALS = re.compile(r"(\w+://)[^/@\s]+@")
-REDACTED = "***"
+OPTION = re.compile(r"^--?[\w-]+$")
 
 
 def package_version() -> str:
@@ -105,15 +104,6 @@ def source_revision(folder: Path | None = None) -> dict | None:
     return {"commit": commit.strip(), "dirty": _changed(top_path)}
 
 
-def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """``text`` without URL credentials, JSON fields named like a secret, or any of ``secrets``."""
-    for secret in secrets:
-        if len(secret) >= 8:
-            text = text.replace(secret, REDACTED)
-    text = URL_CREDENTIALS.sub(lambda match: match.group(1) + REDACTED + "@", text)
-    return SECRET_FIELD.sub(lambda match: match.group(1) + f'"{REDACTED}"', text)
-
-
 def environment_secrets() -> tuple[str, ...]:
     from .settings import SETTINGS, value
 
@@ -133,11 +123,11 @@ def redact_argv(argv: list[str], secrets: tuple[str, ...] | None = None) -> list
             hide_next = False
             continue
         name, equals, _ = argument.partition("=")
-        if SECRET_OPTION.match(name):
+        if OPTION.match(name) and is_secret_name(name.lstrip("-"), QUERY_SECRET_WORDS):
             cleaned.append(f"{name}={REDACTED}" if equals else argument)
             hide_next = not equals
             continue
-        cleaned.append(redact(argument, secrets))
+        cleaned.append(redact_text(argument, secrets))
     return cleaned
 
 

@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 
 from .. import settings
+from ..redaction import redact_url, redact_value
 from .conversation import DEFAULT_IMAGE_HISTORY, DEFAULT_TOOL_HISTORY, ConversationPolicy
 from .http import RetryPolicy
 from .kinds import ProviderKind, provider_kind
@@ -114,20 +115,24 @@ class ProviderConfig:
 
     def identity(self) -> dict:
         """What changes a run's results: a resumed run must match it (timeouts and retries may differ)."""
-        keys = ("kind", "model", "base_url", "temperature", "seed", "max_tokens", "token_limit_field", "extra_body")
-        return {**{key: getattr(self, key) for key in keys}, "conversation": self.conversation()}
+        keys = ("kind", "model", "temperature", "seed", "max_tokens", "token_limit_field")
+        return {**{key: getattr(self, key) for key in keys}, **self._redacted(), "conversation": self.conversation()}
+
+    def _redacted(self) -> dict:
+        """The base URL and extra body as they may be written anywhere (:mod:`..redaction`: URL credentials,
+        secret query parameters, secret-named fields of the extra body)."""
+        return {"base_url": redact_url(self.base_url), "extra_body": redact_value(self.extra_body, (self.api_key,))}
 
     def public(self) -> dict:
         """Everything but the key: safe for manifests, traces and logs."""
         return {
             "kind": self.kind,
             "model": self.model,
-            "base_url": self.base_url,
             "temperature": self.temperature,
             "seed": self.seed,
             "max_tokens": self.max_tokens,
             "token_limit_field": self.token_limit_field,
-            "extra_body": self.extra_body,
+            **self._redacted(),
             "timeout_s": self.timeout_s,
             **{name: getattr(self, name) for name in ("api_version", "region", "project") if getattr(self, name)},
             "max_retries": self.retry.max_retries,

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import requests
 
+from ..redaction import redact_text
 from .messages import loads_bounded
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ class ProviderError(Exception):
 
     def __init__(self, message: str, status: int | None = None, retryable: bool = False, fatal: bool = False,
                  length: bool = False):
-        super().__init__(message)
+        super().__init__(redact_text(message))  # URLs in it lose their credentials and secret parameters
         self.status = status
         self.retryable = retryable
         self.fatal = fatal
@@ -113,16 +114,9 @@ class RetryPolicy:
 
 
 def scrub(text: str, secrets: tuple[str, ...]) -> str:
-    """Remove every secret from text that may reach a log, an exception or a trace.
-
-    The stripped form is removed too: a key read from a file often ends in a newline, and error messages
-    quote it escaped (``'...\\n'``), so the raw form alone would not match.
-    """
-    for secret in secrets:
-        for form in (secret, secret.strip()):
-            if form:
-                text = text.replace(form, "[redacted]")
-    return text
+    """``text`` fit for a log, an exception or a trace: every secret removed by the one redaction
+    (:func:`..redaction.redact_text`: the key itself, URL credentials and secret query parameters, ...)."""
+    return redact_text(text, secrets)
 
 
 class ResponseTooLarge(ValueError):

@@ -64,3 +64,30 @@ def test_model_agent_run_through_the_cli(tmp_path, capsys, monkeypatch):
     for path in out.rglob("*"):
         if path.is_file() and path.suffix in (".json", ".jsonl", ".txt", ".log", ".html", ".md"):
             assert SECRET not in path.read_text(errors="replace"), path
+
+
+def test_secrets_in_the_base_url_and_extra_body_are_written_nowhere(tmp_path, capsys):
+    """URL userinfo and secret-named --extra-body fields (api_key, Authorization) are redacted by the one
+    redaction wherever the run writes: run.json, result.json, episode traces, the report and its transcripts, the
+    terminal. The requests themselves still carry them."""
+    cases = write_ucsf_package(tmp_path / "cases", cases=1)
+    truth = load_ground_truth(cases, "UCSF-PDGM-0001")
+    script = [Scripted(openai_reply(calls=[("report_colour", '{"colour": "red"}')])),
+              Scripted(openai_reply(text=final_answer(truth)))]
+    secrets = ("hunter2-url-password", "body-key-DO-NOT-LEAK", "header-token-DO-NOT-LEAK")
+    extra = {"api_key": secrets[1], "Authorization": f"Bearer {secrets[2]}", "top_k": 20}
+    out = tmp_path / "run"
+    with FakeModelServer(script) as model:
+        base_url = model.url.replace("http://", f"http://user:{secrets[0]}@") + "/v1"
+        code = main(["bench", "run", "--module", "ucsf-pdgm", "--agent", "model", "--provider", "openai",
+                     "--base-url", base_url, "--model", "scripted", "--cases", str(cases), "--out", str(out),
+                     "--extra-body", json.dumps(extra)])
+    assert code == 0 and main(["bench", "report", str(out)]) == 0
+    assert model.requests[-1]["body"]["api_key"] == secrets[1]  # sent, as asked
+    written = [path for path in out.rglob("*") if path.is_file()]
+    assert any(path.suffix == ".html" for path in written) and any(path.name == "run.json" for path in written)
+    captured = capsys.readouterr()
+    for text in [path.read_text(errors="replace") for path in written] + [captured.out, captured.err]:
+        assert not any(secret in text for secret in secrets)
+    run = json.loads(next(out.rglob("run.json")).read_text())
+    assert "user:***@" not in json.dumps(run) and "***@127.0.0.1" in json.dumps(run)

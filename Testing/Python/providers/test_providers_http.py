@@ -106,7 +106,7 @@ def test_client_error_is_not_retried_and_key_is_scrubbed():
         with pytest.raises(ProviderError) as caught:
             provider("openai", server.url).complete(conversation(), TOOLS)
     assert caught.value.status == 401 and len(server.requests) == 1
-    assert KEY not in str(caught.value) and "[redacted]" in str(caught.value)
+    assert KEY not in str(caught.value) and "***" in str(caught.value)
 
 
 def test_openai_tools_disallowed_after_budget():
