@@ -19,6 +19,7 @@ from ..providers.http import ProviderError
 from ..providers.images import fit_png
 from ..providers.messages import ImageInput, Message, ModelReply, ToolCall, Usage
 from .agents.base import Agent
+from .outcomes import EPISODE_TIMEOUT
 
 BUDGET_NOTICE = (
     "Tool budget exhausted: all {rounds} tool-calling rounds are used and no more tools can be called. "
@@ -74,6 +75,10 @@ class EpisodeConfig:
     round_observation: Callable[[Environment, int], tuple[str, list[ImageInput]]] | None = None
     # live progress: called after every model turn with the outcome so far and what the model did
     on_round: Callable[[EpisodeOutcome, str], None] | None = None
+    # wall-clock seconds the episode may take (--episode-timeout), checked before every model turn and tool call
+    # (one in flight is bounded by the provider's timeout and retry deadline, or the worker's --call-timeout);
+    # None: no limit. Passing it ends the episode with stop_reason EPISODE_TIMEOUT (outcomes: whose fault)
+    timeout_s: float | None = None
 
 
 @dataclass
@@ -92,7 +97,8 @@ class EpisodeOutcome:
     wall_seconds: float = 0.0
     # why the episode ended: "answer", "budget" (rounds spent), "model_length" (the server's limits were hit even
     # after compaction: answered without tools on a compact context and scored, as inspect_ai's model_length),
-    # "refused" (the model declined or the server's content filter stopped it: no answer, scored 0, kept in n)
+    # "refused" (the model declined or the server's content filter stopped it: no answer, scored 0, kept in n),
+    # EPISODE_TIMEOUT (past --episode-timeout: see outcomes.timeout_fault)
     stop_reason: str = "answer"
     deviations: dict = field(default_factory=dict)  # DEVIATIONS kind -> count
 
@@ -170,10 +176,23 @@ class EpisodeLoop:
         self.config = config
         self.conversation: list[Message] = []
         self.outcome = EpisodeOutcome(status="completed", final_text=None)
+        self.started = time.perf_counter()
         self.offered = {tool["name"] for tool in agent.context.tools}  # what the model was shown
 
+    def _timed_out(self, pieces: list[str]) -> bool:
+        """Whether the episode has passed its wall-clock limit; if so it ends here (with any answer text so far)."""
+        limit = self.config.timeout_s
+        if limit is None or time.perf_counter() - self.started < limit:
+            return False
+        self.outcome.stop_reason = EPISODE_TIMEOUT
+        self.outcome.final_text = "".join(pieces) or None
+        self.env.record_event(EPISODE_TIMEOUT, {"limit_s": limit, "tool_seconds": round(self.outcome.tool_seconds, 3),
+                                                "model_seconds": round(self.outcome.usage.model_seconds, 3)})
+        self._report(EPISODE_TIMEOUT)
+        return True
+
     def run(self, prompt: EpisodePrompt) -> EpisodeOutcome:
-        started = time.perf_counter()
+        started = self.started = time.perf_counter()
         self.conversation = [
             Message("system", prompt.system),
             Message("user", prompt.user, images=prompt.images),
@@ -204,6 +223,8 @@ class EpisodeLoop:
         nudged = refused = False  # one nudge per episode for an empty reply; one refusal of answer-turn calls
         pieces: list[str] = []  # an answer cut at the output-token limit, continued
         while True:
+            if self._timed_out(pieces):
+                return
             allow_tools = outcome.rounds < self.config.max_rounds and outcome.stop_reason != "model_length"
             if not allow_tools and self.config.max_rounds > 0 and outcome.stop_reason == "answer":
                 outcome.budget_exhausted = True  # max_rounds == 0: one answer turn (Track C)
@@ -259,6 +280,8 @@ class EpisodeLoop:
             elif reply.tool_calls:
                 outcome.rounds += 1
                 for index, call in enumerate(reply.tool_calls):
+                    if self._timed_out(pieces):
+                        return
                     self._execute(call, outcome.rounds, index, reply.truncated)
                 self._report(", ".join(call.name for call in reply.tool_calls))
                 if self.config.round_observation is not None:

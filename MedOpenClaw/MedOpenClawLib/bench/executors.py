@@ -25,6 +25,7 @@ from .cases import Case, load_ground_truth
 from .episode import EpisodeConfig, EpisodeOutcome, EpisodePrompt, run_episode
 from .integrity import CaseIntegrityError
 from .modules import PATHOLOGY, RADIOLOGY, get
+from .outcomes import timeout_fault
 from .preload import Attachments, PathologyRounds, PreloadError, montage_prompt, preload
 from .tasks import EpisodeTask, RunConfig, offered_tools
 
@@ -138,10 +139,11 @@ class EpisodeJob:
         rounds = PathologyRounds(case, config.max_rounds, repeat_task) if pathology else None
         listener = (lambda outcome, action: on_round(task, outcome, action)) if on_round else None
         episode_config = EpisodeConfig(max_rounds=max_rounds, one_call_per_round=pathology, round_observation=rounds,
-                                       on_round=listener)
+                                       on_round=listener, timeout_s=config.episode_timeout_s)
         outcome = run_episode(agent, env, prompt, episode_config)
         env.end()
-        return record(task, attempt, response=outcome.final_text, invalid=None, error=outcome.error,
+        invalid = timeout_fault(outcome.to_json(), config.episode_timeout_s)
+        return record(task, attempt, response=outcome.final_text, invalid=invalid, error=outcome.error,
                       trace=trace_path.relative_to(out).as_posix(), trace_anchor=read_anchor(trace_path),
                       outcome=outcome.to_json(), worker_pid=worker.pid,
                       worker_node=worker.node)

@@ -12,6 +12,11 @@ Three outcomes, kept apart (as inspect_ai keeps sample errors apart from scores)
   length limit, which ends as the model outcome ``model_length``): final after its attempt, with the reason
   recorded; the invocation that met it exits non-zero, a resume does not re-run it (``--rerun-rejected`` does).
 
+An episode that passes ``--episode-timeout`` (:data:`EPISODE_TIMEOUT`, its ``stop_reason``) is the model's
+outcome -- scored on the answer it had by then (none: 0) and kept in n, as ``model_length`` and ``refused`` are --
+unless the environment caused it: when the viewer's calls took at least half the limit
+(:data:`ENVIRONMENT_SHARE`), it is INVALID (an environment fault), whatever the model did.
+
 On disk, ``episodes/<id>/result.json`` holds a finished (scored or INVALID) episode and ``error.json`` an
 errored one; the first finished attempt replaces the error. The progress line and ``summary.json`` both read
 the same :class:`Tally`, so they always agree.
@@ -29,6 +34,20 @@ from ..sinks import write_json
 
 SCORED, INVALID, ERROR, REJECTED = "scored", "invalid", "error", "rejected"
 PROVIDER_FAILURES = (ERROR, REJECTED)
+EPISODE_TIMEOUT = "episode_timeout"  # a stop_reason: the episode passed --episode-timeout (see the module doc)
+ENVIRONMENT_SHARE = 0.5  # of the limit, spent in viewer calls: the timeout is the environment's fault (INVALID)
+
+
+def timeout_fault(outcome: dict, limit_s: float | None) -> str | None:
+    """The INVALID reason of an episode that timed out because of the environment, else None (see the module
+    doc): its viewer calls took at least :data:`ENVIRONMENT_SHARE` of the limit."""
+    if outcome.get("stop_reason") != EPISODE_TIMEOUT or not limit_s:
+        return None
+    tool_seconds = outcome.get("tool_seconds") or 0.0
+    if tool_seconds < ENVIRONMENT_SHARE * limit_s:
+        return None
+    return (f"environment fault: the episode passed --episode-timeout {limit_s:g} s with {tool_seconds:.1f} s "
+            "in viewer calls")
 EXIT_OK, EXIT_ERRORS, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 

@@ -189,6 +189,7 @@ def _run(args) -> int:
                                workers=args.workers, slicer=args.slicer, max_rounds=args.max_rounds,
                                seed=args.seed or 0,
                                provider=provider, call_timeout_s=args.call_timeout, fail_on_error=args.fail_on_error,
+                               episode_timeout_s=args.episode_timeout,
                                rerun_rejected=args.rerun_rejected, operators=args.operators,
                                toolset=args.toolset,
                                replay_from=str(Path(args.replay_from).resolve()) if args.replay_from else None)
@@ -385,6 +386,10 @@ def add_bench_subcommand(bench_subparsers) -> None:
                         help="seed of the offline agents' sampling (default 0) and of the model's, sent only when "
                              "given and only to APIs that take one (many servers refuse an unknown seed)")
     parser.add_argument("--call-timeout", type=SECONDS, default=300.0, help="seconds before a worker call is a hang")
+    parser.add_argument("--episode-timeout", type=SECONDS, metavar="S",
+                        help="wall-clock seconds an episode may take (default: no limit); past it the episode ends "
+                             "as episode_timeout: the model's outcome (scored on the answer it had, kept in n), or "
+                             "INVALID when viewer calls took half of it")
     parser.add_argument("--json", action="store_true",
                         help="end with the summary JSON line on a terminal too (it always does when stdout is not "
                              "a terminal)")

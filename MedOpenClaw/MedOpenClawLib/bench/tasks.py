@@ -159,6 +159,7 @@ class RunConfig:
     provider: ProviderConfig | None = None
     replay_from: str | None = None  # --agent replay: the run whose recorded model outputs are replayed
     call_timeout_s: float = 300.0
+    episode_timeout_s: float | None = None  # wall clock per episode (EpisodeConfig.timeout_s); None: no limit
     startup_timeout_s: float = 120.0
     save_images: bool = True
     fail_on_error: float | None = None  # see outcomes.ErrorPolicy
@@ -185,6 +186,8 @@ class RunConfig:
             "provider": self.provider.identity() if self.provider else None,
             "replay_from": self.replay_from,
             "toolset": self.toolset,
+            # it can end episodes, so it changes scores; absent when unset, as runs before it recorded none
+            **({"episode_timeout_s": self.episode_timeout_s} if self.episode_timeout_s is not None else {}),
             **({"operators": list(self.operators), "operation": operation_of(self.operators)}
                if self.operators else {}),
         }

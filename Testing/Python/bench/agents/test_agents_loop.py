@@ -4,6 +4,7 @@ trace: malformed arguments, unknown tools, 429s, timeouts, budget exhaustion, re
 from __future__ import annotations
 
 import json
+import time
 
 from agents_fakes import FakeModelServer, Scripted, anthropic_reply, openai_reply, toy_registry
 
@@ -11,6 +12,7 @@ from MedOpenClawLib.audit import AuditTrace, read_trace, verify_trace
 from MedOpenClawLib.bench.agents.base import AgentContext
 from MedOpenClawLib.bench.agents.model import ModelAgent
 from MedOpenClawLib.bench.episode import EpisodeConfig, EpisodePrompt, run_episode
+from MedOpenClawLib.bench.outcomes import EPISODE_TIMEOUT, timeout_fault
 from MedOpenClawLib.providers import ProviderConfig, RetryPolicy, make_provider
 from MedOpenClawLib.worker.environment import LocalEnvironment
 
@@ -18,7 +20,8 @@ KEY = "sk-loop-SECRET-42"
 
 
 def episode(
-    tmp_path, kind: str, script: list[Scripted], max_rounds: int = 20, timeout_s: float = 30.0, **config
+    tmp_path, kind: str, script: list[Scripted], max_rounds: int = 20, timeout_s: float = 30.0,
+    episode_timeout_s: float | None = None, **config
 ):
     trace_path = tmp_path / "trace.jsonl"
     registry = toy_registry(AuditTrace(trace_path, header={"case": "toy"}, save_images=True), max_rounds)
@@ -36,9 +39,8 @@ def episode(
         )
         agent = ModelAgent(provider)
         agent.reset(AgentContext(module="toy", case=None, tools=env.tools(), max_rounds=max_rounds))
-        outcome = run_episode(
-            agent, env, EpisodePrompt("system prompt", "task"), EpisodeConfig(max_rounds=max_rounds, **config)
-        )
+        episode_config = EpisodeConfig(max_rounds=max_rounds, timeout_s=episode_timeout_s, **config)
+        outcome = run_episode(agent, env, EpisodePrompt("system prompt", "task"), episode_config)
     return outcome, read_trace(trace_path), server.requests, registry, trace_path
 
 
@@ -156,3 +158,35 @@ def test_a_hidden_tool_is_refused_even_though_the_viewer_has_it(tmp_path):
     (receipt,) = events(read_trace(tmp_path / "trace.jsonl"), "tool_receipt")
     assert not receipt["dispatched"] and receipt["error"]["code"] == "unknown_action"
     assert "not one of the tools offered" in receipt["error"]["message"]
+
+
+class SlowViewer(LocalEnvironment):
+    """A viewer whose every call takes ``seconds`` (a hung render, a slow disk)."""
+
+    def __init__(self, registry, seconds: float):
+        super().__init__(registry)
+        self.seconds = seconds
+
+    def call(self, *arguments, **options):
+        time.sleep(self.seconds)
+        return super().call(*arguments, **options)
+
+
+def test_an_episode_past_its_timeout_ends_as_the_models_outcome_unless_the_viewer_took_the_time(tmp_path):
+    """--episode-timeout: a slow model ends the episode as episode_timeout (model-side: scored, kept in n; no
+    INVALID reason); a viewer that took half the limit makes the same stop an environment fault (INVALID)."""
+    slow_model = [Scripted(openai_reply(calls=[("observe", "{}")]), delay_s=0.3), Scripted(openai_reply("late"))]
+    outcome, records, requests, _, _ = episode(tmp_path, "openai", slow_model, episode_timeout_s=0.2)
+    assert (outcome.status, outcome.stop_reason, outcome.final_text, outcome.tool_calls) == (
+        "completed", EPISODE_TIMEOUT, None, 0)
+    assert len(requests) == 1 and events(records, EPISODE_TIMEOUT)[0]["limit_s"] == 0.2
+    assert timeout_fault(outcome.to_json(), 0.2) is None
+
+    registry = toy_registry(AuditTrace(tmp_path / "slow.jsonl"), 20)
+    env = SlowViewer(registry, 0.5)
+    with FakeModelServer([Scripted(openai_reply(calls=[("observe", "{}")])), Scripted(openai_reply("x"))]) as server:
+        agent = ModelAgent(make_provider(ProviderConfig(kind="openai", model="m", base_url=server.url, api_key=KEY)))
+        agent.reset(AgentContext(module="toy", case=None, tools=env.tools(), max_rounds=20))
+        slow_env = run_episode(agent, env, EpisodePrompt("s", "task"), EpisodeConfig(timeout_s=0.4))
+    assert slow_env.stop_reason == EPISODE_TIMEOUT and slow_env.tool_seconds >= 0.5
+    assert "environment fault" in timeout_fault(slow_env.to_json(), 0.4)
