@@ -75,8 +75,7 @@ class MedCopilotWidget(ScriptedLoadableModuleWidget):
         from MedOpenClawLib.gui.app_session import remove_session_listener
 
         remove_session_listener(self.onSessionChanged)
-        self.panel.stop()
-        self.panel.timer.stop()
+        self.panel.close()
 
 
 class MedCopilotLogic(ScriptedLoadableModuleLogic):
@@ -142,26 +141,33 @@ class MedCopilotTest(ScriptedLoadableModuleTest):
 
         server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
+        copilot = None
         try:
             session, path = MedOpenClawTest()._sessionWithVolume()
             self.assertTrue(session.registry.call("open_case", {"dicom_dir": path}, actor="human").ok)
             settings = CopilotSettings(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", model="fake")
             copilot = MedCopilotLogic().createSession(settings, session.registry)
             copilot.send("bookmark this")
-            deadline = time.time() + 10
-            while copilot.state == "thinking" and time.time() < deadline:
-                slicer.app.processEvents()
-                copilot.poll()
+            deadline = time.time() + 60  # the first call starts the model process (PythonSlicer, imports)
+
+            def settle():
+                while copilot.state == "thinking" and time.time() < deadline:
+                    slicer.app.processEvents()
+                    copilot.poll()
+                    time.sleep(0.02)  # the panel's timer polls every 50 ms: no need to spin a core
+
+            settle()
             card = copilot.queue.current()[0]
             copilot.approve(card.id)
-            while copilot.state == "thinking" and time.time() < deadline:
-                slicer.app.processEvents()
-                copilot.poll()
+            settle()
             self.assertEqual(copilot.conversation.entries[-1].kind, "answer")
             self.assertEqual([item.ref for item in copilot.evidence.items], ["ev1"])
             actors = [r["actor"] for r in session.registry.trace.actions()]
             self.assertEqual(actors, ["human", "agent"])
             self.assertIs(MedOpenClawLogic().sharedSession(), session)
         finally:
+            if copilot is not None:
+                copilot.close()  # ends its model process
             server.shutdown()
+            server.server_close()
         self.delayDisplay("Test passed")

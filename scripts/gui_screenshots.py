@@ -8,7 +8,6 @@ an agent drives the registry over the loopback REST server, the clinician acts t
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
@@ -20,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "Testing" / "Python"))  # the synthetic case the GUI tests use
 
 import requests  # noqa: E402
+from agents_fakes import ScriptedModel  # noqa: E402
 from gui_helpers import open_slicer_session, pump, start_qt_application  # noqa: E402
 
 from MedCopilotLib.panel import CopilotPanel  # noqa: E402
@@ -28,19 +28,6 @@ from MedOpenClawLib.gui.app_session import AppSession  # noqa: E402
 from MedOpenClawLib.gui.audit_panel import AuditLogPanel  # noqa: E402
 from MedOpenClawLib.gui.qt_compat import qt  # noqa: E402
 from MedOpenClawLib.gui.server_panel import ServerControlsPanel  # noqa: E402
-from MedOpenClawLib.providers.messages import ModelReply, ToolCall  # noqa: E402
-
-
-class ScriptedModel:
-    """Plays back model turns; stands in for a provider so the screenshot needs no model or network."""
-
-    def __init__(self, turns: list[tuple[str, list[tuple[str, dict]]]]):
-        self.turns = list(turns)
-
-    def complete(self, messages, tools, allow_tools: bool = True) -> ModelReply:
-        text, calls = self.turns.pop(0)
-        return ModelReply(text, [ToolCall(f"call_{i}", name, arguments, json.dumps(arguments))
-                                 for i, (name, arguments) in enumerate(calls)])
 
 
 def agent_requests(url: str, token: str) -> None:
@@ -109,7 +96,7 @@ def medcopilot_panel(session: AppSession, out: Path) -> None:
     pump(lambda: panel.session.state == "awaiting_approval")
     pump(lambda: True)
     panel.widget.grab().save(str(out / "medcopilot_panel.png"))
-    panel.stop()
+    panel.close()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,7 +1,8 @@
 """The MedCopilot chat panel: conversation with proposal cards, evidence list, settings. Qt binding only.
 
 Behaviour lives in :class:`.session.CopilotSession`; this module renders its conversation entries, forwards
-clicks, and polls the background model call from a ``QTimer`` so the GUI never waits on the network.
+clicks, and polls the model call (a child process: :mod:`.worker`) from a ``QTimer`` so the GUI never waits on the
+network.
 """
 
 from __future__ import annotations
@@ -149,7 +150,7 @@ class CopilotPanel:
     def attach(self, registry: ActionRegistry) -> None:
         """Bind to the shared MedOpenClaw session's registry; a new registry starts a new conversation."""
         if self.session is not None:
-            self.session.stop()
+            self.session.close()
         self.registry = registry
         self.session = None
         self._clear_conversation()
@@ -191,6 +192,12 @@ class CopilotPanel:
     def stop(self) -> None:
         if self.session is not None:
             self.session.stop()
+
+    def close(self) -> None:
+        """Leave the panel: the running call is dropped, the model process ends, the timer stops."""
+        self.timer.stop()
+        if self.session is not None:
+            self.session.close()
 
     def set_auto(self, enabled: bool) -> None:
         if self.session is not None:

@@ -1,9 +1,10 @@
 """One copilot session: user messages in, model turns, approvals, registry calls, evidence, final answer.
 
-Everything here runs on the caller's (GUI) thread except the model request, which goes through a
-:class:`~.worker.BackgroundWorker`. The copilot can only do what the registry offers: a proposal is an action
-name and JSON arguments, executed by :meth:`ActionRegistry.call` with ``actor="agent"`` and the approval in
-the audit record; clinician decisions are audited with ``actor="human"``.
+Everything here runs on the caller's (GUI) thread except the model request, which a :class:`~.worker.ModelWorker`
+runs in a child process (inside Slicer a thread would advance only at the panel's timer ticks). The copilot can only
+do what the registry offers: a proposal is an action name and JSON arguments, executed by
+:meth:`ActionRegistry.call` with ``actor="agent"`` and the approval in the audit record; clinician decisions are
+audited with ``actor="human"``.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from MedOpenClawLib.result import Result
 from .approvals import ApprovalQueue, Decision, ProposalCard
 from .conversation import Conversation
 from .evidence_links import EvidenceBoard
-from .worker import BackgroundWorker
+from .worker import ModelCall, ModelWorker
 
 SYSTEM_PROMPT = """You are MedCopilot, assisting a clinician who is looking at a study in 3D Slicer.
 You can act only through the provided tools; every call is shown to the clinician, who may approve or reject it.
@@ -42,7 +43,7 @@ class CopilotSession:
         self,
         registry: ActionRegistry,
         model: Provider,
-        worker: BackgroundWorker | None = None,
+        worker: ModelWorker | None = None,
         restore_view: Callable[[int], Result] | None = None,
         system_prompt: str = SYSTEM_PROMPT,
         auto_mode: bool = False,
@@ -51,7 +52,7 @@ class CopilotSession:
     ):
         self.registry = registry
         self.model = model
-        self.worker = worker or BackgroundWorker()
+        self.worker = worker or ModelWorker()
         self.restore_view = restore_view
         self.conversation = Conversation(system_prompt)
         self.queue = ApprovalQueue(lambda name: any(action.name == name for action in registry.actions()), auto_mode)
@@ -121,6 +122,11 @@ class CopilotSession:
         self.state = IDLE
         self._changed()
 
+    def close(self) -> None:
+        """Stop, and end the model process (the panel does this when it leaves the session)."""
+        self.stop()
+        self.worker.close()
+
     def jump_to_evidence(self, ref: str) -> Result:
         """Show the viewer exactly as it was when the evidence item was captured."""
         item = self.evidence.get(ref)
@@ -147,7 +153,7 @@ class CopilotSession:
         self.state = THINKING
         messages = self.conversation.messages()
         tools = [action.describe() for action in self.registry.actions()]
-        self.worker.submit(lambda: self.model.complete(messages, tools), self._on_reply, self._on_model_error)
+        self.worker.submit(ModelCall(self.model, messages, tools), self._on_reply, self._on_model_error)
         self._changed()
 
     def _on_reply(self, reply: ModelReply) -> None:

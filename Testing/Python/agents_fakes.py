@@ -1,5 +1,6 @@
 """Test doubles for the agents/runner/provider/MCP tests: a scripted model server on 127.0.0.1 that speaks the
-OpenAI Chat Completions or Anthropic Messages wire format, and a tiny registry whose actions render images."""
+OpenAI Chat Completions or Anthropic Messages wire format, a model object that plays back scripted turns, and a tiny
+registry whose actions render images."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import numpy as np
 
 from MedOpenClawLib.policy import SessionPolicy
+from MedOpenClawLib.providers.messages import ModelReply, ToolCall
 from MedOpenClawLib.registry import ActionRegistry, Toolset
 from MedOpenClawLib.result import ActionError, RenderedImage, Result
 
@@ -181,3 +183,17 @@ def set_slice_offset(context: ToyContext, offset: float) -> Result:
 
 def toy_registry(trace=None, max_rounds: int | None = None) -> ActionRegistry:
     return ActionRegistry(ToyContext(max_rounds), [toy_tools], trace)
+
+
+class ScriptedModel:
+    """Plays back model turns; stands in for a provider so a screenshot needs no model or network. Defined in a module
+    light to import: the copilot's model process receives it pickled (MedCopilotLib.worker)."""
+
+    def __init__(self, turns: list[tuple[str, list[tuple[str, dict]]]]):
+        self.turns = list(turns)
+
+    def complete(self, messages, tools, allow_tools: bool = True) -> ModelReply:
+        text, calls = self.turns.pop(0)
+        return ModelReply(text, [ToolCall(f"call_{i}", name, arguments, json.dumps(arguments))
+                                 for i, (name, arguments) in enumerate(calls)])
+

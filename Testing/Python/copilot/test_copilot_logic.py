@@ -10,7 +10,7 @@ import pytest
 from MedCopilotLib.approvals import ApprovalError, ApprovalQueue, Decision
 from MedCopilotLib.evidence_links import EvidenceBoard, split_claims
 from MedCopilotLib.settings import CopilotSettings, DictSettingsStore, load_settings, save_settings
-from MedCopilotLib.worker import BackgroundWorker, WorkerBusy
+from MedCopilotLib.worker import ModelCall, ModelWorker, WorkerBusy
 from MedOpenClawLib.providers.messages import ToolCall
 
 
@@ -104,20 +104,56 @@ def test_settings_validation_messages():
     assert len(problems) == 4 and "http(s)" in problems[0]
 
 
-def test_worker_delivers_on_the_polling_thread_and_drops_cancelled_jobs():
-    worker = BackgroundWorker()
-    seen = []
-    release = threading.Event()
-    worker.submit(lambda: release.wait(5) and threading.current_thread().name, seen.append, seen.append)
-    with pytest.raises(WorkerBusy):
-        worker.submit(lambda: 1, seen.append, seen.append)
-    worker.cancel()
-    release.set()
-    worker.wait(5)
-    assert worker.poll() is False and seen == []
-    worker.submit(lambda: 1 / 0, seen.append, seen.append)
-    worker.wait(5)
-    deadline = time.monotonic() + 5
-    while not worker.poll() and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert isinstance(seen[0], ZeroDivisionError) and not worker.busy
+class CountingModel:
+    """A model the worker's child process runs: answers its pid and how many calls it has answered (its state
+    lives on in the child), waits ``delay_s`` first, fails on a message "fail", dies on "die"."""
+
+    def __init__(self, delay_s: float = 0.0):
+        self.delay_s, self.calls = delay_s, 0
+
+    def complete(self, messages, tools):
+        import os
+
+        time.sleep(self.delay_s)
+        if messages == ["fail"]:
+            return 1 / 0
+        if messages == ["die"]:
+            os._exit(3)
+        self.calls += 1
+        return os.getpid(), self.calls, threading.current_thread().name
+
+
+def test_worker_runs_calls_in_a_child_process_and_delivers_on_the_polling_thread():
+    import os
+
+    worker, seen = ModelWorker(), []
+    model = CountingModel()
+    try:
+        for _ in range(2):
+            worker.submit(ModelCall(model, ["hi"], []), seen.append, seen.append)
+            assert worker.wait(30)
+        (pid, first, _), (same_pid, second, _) = seen
+        assert pid != os.getpid() and same_pid == pid and (first, second) == (1, 2)  # one child, its state kept
+        assert model.calls == 0  # the parent's copy never ran
+        worker.submit(ModelCall(model, ["fail"], []), seen.append, seen.append)
+        assert worker.wait(30) and isinstance(seen[-1], ZeroDivisionError) and not worker.busy
+    finally:
+        worker.close()
+
+
+def test_worker_drops_cancelled_calls_and_survives_a_dead_or_unpicklable_model():
+    worker, seen = ModelWorker(), []
+    try:
+        worker.submit(ModelCall(CountingModel(delay_s=30), ["hi"], []), seen.append, seen.append)
+        with pytest.raises(WorkerBusy):
+            worker.submit(ModelCall(CountingModel(), ["hi"], []), seen.append, seen.append)
+        worker.cancel()  # ends the child at once, not after its 30 s
+        assert worker.poll() is False and seen == [] and not worker.busy
+        worker.submit(ModelCall(CountingModel(), ["die"], []), seen.append, seen.append)
+        assert worker.wait(30) and "ended unexpectedly (exit code 3)" in str(seen[-1])
+        worker.submit(ModelCall(lambda: None, ["hi"], []), seen.append, seen.append)  # a lambda does not pickle
+        assert worker.poll() and "could not be handed to its process" in str(seen[-1])
+        worker.submit(ModelCall(CountingModel(), ["hi"], []), seen.append, seen.append)
+        assert worker.wait(30) and seen[-1][1] == 1  # a fresh child
+    finally:
+        worker.close()

@@ -72,6 +72,7 @@ def test_chat_panel_approve_card_answer_and_evidence_jump(registry, monkeypatch)
     panel.jump_to_item(panel.evidence_list.item(0))
     assert registry.context.state()["views"]["axial"]["offset_mm"] == pytest.approx(4.0)
     assert read(panel.status_label, "text") == "Showing the view of ev1"
+    panel.close()
 
 
 def test_model_text_is_shown_as_plain_text_never_as_html(registry, monkeypatch):
@@ -95,4 +96,4 @@ def test_model_text_is_shown_as_plain_text_never_as_html(registry, monkeypatch):
     shown = [text for text in labels if hidden in text or text == "<b>Trust me</b>"]
     assert len(shown) == 2
     assert all(labels[text].textFormat() == qt.Qt.PlainText for text in shown)
-    panel.stop()
+    panel.close()
