@@ -19,6 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "MedOpenClaw"))
 
+from MedOpenClawLib.audit import sha256_file  # noqa: E402
 from MedOpenClawLib.bench.report import write_report  # noqa: E402
 
 
@@ -27,9 +28,11 @@ def timed(runs: list[str], out: Path, evidence: bool) -> dict:
     written = write_report(runs, out, evidence=evidence)
     seconds = time.perf_counter() - start
     files = [path for path in out.rglob("*") if path.is_file()]
+    pictures = [path for path in files if path.suffix == ".png"]
     return {"seconds": round(seconds, 2), "runs": written["runs"], "episodes": written["episodes"],
             "seconds_per_episode": round(seconds / max(written["episodes"], 1), 3), "files": len(files),
-            "megabytes": round(sum(path.stat().st_size for path in files) / 1e6, 2)}
+            "megabytes": round(sum(path.stat().st_size for path in files) / 1e6, 2), "png_files": len(pictures),
+            "distinct_png_contents": len({sha256_file(path) for path in pictures})}
 
 
 def main(argv: list[str] | None = None) -> int:

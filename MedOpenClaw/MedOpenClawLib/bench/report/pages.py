@@ -210,7 +210,6 @@ def provenance_of(episode: Episode) -> list[dict]:
 
 def episode_page(env, run: Run, episode: Episode, records: list[dict], page: Path, out_dir: Path,
                  evidence: dict, crumbs, reference) -> None:
-    assets = page.with_suffix("")
     score = episode.score
     raw_gates = score.get("gates") if isinstance(score.get("gates"), dict) else {}
     gates = [(str(name), *GATE_TEXT.get(value if isinstance(value, bool) else None))
@@ -224,7 +223,7 @@ def episode_page(env, run: Run, episode: Episode, records: list[dict], page: Pat
         + (" †" if run.privileged else "") + f" · Track {run.track}", module=run.module,
         scores={key: _value(key, episode.metrics.get(key)) for key in ("task", "strict", "loc")},
         invalid=episode.result.get("invalid"), gates=gates,
-        **transcript(records, episode.trace, assets / "steps", page),
+        **transcript(records, episode.trace, out_dir / "images", page),
         response=clipped(str(episode.result.get("response") or "(no answer)")), answers=answers,
         answers_note=answers_note, parsed=pretty(episode.parsed), findings=findings_of(episode),
         provenance=provenance_of(episode), audited=bool(audit_of(episode)), **evidence),

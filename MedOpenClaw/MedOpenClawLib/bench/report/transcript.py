@@ -10,9 +10,11 @@ Built only from trace records (``episode_prompt``, ``model_output``, ``action``,
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ...audit import sha256_file
 from ..cases import place_file
 from .runs import _mapping
 
@@ -100,22 +102,25 @@ def usage_text(usage: dict) -> tuple[str, str]:
     return tokens, f"{seconds:.1f} s" if isinstance(seconds, (int, float)) and seconds else ""
 
 
-def copy_images(record: dict, folder: Path, assets: Path, page: Path) -> list[dict]:
-    """The images of an action record, copied next to the page; only files inside the trace's own folder (a
-    record naming another file never brings that file into the report)."""
-    images = []
+def copy_images(record: dict, folder: Path, images: Path, page: Path) -> list[dict]:
+    """The images of an action record, placed in the report's ``images`` folder under the SHA-256 of their
+    bytes, so the report holds each distinct image once (episodes of a cohort show the same views again and
+    again); only files inside the trace's own folder (a record naming another file never brings that file into
+    the report)."""
+    shown = []
     for image in _mapping(record.get("result")).get("images") or []:
         if not isinstance(image, dict) or not isinstance(image.get("path"), str):
             continue
         source = (folder / image["path"]).resolve()
         if folder not in source.parents or not source.is_file():
             continue
-        target = assets / source.name
-        place_file(source, target)
-        images.append({"src": target.relative_to(page.parent).as_posix(), "view": image.get("view"),
+        target = images / f"{sha256_file(source)}.png"
+        if not target.exists():
+            place_file(source, target)
+        shown.append({"src": Path(os.path.relpath(target, page.parent)).as_posix(), "view": image.get("view"),
                        "title": f"{image.get('view')} {image.get('width')}x{image.get('height')}"
                                 f" @ {image.get('slice_offset_mm')} mm"})
-    return images
+    return shown
 
 
 def _error_text(error) -> str:
@@ -123,14 +128,14 @@ def _error_text(error) -> str:
     return f"{error.get('code')}: {error.get('message', '')}" if error else ""
 
 
-def action_step(record: dict, folder: Path, assets: Path, page: Path) -> Step:
+def action_step(record: dict, folder: Path, images: Path, page: Path) -> Step:
     result = _mapping(record.get("result"))
     duration = record.get("duration_ms")
     return Step(name=str(record.get("action")), actor=str(record.get("actor")),
                 arguments=compact(record.get("arguments")), status=str(record.get("status", "")),
                 error=_error_text(record.get("error")),
                 data=pretty(result["data"]) if result.get("data") not in (None, {}) else "",
-                images=copy_images(record, folder, assets, page),
+                images=copy_images(record, folder, images, page),
                 duration_ms=duration if isinstance(duration, (int, float)) else None, seq=record.get("seq"))
 
 
@@ -148,7 +153,7 @@ def receipt_step(receipt: dict, action: Step | None) -> Step:
     return step
 
 
-def transcript(records: list[dict], trace: Path | None, assets: Path, page: Path) -> dict:
+def transcript(records: list[dict], trace: Path | None, images: Path, page: Path) -> dict:
     """Template variables: ``setup`` (harness steps before the prompt), ``prompt``, ``turns``, ``end``."""
     folder = trace.parent.resolve() if trace is not None else Path()
     setup: list[Step] = []
@@ -170,7 +175,7 @@ def transcript(records: list[dict], trace: Path | None, assets: Path, page: Path
                               final=not payload.get("tool_calls") or not payload.get("tools_allowed", True),
                               seq=record.get("seq")))
         elif kind == "action":
-            step = action_step(record, folder, assets, page)
+            step = action_step(record, folder, images, page)
             call_id = _mapping(record.get("extra")).get("call_id")
             if record.get("actor") == "agent" and call_id is not None:
                 actions[str(call_id)] = step  # shown when its receipt arrives, in the order the model called

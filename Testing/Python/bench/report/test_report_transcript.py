@@ -4,6 +4,7 @@ reference location drawn when the answered evidence missed the lesion."""
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import re
@@ -13,7 +14,7 @@ from agents_fakes import FakeModelServer, Scripted, openai_reply
 
 from MedOpenClawLib.bench.cases import load_cases, load_ground_truth
 from MedOpenClawLib.bench.report import write_report
-from MedOpenClawLib.bench.report.transcript import answer_rows, reasoning_of, transcript, usage_text
+from MedOpenClawLib.bench.report.transcript import answer_rows, copy_images, reasoning_of, transcript, usage_text
 from MedOpenClawLib.cli import main
 
 
@@ -113,3 +114,20 @@ def test_answer_rows_name_fields_and_reference_location():
         ("axial key slice (mm)", "4.50", "4.50 (reference)", None),
         ("RAS point (mm)", "—", "[1.00, 2.00, 4.50] (reference)", None)]
     assert json.dumps(rows)  # plain values: the template only prints them
+
+
+def test_a_report_holds_each_distinct_image_once(tmp_path):
+    """Episodes show the same views again and again: their images are placed once, named by their SHA-256."""
+    images, pages = tmp_path / "report" / "images", []
+    for episode, content in (("e1", b"same view"), ("e2", b"same view"), ("e3", b"another view")):
+        folder = tmp_path / "run" / "episodes" / episode
+        (folder / "images").mkdir(parents=True)
+        (folder / "images" / "0001_axial.png").write_bytes(content)
+        record = {"result": {"images": [{"path": "images/0001_axial.png", "view": "axial"}]}}
+        page = tmp_path / "report" / "runs" / "run" / f"{episode}.html"
+        page.parent.mkdir(parents=True, exist_ok=True)
+        pages.append(copy_images(record, folder.resolve(), images, page)[0]["src"])
+    assert sorted(path.name for path in images.iterdir()) == sorted(
+        f"{hashlib.sha256(content).hexdigest()}.png" for content in (b"same view", b"another view"))
+    assert pages[0] == pages[1] != pages[2] and pages[0].startswith("../../images/")
+    assert (tmp_path / "report" / "runs" / "run" / pages[0]).read_bytes() == b"same view"
