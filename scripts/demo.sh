@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Set up .venv, then run the reference (oracle) agent on the embedded synthetic demo cohort of every module
 # and write the paper-style report. Any extra arguments go to each `bench run` (e.g. --agent random).
+# The last line names the report's index.html.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$root/scripts/setup_env.sh"
 venv="${MEDOPENCLAW_VENV:-$root/.venv}"
 out="${MEDOPENCLAW_DEMO_OUT:-$root/out/demo}"
-# every module of the registry, each into $out/MODULE
+# every module of the registry, each into $out/MODULE (the cohort is generated once: `cohort MODULE k/n` lines)
+echo "demo: the reference agent on every module (the summary table follows)"
 "$venv/bin/medopenclaw" bench run --module all --agent oracle --out "$out" "$@"
-"$venv/bin/medopenclaw" bench report "$out"
+echo "demo: writing the report"
+"$venv/bin/medopenclaw" bench report "$out" > "$out/report.json"
+echo "demo done: open $out/report/index.html"

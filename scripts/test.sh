@@ -3,12 +3,15 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$root/scripts/setup_env.sh"
-bash "$root/scripts/setup_slicer_pythons.sh"  # the Python of each supported Slicer release (cached)
+echo "set-up: the Python of each supported Slicer release (.venv-slicer, cached)"
+bash "$root/scripts/setup_slicer_pythons.sh"
 venv="${MEDOPENCLAW_VENV:-$root/.venv}"
 build="${MEDOPENCLAW_BUILD_DIR:-$root/build}"
 export PATH="$venv/bin:$PATH"
 mkdir -p "$build"
+echo "configure: the standalone test project in $build (log: $build/configure.log)"
 cmake -S "$root" -B "$build" -DMEDOPENCLAW_STANDALONE_TESTS=ON -DPython3_EXECUTABLE="$venv/bin/python" \
   > "$build/configure.log" 2>&1 \
   || { cat "$build/configure.log"; exit 1; }
+echo "test: ctest, ${MEDOPENCLAW_TEST_JOBS:-2} at a time (the demo cohort is generated first, into ${MEDOPENCLAW_CACHE:-$build/cohort-cache})"
 ctest --test-dir "$build" --output-on-failure -j "${MEDOPENCLAW_TEST_JOBS:-2}" "$@"
