@@ -9,6 +9,7 @@ built, whatever a caller forgot to check.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -59,12 +60,20 @@ def check_relative(path: object, under: str, what: str = "path") -> str:
     """``path`` if it is a relative POSIX path of plain components lying in ``under`` (or equal to it)."""
     if not isinstance(path, str) or name_problem(path) or "\\" in path:
         raise UnsafeName(f"{what} {preview(path)} is not a plain relative path")
-    parts = PurePosixPath(path).parts
-    if path.startswith("/") or any(part in ("..", ".") for part in path.split("/")) or not parts:
+    components = path.split("/")
+    if path.startswith("/") or any(part in ("..", ".") for part in components) or not any(components):
         raise UnsafeName(f"{what} {preview(path)} must be relative and must not hold '..'")
-    if PurePosixPath(path) != PurePosixPath(under) and PurePosixPath(under) not in PurePosixPath(path).parents:
+    parts = tuple(part for part in components if part)  # what PurePosixPath(path).parts holds here (no '.', no root)
+    root = _parts(under)
+    if parts[:len(root)] != root:
         raise UnsafeName(f"{what} {preview(path)} lies outside {under}")
     return path
+
+
+@functools.lru_cache(maxsize=256)
+def _parts(path: str) -> tuple[str, ...]:
+    """The components of a folder paths are checked against (a case has one: parsed once, not per path)."""
+    return PurePosixPath(path).parts
 
 
 def confined(root: str | os.PathLike, *parts: str) -> Path:

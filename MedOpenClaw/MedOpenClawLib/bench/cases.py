@@ -149,9 +149,11 @@ class Case:
             checked_case_id(self.case_id)
             if self.data_dir != f"data/{self.case_id}":
                 raise UnsafeName(f"case {self.case_id}: data_dir must be data/{self.case_id}, not {self.data_dir!r}")
+            checked: set[str] = set()  # a volume is usually listed in open_paths, volumes and files alike
             for relative in [*self.open_paths, *(volume.path for volume in self.volumes), *self.files,
                              *([self.slide] if self.slide is not None else [])]:
-                check_relative(relative, self.data_dir, f"case {self.case_id} path")
+                if not (isinstance(relative, str) and relative in checked):
+                    checked.add(check_relative(relative, self.data_dir, f"case {self.case_id} path"))
         except UnsafeName as error:
             raise CaseFormatError(str(error)) from error
 

@@ -67,9 +67,10 @@ def score_records(
     unanswered."""
     problems: list[str] = []
     case_ids = [case.case_id for case in load_cases(cases_dir)]
+    known = set(case_ids)  # one look-up per response, whatever the package's size
     by_case: dict[str, dict] = {}
     for record in records:
-        if record["case_id"] not in case_ids:
+        if record["case_id"] not in known:
             problems.append(f"{record['case_id']}: not a case of this package; ignored")
             continue
         if record["case_id"] in by_case:
