@@ -23,7 +23,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,20 +148,27 @@ def apply_state_delta(old: Any, delta: Any) -> Any:
     return new
 
 
-def action_states(records: list[dict]) -> list[tuple[dict, dict | None]]:
-    """(action record, full state after it) for every action record, in order. Before the first full snapshot
-    (a window of a longer trace) the state is unknown: None."""
-    states: list[tuple[dict, dict | None]] = []
-    current: dict | None = None
-    for record in records:
-        if not isinstance(record, dict) or record.get("kind") != "action":
-            continue
+class StateReplay:
+    """The full state after each action record, fed the action records in order, one at a time (a trace read
+    as a stream keeps no more than the states). Before the first full snapshot (a window of a longer trace) the
+    state is unknown: None."""
+
+    def __init__(self) -> None:
+        self.current: dict | None = None
+
+    def after(self, record: dict) -> dict | None:
         if isinstance(record.get("state"), dict):
-            current = record["state"]
-        elif current is not None and "state_delta" in record:
-            current = apply_state_delta(current, record["state_delta"])
-        states.append((record, current))
-    return states
+            self.current = record["state"]
+        elif self.current is not None and "state_delta" in record:
+            self.current = apply_state_delta(self.current, record["state_delta"])
+        return self.current
+
+
+def action_states(records: Iterable) -> list[tuple[dict, dict | None]]:
+    """(action record, full state after it) for every action record, in order (:class:`StateReplay`)."""
+    replay = StateReplay()
+    return [(record, replay.after(record)) for record in records
+            if isinstance(record, dict) and record.get("kind") == "action"]
 
 
 def state_at(records: list[dict], seq: int) -> dict | None:
@@ -326,20 +333,23 @@ class AuditTrace:
         return [record for record in self.records if record["kind"] == "action"]
 
 
-def read_trace(path: str | os.PathLike) -> list:
-    """The records of a trace file, as written (a crafted trace may hold anything: callers check types). Only a
-    regular file is opened (never a FIFO or ``/dev/zero``); a line too deeply nested for the parser raises
-    ``ValueError`` like any other malformed line."""
+def iter_trace(path: str | os.PathLike) -> Iterator:
+    """The records of a trace file one at a time, as written (a crafted trace may hold anything: callers check
+    types), so a reader that needs one record at a time holds one. Only a regular file is opened (never a FIFO or
+    ``/dev/zero``); a line too deeply nested for the parser raises ``ValueError`` like any other malformed line."""
     path = regular_file(path)
-    records = []
     with open(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle):
             if line.strip():
                 try:
-                    records.append(json.loads(line))
+                    yield json.loads(line)
                 except RecursionError as error:
                     raise ValueError(f"line {number + 1} is nested too deeply") from error
-    return records
+
+
+def read_trace(path: str | os.PathLike) -> list:
+    """Every record of a trace file (:func:`iter_trace`), in a list."""
+    return list(iter_trace(path))
 
 
 def artifact_problem(artifacts: object, base: Path) -> str | None:
@@ -380,52 +390,61 @@ class VerifyReport:
                 "anchored": self.anchored, "anchor_source": self.anchor_source}
 
 
+def _record_problem(index: int, record: Any, previous: str, base: Path,
+                    check_artifacts: bool) -> tuple[int, str] | None:
+    """(index, why) when record ``index`` breaks the chain after hash ``previous``; None when it holds."""
+    if not isinstance(record, dict) or not isinstance(record.get("hash"), str):
+        return index, f"record {index} is not a trace record ({type(record).__name__})"
+    seq = record.get("seq")
+    if seq != index:
+        return index, f"record {index} has seq {seq}: a record was removed"
+    if record.get("prev_hash") != previous:
+        return index, f"record {index} does not chain to its predecessor"
+    try:
+        intact = record_hash(record) == record["hash"]
+    except (ValueError, TypeError, RecursionError):  # NaN, unencodable text: not something a trace writes
+        intact = False
+    if not intact:
+        return index, f"record {index} was modified after it was written"
+    if check_artifacts:
+        problem = artifact_problem(record.get("artifacts", []), base)
+        if problem:
+            return index, f"record {index}: {problem}"
+    return None
+
+
 def verify_trace(path: str | os.PathLike, check_artifacts: bool = True, anchor: dict | None = None) -> VerifyReport:
     """Check sequence numbers, the hash chain, (optionally) artifact checksums, and that the trace ends where
     ``anchor`` (default: its sidecar) says: the chain alone cannot show records removed from the end."""
-    try:
-        records = read_trace(path)
+    previous, count, failure = GENESIS, 0, None
+    base = Path(path).parent
+    try:  # one record at a time: memory stays flat whatever the trace's length
+        for index, record in enumerate(iter_trace(path)):
+            count = index + 1
+            if failure is None:  # after the first bad record, only count the rest (and read it: unreadable wins)
+                failure = _record_problem(index, record, previous, base, check_artifacts)
+                previous = record["hash"] if failure is None else previous
     except (OSError, ValueError) as error:  # UnsafeName, JSONDecodeError and UnicodeDecodeError are ValueErrors
         return VerifyReport(False, 0, 0, f"unreadable trace: {bounded_message(str(error))}")
-    previous = GENESIS
-    base = Path(path).parent
-    for index, record in enumerate(records):
-        if not isinstance(record, dict) or not isinstance(record.get("hash"), str):
-            return VerifyReport(False, len(records), index, f"record {index} is not a trace record "
-                                                            f"({type(record).__name__})")
-        seq = record.get("seq")
-        if seq != index:
-            return VerifyReport(False, len(records), index, f"record {index} has seq {seq}: a record was removed")
-        if record.get("prev_hash") != previous:
-            return VerifyReport(False, len(records), index, f"record {index} does not chain to its predecessor")
-        try:
-            intact = record_hash(record) == record["hash"]
-        except (ValueError, TypeError, RecursionError):  # NaN, unencodable text: not something a trace writes
-            intact = False
-        if not intact:
-            return VerifyReport(False, len(records), index, f"record {index} was modified after it was written")
-        if check_artifacts:
-            problem = artifact_problem(record.get("artifacts", []), base)
-            if problem:
-                return VerifyReport(False, len(records), index, f"record {index}: {problem}")
-        previous = record["hash"]
+    if failure is not None:
+        return VerifyReport(False, count, failure[0], failure[1])
     source = "given" if anchor is not None else "sidecar"
     anchor = anchor if anchor is not None else read_anchor(path)
     if anchor is None:
-        message = f"{len(records)} records, chain intact (no anchor: removing final records would go unnoticed)"
-        return VerifyReport(True, len(records), None, message)
+        message = f"{count} records, chain intact (no anchor: removing final records would go unnoticed)"
+        return VerifyReport(True, count, None, message)
     expected_count, expected_head = anchor.get("records"), anchor.get("head")
-    if (expected_count is not None and expected_count != len(records)) or (
+    if (expected_count is not None and expected_count != count) or (
             expected_head is not None and expected_head != previous):
-        message = (f"the trace holds {len(records)} records (head {previous[:12]}) but its anchor says "
+        message = (f"the trace holds {count} records (head {previous[:12]}) but its anchor says "
                    f"{preview(expected_count)} (head {preview(expected_head, 12)}): records were removed or added at "
                    "the end, or the trace was rewritten")
-        first_bad = min(len(records), expected_count) if isinstance(expected_count, int) else len(records)
-        return VerifyReport(False, len(records), first_bad, message, True, source)
+        first_bad = min(count, expected_count) if isinstance(expected_count, int) else count
+        return VerifyReport(False, count, first_bad, message, True, source)
     if source == "sidecar":
-        message = (f"{len(records)} records, chain intact, sidecar anchor matches (the sidecar lies beside the trace: "
+        message = (f"{count} records, chain intact, sidecar anchor matches (the sidecar lies beside the trace: "
                    "someone able to rewrite both goes unnoticed; check against a head kept elsewhere with "
                    "--expect-head/--expect-records or --anchor)")
     else:
-        message = f"{len(records)} records, chain intact, the anchor kept out of band matches"
-    return VerifyReport(True, len(records), None, message, True, source)
+        message = f"{count} records, chain intact, the anchor kept out of band matches"
+    return VerifyReport(True, count, None, message, True, source)

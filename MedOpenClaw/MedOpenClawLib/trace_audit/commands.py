@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections import defaultdict
+from collections.abc import Iterator
 from pathlib import Path
 
 from ..cli import user_path
@@ -23,11 +24,12 @@ def add_audit_command(trace_commands) -> None:
     audit.set_defaults(func=run_audit)
 
 
-def _records(path: Path) -> list:
-    from ..audit import read_trace
+def _records(path: Path) -> Iterator:
+    """The trace's records one at a time (the audit keeps what it needs, not the whole trace)."""
+    from ..audit import iter_trace
 
     try:
-        return read_trace(path)
+        yield from iter_trace(path)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise ValueError(f"{path} is not a readable trace: {error}") from error
 

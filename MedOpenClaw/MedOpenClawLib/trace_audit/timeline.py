@@ -18,10 +18,11 @@ Nothing here trusts the trace's shape: a missing or mistyped key reads as absent
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..arguments import canonical_arguments
-from ..audit import StateDeltaError, action_states
+from ..audit import StateDeltaError, StateReplay
 from ..result import ActionError
 
 # canonical RAS axis index per view (axial = S, sagittal = R, coronal = A), as in viewer.geometry.CANONICAL_AXIS
@@ -99,16 +100,22 @@ class ViewedField:
 
 
 class Timeline:
-    def __init__(self, records: list):
-        self.records = [record for record in as_list(records) if isinstance(record, dict)]
+    def __init__(self, records: Iterable):
+        """``records``: a list, or an iterator read once (``audit.iter_trace``): only the action records and the
+        few others the rules read are kept, never the model turns and receipts of a long trace."""
         self.header: dict = {}
         self.prompt: dict | None = None
         self.prompt_seq: int | None = None
         self.final_text: str | None = None
         self.final_seq: int | None = None  # the record holding the final answer
         self.calls: list[Call] = []
+        # traces carry state deltas (see ..audit): rebuilt once, keyed by record; a delta that does not apply
+        # leaves the whole trace without states
+        replay, states = StateReplay(), {}
         last_model = None
-        for record in self.records:
+        for record in records if isinstance(records, (list, tuple, Iterator)) else ():
+            if not isinstance(record, dict):
+                continue
             kind = record.get("kind")
             payload = as_dict(record.get("payload"))
             if kind == "session_start" and not self.header:
@@ -121,14 +128,16 @@ class Timeline:
                 self.final_text = payload["final_text"]
             elif kind == "action":
                 self.calls.append(self._call(record))
+                if states is not None:
+                    try:
+                        states[id(record)] = replay.after(record)
+                    except StateDeltaError:
+                        states = None
+        self._states = states or {}
         if last_model is not None:  # the answer is the last model turn; the end record repeats it
             self.final_seq = last_model[1]
             if self.final_text is None:
                 self.final_text = last_model[0]
-        try:  # traces carry state deltas (see ..audit): rebuilt once, keyed by record
-            self._states = {id(record): state for record, state in action_states(self.records)}
-        except StateDeltaError:
-            self._states = {}
         self.shown = self._shown()
         self.viewed_fields = self._viewed_fields()
 
