@@ -39,6 +39,9 @@ TRACE_WINDOW = 1000
 DEFAULT_ROUNDS = 500
 # the options of sessions of their own (REST sessions, MCP HTTP clients), refused where there are none
 OWN_SESSION_DEFAULTS = {"max_sessions": 4, "session_idle": 1800.0}
+# each session is a viewer process (~150 MB, twice that with the spare) plus its connections and descriptors: more
+# than this on one machine is a typo, and accepting 1000000000 let a client start viewers until memory ran out
+MAX_SESSIONS = 64
 
 
 def round_budget(text: str) -> int | None:
@@ -50,7 +53,7 @@ def round_budget(text: str) -> int | None:
 
 
 def add_session_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..cli import COUNT, SECONDS, existing_directory, user_path
+    from ..cli import SECONDS, Number, existing_directory, user_path
 
     parser.add_argument("--data-root", action="append", required=True, type=existing_directory,
                         help="directory open_case may read (repeat); a case package is served only through its "
@@ -71,7 +74,7 @@ def add_session_arguments(parser: argparse.ArgumentParser) -> None:
                              "waits for a viewer to start)")
     parser.add_argument("--call-timeout", type=SECONDS, default=300.0,
                         help="seconds before a call that has not returned counts as a hung viewer")
-    parser.add_argument("--max-sessions", type=COUNT, metavar="N",
+    parser.add_argument("--max-sessions", type=Number(int, minimum=1, maximum=MAX_SESSIONS), metavar="N",
                         help="sessions of their own open at once (REST: POST /v1/sessions; MCP over HTTP: one per "
                              "client), each a viewer process (~150 MB plus what it loads, twice that with the "
                              f"spare viewer; default {OWN_SESSION_DEFAULTS['max_sessions']})")
@@ -216,6 +219,7 @@ class _Session:
     last_use: float = 0.0  # monotonic
     running: int = 0  # requests holding it
     built: threading.Event = field(default_factory=threading.Event)
+    closing: bool = False  # being closed: it keeps its slot until its viewer processes are gone
 
 
 class SessionPool:
@@ -226,8 +230,8 @@ class SessionPool:
     tile ceilings and its trace's in-memory window (:data:`TRACE_WINDOW`)."""
 
     def __init__(self, factory: Callable[[int, dict], Any], max_sessions: int, idle_s: float | None = None):
-        if max_sessions < 1:
-            raise ValueError("max_sessions must be at least 1")
+        if not 1 <= max_sessions <= MAX_SESSIONS:
+            raise ValueError(f"max_sessions must be from 1 to {MAX_SESSIONS}")
         self.factory, self.max_sessions, self.idle_s = factory, max_sessions, idle_s
         self._sessions: dict[str, _Session] = {}
         self._numbers = itertools.count(1)
@@ -241,6 +245,8 @@ class SessionPool:
         waits for it); ActionError ``too_many_sessions`` when ``max_sessions`` are open."""
         with self._lock:
             session = self._sessions.get(key)
+            if session is not None and session.closing:
+                raise ActionError("session_unavailable", "the session is being closed")
             building = session is None
             if building:
                 if len(self._sessions) >= self.max_sessions:
@@ -275,7 +281,7 @@ class SessionPool:
         meanwhile, and its idle time starts again when the request ends."""
         with self._lock:
             session = self._sessions.get(key)
-            if session is not None and session.registry is None:
+            if session is not None and (session.registry is None or session.closing):
                 session = None
             if session is not None:
                 session.running += 1
@@ -288,12 +294,27 @@ class SessionPool:
                     session.last_use = time.monotonic()
 
     def release(self, key: str) -> bool:
-        """End session ``key`` (its viewer stopped); whether there was one."""
+        """End session ``key``, returning once its viewer is stopped; whether there was one."""
         with self._lock:
-            session = self._sessions.pop(key, None)
-        if session is not None and session.registry is not None:
-            close_session(session.registry)
-        return session is not None
+            session = self._sessions.get(key)
+            if session is None or session.closing:
+                return False
+            session.closing = True
+        self._close([(key, session)])
+        return True
+
+    def _close(self, sessions: list[tuple[str, _Session]]) -> None:
+        """Stop each (closing) session's viewer, then free its slot: a slot is free only once its processes are
+        gone, so ``max_sessions`` bounds the viewers alive, not just the sessions listed."""
+        for key, session in sessions:
+            try:
+                session.built.wait()
+                if session.registry is not None:
+                    close_session(session.registry)
+            finally:
+                with self._lock:
+                    if self._sessions.get(key) is session:
+                        del self._sessions[key]
 
     def expire_idle(self) -> list[int]:
         """Close every session idle for ``idle_s`` or longer; the numbers of those closed."""
@@ -301,12 +322,13 @@ class SessionPool:
             return []
         now = time.monotonic()
         with self._lock:
-            idle = [key for key, session in self._sessions.items()
-                    if session.registry is not None and not session.running and now - session.last_use >= self.idle_s]
-            expired = [self._sessions.pop(key) for key in idle]
-        for session in expired:
-            close_session(session.registry)
-        return [session.number for session in expired]
+            expired = [(key, session) for key, session in self._sessions.items()
+                       if session.registry is not None and not session.running and not session.closing
+                       and now - session.last_use >= self.idle_s]
+            for _, session in expired:
+                session.closing = True
+        self._close(expired)
+        return [session.number for _, session in expired]
 
     def _expire_loop(self) -> None:
         while not self._stopped.wait(min(30.0, max(0.05, self.idle_s / 4))):
@@ -320,7 +342,7 @@ class SessionPool:
         """End every session."""
         self._stopped.set()
         with self._lock:
-            sessions, self._sessions = list(self._sessions.values()), {}
-        for session in sessions:
-            if session.registry is not None:
-                close_session(session.registry)
+            sessions = [(key, session) for key, session in self._sessions.items() if not session.closing]
+            for _, session in sessions:
+                session.closing = True
+        self._close(sessions)

@@ -140,8 +140,10 @@ class SupervisedRegistry(ToolCatalog):
         self._actions = {spec.name: spec for spec in catalog.specs(viewer, track)}
         self.track, self.config, self._state = track, {}, {}
         self._booted = threading.Event()
+        self._boot_thread: threading.Thread | None = None
         if background:
-            threading.Thread(target=self._boot, args=(True,), name="viewer-boot", daemon=True).start()
+            self._boot_thread = threading.Thread(target=self._boot, args=(True,), name="viewer-boot", daemon=True)
+            self._boot_thread.start()
         else:
             self._boot(False)
 
@@ -241,17 +243,21 @@ class SupervisedRegistry(ToolCatalog):
         return failure
 
     def close(self) -> None:
-        """Stop the child; later calls are answered ``viewer_unavailable``."""
+        """Stop the child and the spare, and return only once their processes are gone (a boot still under way
+        is waited for: it stops the child it started), so whoever frees this session's slot after it never holds
+        more viewers than slots. Later calls are answered ``viewer_unavailable``."""
         with self._lock:
             self.closed_reason = self.closed_reason or "the session was closed"
-            if self._worker is not None:
-                self._worker.close()
-                self._worker = None
-            if self._spare is not None:
-                self._spare.discard()
-                self._spare = None
-            if self.remove_workdir:
-                shutil.rmtree(self.workdir, ignore_errors=True)
+            worker, self._worker = self._worker, None
+            spare, self._spare = self._spare, None
+        if self._boot_thread is not None and self._boot_thread is not threading.current_thread():
+            self._boot_thread.join()
+        if worker is not None:
+            worker.close()
+        if spare is not None:
+            spare.discard()
+        if self.remove_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
 
     def __enter__(self) -> SupervisedRegistry:
         return self

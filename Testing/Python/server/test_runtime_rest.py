@@ -228,3 +228,32 @@ def test_a_server_with_one_scene_has_no_sessions(server):
     assert refused.status_code == 409 and refused.json()["error"]["code"] == "sessions_unavailable"
     unknown = requests.get(f"{url}/v1/state", headers={**auth(), "MedOpenClaw-Session": "nope"}, timeout=5)
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "unknown_session"
+
+
+def test_a_session_keeps_its_slot_until_its_viewer_is_gone():
+    """30 open/end cycles with max_sessions 1: while a session's viewer is being stopped, its slot is still
+    taken (a new session is refused), so never more than one viewer is alive; the bound itself is bounded."""
+    from MedOpenClawLib.result import ActionError
+    from MedOpenClawLib.server.sessions import MAX_SESSIONS, SessionPool
+
+    alive, peak, refused = [0], [0], []
+
+    class Viewer:
+        def __init__(self):
+            alive[0] += 1
+            peak[0] = max(peak[0], alive[0])
+
+        def close(self):  # stopping the process: meanwhile another client asks for a session
+            try:
+                pool.open("meanwhile")
+            except ActionError as error:
+                refused.append(error.code)
+            alive[0] -= 1
+
+    pool = SessionPool(lambda number, client: Viewer(), max_sessions=1)
+    for cycle in range(30):
+        pool.open(f"s{cycle}")
+        assert pool.release(f"s{cycle}") and not pool.release(f"s{cycle}")
+    assert peak[0] == 1 and refused == ["too_many_sessions"] * 30 and len(pool) == 0
+    with pytest.raises(ValueError, match=f"from 1 to {MAX_SESSIONS}"):
+        SessionPool(lambda number, client: Viewer(), max_sessions=1_000_000_000)

@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import crashing_worker
+import pytest
 import requests
 from runtime_data import lesion_center_ras, oblique_lps_affine
 
@@ -294,3 +295,35 @@ def test_mcp_stdio_answers_viewer_crashed_with_the_official_client(tmp_path, dat
     assert json.loads(crashed.content[0].text)["error"]["code"] == VIEWER_CRASHED
     assert json.loads(listed.content[0].text)["data"]["evidence"] == []
     assert verify_trace(trace).ok and replay_trace(trace, [data_root]).ok
+
+
+def running_with(text: str) -> list[int]:
+    """Processes whose command line holds ``text`` (Linux /proc)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if text.encode() in cmdline.read_bytes():
+                found.append(int(cmdline.parent.name))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
+def test_closing_a_session_still_booting_returns_once_its_viewer_is_gone(tmp_path, data_root):
+    """A session closed right after it opened (its viewer booting in the background) stops the child that boot
+    starts before close() returns: a slot freed after close() never leaves a viewer behind (30 POST/DELETE cycles
+    with --max-sessions 1 peaked at 18-19 viewers)."""
+    launched = []
+
+    def command(ready_file: str) -> list[str]:
+        launched.append(ready_file)
+        return crashing_worker.command(ready_file)
+
+    trace = AuditTrace(tmp_path / "trace.jsonl")
+    registry = SupervisedRegistry("radiology", [data_root], trace=trace, workdir=tmp_path / "viewer",
+                                  command=command, background=True)
+    registry.close()
+    assert registry._booted.is_set()  # the boot is over, not still starting a viewer behind a freed slot
+    assert launched and not any(running_with(ready_file) for ready_file in launched)
+    assert registry.call("observe", {}).error["code"] == VIEWER_UNAVAILABLE
