@@ -62,6 +62,16 @@ def _tool_call_json(call: ToolCall) -> dict:
             "function": {"name": call.name, "arguments": arguments}}
 
 
+def function_call(call_id: str, name: object, raw_arguments: object, vendor: dict) -> ToolCall:
+    """A function call as OpenAI's APIs send it: arguments as a JSON string, parsed (and repaired) here."""
+    arguments, error, repair = parse_tool_arguments(raw_arguments)
+    if error is None and arguments is not None and invalid_number(arguments):
+        arguments, error = None, f"arguments refused: {invalid_number(arguments)}"
+    return ToolCall(id=call_id, name=name if isinstance(name, str) else "", arguments=arguments,
+                    raw_arguments=raw_arguments if isinstance(raw_arguments, str) else json.dumps(raw_arguments),
+                    parse_error=error, repair=repair, vendor=vendor)
+
+
 class OpenAIChatProvider(Provider):
     def _url(self) -> str:
         return f"{self.config.base_url}/chat/completions"
@@ -137,21 +147,9 @@ class OpenAIChatProvider(Provider):
         calls = []
         for index, raw_call in enumerate(message.get("tool_calls") or []):
             function = raw_call.get("function") or {}
-            raw_arguments = function.get("arguments")
-            arguments, error, repair = parse_tool_arguments(raw_arguments)
-            if error is None and arguments is not None and invalid_number(arguments):
-                arguments, error = None, f"arguments refused: {invalid_number(arguments)}"
-            calls.append(
-                ToolCall(
-                    id=raw_call.get("id") or f"call_{index}",
-                    name=function.get("name") or "",
-                    arguments=arguments,
-                    raw_arguments=raw_arguments if isinstance(raw_arguments, str) else json.dumps(raw_arguments),
-                    parse_error=error,
-                    repair=repair,
-                    vendor={key: value for key, value in raw_call.items() if key not in CALL_FIELDS},
-                )
-            )
+            calls.append(function_call(raw_call.get("id") or f"call_{index}", function.get("name"),
+                                       function.get("arguments"),
+                                       {key: value for key, value in raw_call.items() if key not in CALL_FIELDS}))
         fields = {key: message[key] for key in MESSAGE_ECHO_FIELDS if key in message}
         reasoning = message.get("reasoning_content") or message.get("reasoning") or ""
         usage = ReportedUsage(response.get("usage"))

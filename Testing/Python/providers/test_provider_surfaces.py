@@ -1,7 +1,8 @@
 """The cloud surfaces of the two wire formats, exactly as their contracts read: Azure OpenAI (deployment path,
 ``?api-version=``, ``api-key`` header), Anthropic on Bedrock (``/model/{model}/invoke``, SigV4 checked by
 recomputing it with botocore) and on Vertex AI (``rawPredict``, Bearer token); bodies validated against the
-``openai`` / ``anthropic`` SDKs' request types."""
+``openai`` / ``anthropic`` SDKs' request types; the Responses API in an episode, its replies built from the SDK's
+``Response`` model."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from agents_fakes import FakeModelServer, Scripted, anthropic_reply, openai_reply
 from anthropic.types import message_create_params
 from openai.types.chat import completion_create_params
+from openai.types.responses import Response, response_create_params
 
 from MedOpenClawLib.providers import Message, ProviderConfig, ProviderError, RetryPolicy, make_provider
 
@@ -105,3 +107,71 @@ def test_a_missing_cloud_dependency_stops_the_run_in_one_line(monkeypatch):
     with pytest.raises(ProviderError, match=r"pip install 'medopenclaw\[bedrock\]'") as raised:
         make_provider(config).complete(CONVERSATION, TOOLS)
     assert raised.value.fatal
+
+
+def responses_reply(output: list[dict], incomplete: str | None = None, **usage) -> dict:
+    """A Responses API reply through the SDK's own model."""
+    usage = {"input_tokens": 100, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
+             "output_tokens": 10,
+             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 110, **usage}
+    response = Response.model_validate({
+        "id": "resp_1", "object": "response", "created_at": 0, "model": "o3", "output": output,
+        "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "usage": usage,
+        "status": "incomplete" if incomplete else "completed",
+        "incomplete_details": {"reason": incomplete} if incomplete else None})
+    return response.model_dump(mode="json", exclude_none=True)
+
+
+def output_message(text: str) -> dict:
+    return {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+            "content": [{"type": "output_text", "text": text, "annotations": []}]}
+
+
+def test_openai_responses_episode_round_trips_reasoning_items_and_tool_images(tmp_path):
+    """Reasoning items go back verbatim before their call; a tool's images ride in its function_call_output;
+    every request validates against the SDK's ResponseCreateParams; usage and truncation are read."""
+    from agents_fakes import toy_registry
+
+    from MedOpenClawLib.audit import AuditTrace
+    from MedOpenClawLib.bench.agents.base import AgentContext
+    from MedOpenClawLib.bench.agents.model import ModelAgent
+    from MedOpenClawLib.bench.episode import EpisodeConfig, EpisodePrompt, run_episode
+    from MedOpenClawLib.worker.environment import LocalEnvironment
+
+    reasoning = {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "look first"}],
+                 "encrypted_content": "gAAAA"}
+    call = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "observe", "arguments": "{}",
+            "status": "completed"}
+    replies = [responses_reply([reasoning, call], output_tokens_details={"reasoning_tokens": 64}),
+               responses_reply([output_message("Answer: do")], "max_output_tokens"),
+               responses_reply([output_message("ne")], input_tokens=900,
+                               input_tokens_details={"cached_tokens": 600, "cache_write_tokens": 200})]
+    env = LocalEnvironment(toy_registry(AuditTrace(tmp_path / "trace.jsonl"), 4))
+    with FakeModelServer([Scripted(reply) for reply in replies]) as server:
+        config = ProviderConfig(kind="openai-responses", model="o3", base_url=server.url, api_key=KEY,
+                                retry=NO_RETRY)
+        agent = ModelAgent(make_provider(config))
+        agent.reset(AgentContext(module="toy", case=None, tools=env.tools(), max_rounds=4))
+        outcome = run_episode(agent, env, EpisodePrompt("system", "the task", []), EpisodeConfig(max_rounds=4))
+    assert outcome.final_text == "Answer: done"
+    bodies = [request["body"] for request in server.requests]
+    assert all(request["path"] == "/responses" for request in server.requests)
+    for body in bodies:
+        pydantic.TypeAdapter(response_create_params.ResponseCreateParamsNonStreaming).validate_python(body)
+        assert "seed" not in body and body["tools"][0]["strict"] is False
+    second = bodies[1]["input"]
+    assert second[2:4] == [reasoning, call]  # system, task, then the server's items verbatim
+    assert second[4]["type"] == "function_call_output" and second[4]["call_id"] == "call_1"
+    assert [part["type"] for part in second[4]["output"]] == ["input_text", "input_image"]
+    assert (outcome.usage.reasoning_tokens, outcome.usage.cache_read_tokens, outcome.usage.cache_write_tokens) == \
+        (64, 600, 200)
+
+
+def test_openai_responses_refusal_is_refused():
+    refusal = {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
+               "content": [{"type": "refusal", "refusal": "I can't help with that."}]}
+    with FakeModelServer([Scripted(responses_reply([refusal]))]) as server:
+        config = ProviderConfig(kind="openai-responses", model="o3", base_url=server.url, api_key=KEY,
+                                retry=NO_RETRY)
+        reply = make_provider(config).complete(CONVERSATION, TOOLS)
+    assert reply.refusal == "I can't help with that." and reply.text == ""
