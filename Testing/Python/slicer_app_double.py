@@ -13,6 +13,8 @@ from Slicer's sources, each cited where it is encoded:
 
 from __future__ import annotations
 
+import ctypes
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -107,8 +109,8 @@ class LayoutManager:
 
 @dataclass
 class CliModule:
-    """A CLI module (qSlicerCLIModule) whose executable is ``run(parameters) -> (ok, error text)``; on success it
-    has already written its outputs into the scene nodes named by the parameters."""
+    """A CLI module (qSlicerCLIModule, Base/QTCLI/qSlicerCLIModule.h) whose executable is ``run(parameters) -> (ok,
+    error text)``; on success it has already written its outputs into the scene nodes named by the parameters."""
 
     name: str
     title: str
@@ -156,7 +158,8 @@ class CliRunner:
 
 
 class Modules:
-    """``slicer.modules``: module objects with ``logic()``; CLI modules are added by the tests."""
+    """``slicer.modules`` (documented in Base/Python/slicer/__init__.py: every instantiated module by lower-case
+    name, ``slicer.modules.volumes.logic()``): module objects with ``logic()``; CLI modules are added by the tests."""
 
     def __init__(self, color_logic, volumes_logic, segmentations_logic):
         for name, logic in (("colors", color_logic), ("volumes", volumes_logic),
@@ -174,6 +177,8 @@ class _CommandOptions:
 
 @dataclass
 class _LoadableModule:
+    """qSlicerAbstractCoreModule (Base/QTCore/qSlicerAbstractCoreModule.h): ``logic()`` is the module's logic."""
+
     _logic: object
 
     def logic(self):
@@ -305,6 +310,25 @@ class Application:
         from MedOpenClawLib.gui.qt_compat import application
 
         application().processEvents()
+
+    def run_event_loop(self, until: Callable[[], bool], timeout_s: float, wake_ms: int) -> bool:
+        """qSlicerApplication's event loop as PythonQt runs it, until ``until()`` or ``timeout_s``: while Qt waits for
+        its next event (here: the next timer, every ``wake_ms``) the main thread keeps the GIL, because PythonQt
+        releases it only around slot calls and only with thread support on (commontk/PythonQt
+        src/PythonQtMethodInfo.cpp ``PythonQtSlotInfo::invokeQtMethod``, ``_globalShouldAllowThreads`` false unless
+        ``PythonQt::setEnableThreadSupport``, src/PythonQt.cpp, which neither Slicer nor CTK calls). Another Python
+        thread runs only while the main thread runs Python (the timers' slots). PySide6's own event loop releases
+        the GIL while it waits, so :meth:`processEvents` alone would be kinder than Slicer."""
+        from MedOpenClawLib.gui.qt_compat import application
+
+        wait_holding_the_gil = ctypes.PyDLL(None).usleep  # a PyDLL call never releases the GIL (libc usleep)
+        deadline = time.monotonic() + timeout_s
+        while not until():
+            if time.monotonic() > deadline:
+                return False
+            wait_holding_the_gil(wake_ms * 1000)
+            application().processEvents()  # the due timers' Python slots run here
+        return True
 
     def close(self) -> None:
         """Detach in the order Slicer tears down: slice logics, module logics, then the application logic (after
