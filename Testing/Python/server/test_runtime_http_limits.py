@@ -249,7 +249,12 @@ print("served")
 
 # ------------------------------------------------------------------------------------ MCP Streamable HTTP (uvicorn)
 @pytest.fixture()
-def guarded_uvicorn(monkeypatch):
+def guarded_uvicorn(guarded_uvicorn_server):
+    return guarded_uvicorn_server[0]
+
+
+@pytest.fixture()
+def guarded_uvicorn_server(monkeypatch):
     """uvicorn as ``mcp --transport http`` runs it (guarded protocol, token middleware, request-shape checks),
     over an endpoint that answers every authorised request; small limits so the test is quick."""
     import uvicorn
@@ -271,7 +276,7 @@ def guarded_uvicorn(monkeypatch):
     thread.start()
     while not server.started:
         time.sleep(0.05)
-    yield listener.getsockname()[1]
+    yield listener.getsockname()[1], server
     server.should_exit = True
     thread.join(timeout=10)
 
@@ -291,6 +296,32 @@ def test_mcp_http_half_sent_connections_cannot_lock_the_token_holder_out(guarded
         assert sum(closed_by_server(client) for client in stalled) >= len(stalled) - 8  # bounded: oldest evicted
     finally:
         for client in stalled:
+            client.close()
+
+
+def test_mcp_http_a_request_accepted_with_a_flood_is_not_the_one_evicted(guarded_uvicorn_server):
+    """The token holder connects and sends its request at once, but the server accepts it in one batch with 20
+    half-sent connections (its loop was busy): each newcomer past the limit (8) evicts the oldest connection
+    without a request, and a request already waiting in a socket counts, so the token holder is answered."""
+    port, server = guarded_uvicorn_server
+    stalled = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(8)]
+    for client in stalled:
+        client.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    time.sleep(0.2)
+    busy = threading.Event()
+    loop = server.servers[0].get_loop()
+    loop.call_soon_threadsafe(lambda: (busy.set(), time.sleep(1.0)))  # the loop accepts nothing meanwhile
+    assert busy.wait(10)
+    holder = socket.create_connection(("127.0.0.1", port), timeout=10)
+    holder.sendall(request("POST", "/mcp", b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}'))
+    flood = [socket.create_connection(("127.0.0.1", port), timeout=10) for _ in range(20)]
+    try:
+        for client in flood:
+            client.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        answer = holder.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 200"), answer[:80]
+    finally:
+        for client in [*stalled, *flood, holder]:
             client.close()
 
 
