@@ -2,9 +2,9 @@
 # Build the MedOpenClaw QuPath bridge with javac and the py4j jar shipped in the `py4j` pip wheel.
 #
 # The bridge is compiled for Java 17 (--release 17), so one jar runs in QuPath 0.5 (built with JDK 17, class
-# files version 61) and 0.6 (JDK 21, version 65). Compiling against QuPath 0.6's jars, and the --check-adapter
-# stubs (compiled at version 65, as QuPath 0.6 is), needs javac 21 or newer: javac 17 stops with "class file has
-# wrong version 65.0, should be 61.0".
+# files version 61), 0.6 (JDK 21, version 65) and 0.7 (JDK 25, version 69; its jars need javac 25). Compiling
+# against QuPath 0.6's jars, and the --check-adapter stubs (compiled at version 65, as QuPath 0.6 is), needs javac
+# 21 or newer: javac 17 stops with "class file has wrong version 65.0, should be 61.0".
 #
 #   scripts/build_qupath_bridge.sh                 core + file-backed viewer + bounded gateway (runs in CI)
 #   QUPATH_JARS=/path/to/QuPath/lib/app scripts/build_qupath_bridge.sh
@@ -12,7 +12,9 @@
 #   scripts/build_qupath_bridge.sh --check-adapter  (runs in CI, no QuPath needed) compile the QuPath adapter
 #                                                  against recording stubs of the QuPath API it may use
 #                                                  (src/test/stubs) and run its checks (src/test/java): no
-#                                                  prompting API, fail-fast under dialogs, owner-only files
+#                                                  prompting API, fail-fast under dialogs, unsaved changes kept,
+#                                                  the extension's menu, owner-only files. QUPATH_STUBS_RELEASE=25
+#                                                  compiles the stubs as QuPath 0.7 is (JDK 25, class version 69)
 #
 # Outputs (MedOpenClaw/QuPathBridge/build/, git-ignored):
 #   medopenclaw-qupath-bridge.jar      core, file-backed ViewerPort, FileBridgeMain, bounded gateway
@@ -74,8 +76,14 @@ if [[ "${1:-}" == "--check-adapter" ]]; then
   rm -rf "$stubs" "$out/check-classes"
   mkdir -p "$stubs/classes" "$out/check-classes"
   mapfile -t stub_sources < <(find "$bridge/src/test/stubs" -name '*.java' | sort)
+  # the stubs at the class version of the QuPath release checked: 21 (0.6, version 65) or 25 (0.7, version 69)
+  stubs_release="${QUPATH_STUBS_RELEASE:-21}"
   need_javac_21 "--check-adapter (stubs compiled at class version 65, as QuPath 0.6 is)"
-  "$javac" --release 21 -encoding UTF-8 -d "$stubs/classes" "${stub_sources[@]}"
+  if (( $(javac_major) < stubs_release )); then
+    echo "build_qupath_bridge: QUPATH_STUBS_RELEASE=$stubs_release needs javac $stubs_release or newer" >&2
+    exit 1
+  fi
+  "$javac" --release "$stubs_release" -encoding UTF-8 -d "$stubs/classes" "${stub_sources[@]}"
   "$jar" --create --file "$stubs/qupath-stubs.jar" -C "$stubs/classes" .
   QUPATH_JARS="$stubs"
 fi
@@ -99,7 +107,8 @@ if [[ "${1:-}" == "--check-adapter" ]]; then
   mapfile -t check_sources < <(find "$bridge/src/test/java" -name '*.java' | sort)
   "$javac" --release 17 -Xlint:all -Werror -encoding UTF-8 -cp "$classpath" -d "$out/check-classes" \
     "${check_sources[@]}"
-  for check in org.medopenclaw.qupath.gui.QuPathViewerPortCheck org.medopenclaw.qupath.OwnerOnlyFileCheck; do
+  for check in org.medopenclaw.qupath.gui.QuPathViewerPortCheck org.medopenclaw.qupath.gui.QuPathBridgeExtensionCheck \
+      org.medopenclaw.qupath.OwnerOnlyFileCheck; do
     "$java" -cp "$out/check-classes:$classpath" "$check"
   done
 fi

@@ -6,8 +6,11 @@ checks in src/test/java: images open through ImageServers.buildServer + QuPathVi
 explicit image type and never through the prompting QuPathGUI.openImage; calls under a modal dialog are
 refused at once (viewer_busy) and a stalled JavaFX thread is not waited on (viewer_unresponsive); the
 connection file is owner-only with each strategy (POSIX, Windows ACL choice, file flags); QuPath 0.6's refusal of
-a brightfield type on a non-RGB image is ``invalid_argument``. The stubs are compiled at class version 65 (JDK 21),
-as QuPath 0.6 is, so a javac older than 21 fails here as it does against the real QuPath 0.6.
+a brightfield type on a non-RGB image is ``invalid_argument``; an agent's load_image never discards unsaved changes;
+the extension's menu chooses the data folders and starts/stops the bridge, and it declares getQuPathVersion and its
+GitHub repository. The stubs mirror QuPath 0.7.0's API (0.5/0.6 have the same calls) and are compiled at the class
+version of each release checked: 65 (JDK 21) as QuPath 0.6 is, 69 (JDK 25) as QuPath 0.7 is, so a javac older than
+the release's fails here as it does against the real QuPath.
 """
 
 from __future__ import annotations
@@ -32,28 +35,34 @@ def javac_major(javac: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-def jdk_21() -> dict[str, str] | None:
-    """JAVAC/JAVA/JAR of a JDK 21 or newer (QuPath 0.6's; the stubs are compiled at its class version 65): the
-    one on PATH or given by JAVAC, else one installed in the Debian/Ubuntu location, /usr/lib/jvm."""
+def jdk(major: int) -> dict[str, str] | None:
+    """JAVAC/JAVA/JAR of a JDK ``major`` or newer: the one on PATH or given by JAVAC, else one installed in the
+    Debian/Ubuntu location, /usr/lib/jvm."""
     candidates = [os.environ.get("JAVAC"), shutil.which("javac"), *sorted(glob.glob("/usr/lib/jvm/*/bin/javac"))]
     for javac in filter(None, candidates):
-        if javac_major(javac) >= 21:
+        if javac_major(javac) >= major:
             bin_dir = Path(javac).parent
             return {"JAVAC": javac, "JAVA": str(bin_dir / "java"), "JAR": str(bin_dir / "jar")}
     return None
 
 
-JDK = jdk_21()
-if JDK is None:
-    pytest.skip("no JDK 21+ (javac): the QuPath 0.6 adapter cannot be compiled (.ci/run installs "
-                "openjdk-21-jdk-headless or, on Debian 12, Adoptium's temurin-21-jdk)", allow_module_level=True)
+# QuPath release -> the JDK it is built with (its class version): 0.6 JDK 21 (65), 0.7 JDK 25 (69; qupath/qupath
+# v0.7.0 gradle/libs.versions.toml: jdk = "25")
+QUPATH_JDKS = {"0.6": 21, "0.7": 25}
 
 
-def test_adapter_compiles_against_the_qupath_api_stubs_and_passes_its_checks(tmp_path):
-    ran = subprocess.run(["bash", str(ROOT / "scripts" / "build_qupath_bridge.sh"), "--check-adapter"],
-                         env={**os.environ, **JDK, "PYTHON": sys.executable, "MEDOPENCLAW_BRIDGE_BUILD": str(tmp_path)},
+@pytest.mark.parametrize("release", sorted(QUPATH_JDKS))
+def test_adapter_compiles_against_the_qupath_api_stubs_and_passes_its_checks(tmp_path, release):
+    found = jdk(QUPATH_JDKS[release])
+    if found is None:
+        pytest.skip(f"no JDK {QUPATH_JDKS[release]}+ (javac): the QuPath {release} adapter cannot be compiled "
+                    "(.ci/run installs openjdk-21/25-jdk-headless or Adoptium's temurin-21/25-jdk)")
+    env = {**os.environ, **found, "PYTHON": sys.executable, "MEDOPENCLAW_BRIDGE_BUILD": str(tmp_path),
+           "QUPATH_STUBS_RELEASE": str(QUPATH_JDKS[release])}
+    ran = subprocess.run(["bash", str(ROOT / "scripts" / "build_qupath_bridge.sh"), "--check-adapter"], env=env,
                          capture_output=True, text=True, timeout=300, check=False)
     assert ran.returncode == 0, (ran.stdout[-3000:], ran.stderr[-3000:])
     assert "QuPathViewerPortCheck passed" in ran.stdout and "OwnerOnlyFileCheck passed" in ran.stdout
+    assert "QuPathBridgeExtensionCheck passed" in ran.stdout
     assert "no prompting QuPath API was called" in ran.stdout
     assert (tmp_path / "medopenclaw-qupath-extension.jar").exists()

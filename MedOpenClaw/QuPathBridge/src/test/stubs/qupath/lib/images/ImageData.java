@@ -10,6 +10,7 @@ public class ImageData<T> {
 
     private final ImageServer<T> server;
     private ImageType type;
+    private boolean changed;
 
     public ImageData(ImageServer<T> server, ImageType type) {
         Calls.record("new ImageData(" + type + ")");
@@ -19,6 +20,15 @@ public class ImageData<T> {
 
     public ImageServer<T> getServer() {
         return server;
+    }
+
+    /** Unsaved changes (objects added or edited since the image was opened or saved). */
+    public boolean isChanged() {
+        return changed;
+    }
+
+    public void setChanged(boolean isChanged) {
+        changed = isChanged;
     }
 
     public ImageType getImageType() {

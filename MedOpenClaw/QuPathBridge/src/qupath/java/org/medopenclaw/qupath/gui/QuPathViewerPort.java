@@ -120,12 +120,22 @@ public final class QuPathViewerPort implements ViewerPort {
         }
     }
 
+    /** QuPath itself asks before replacing an image with unsaved objects; an agent cannot answer, so it is refused. */
+    private void refuseToDiscardUnsavedWork() {
+        ImageData<BufferedImage> current = viewer().getImageData();
+        if (current != null && current.isChanged()) {
+            throw new ViewerUnavailableException("unsaved_changes", "the image open in QuPath has unsaved changes "
+                    + "(annotations, detections); save or discard them in QuPath, then retry");
+        }
+    }
+
     @Override
     public ImageInfo open(Path image) throws IOException {
         ImageServer<BufferedImage> server = ImageServers.buildServer(image.toUri());  // off the JavaFX thread
         ImageData<BufferedImage> data = new ImageData<>(server, ImageData.ImageType.UNSET);
         try {
             onFx(() -> {
+                refuseToDiscardUnsavedWork();
                 viewer().setImageData(data);
                 return null;
             });

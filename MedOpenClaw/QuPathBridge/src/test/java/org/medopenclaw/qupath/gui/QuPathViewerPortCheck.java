@@ -18,7 +18,8 @@ import qupath.lib.gui.QuPathGUI;
 
 /**
  * The QuPath adapter against the recording QuPath API stubs (src/test/stubs): it opens images without any
- * prompting API, keeps the previous image when an image cannot be opened, and refuses at once (viewer_busy)
+ * prompting API, keeps the previous image when an image cannot be opened or has unsaved changes, and refuses at
+ * once (viewer_busy)
  * while a modal dialog is open or (viewer_unresponsive) when the JavaFX thread does not answer.
  * Run by Testing/Python/pathology/test_qupath_adapter.py; exits non-zero on the first failed check.
  */
@@ -74,6 +75,12 @@ public final class QuPathViewerPortCheck {
         port.setView(1000, 800, Double.NaN);
         check(port.downsample() == 1.0 / 64.0, "an invalid downsample becomes QuPath's minimum, as in QuPath");
         check(entry.loadImage(slide.toString()).startsWith("{\"ok\":true"), "back to the RGB slide");
+        qupath.getViewer().getImageData().setChanged(true);  // the user annotated and did not save
+        String unsaved = entry.loadImage(fluorescence.toString());
+        check(unsaved.contains("\"code\":\"unsaved_changes\""), "an agent's load_image never discards unsaved "
+                + "changes: " + unsaved);
+        check(port.image().path().equals(slide), "the unsaved image stays open");
+        qupath.getViewer().getImageData().setChanged(false);
 
         Stage dialog = new Stage("Set image type");
         dialog.initModality(Modality.APPLICATION_MODAL);
