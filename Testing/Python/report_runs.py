@@ -53,13 +53,22 @@ def score(module: str, case_id: str, task: float, strict: float, loc: float | No
 
 def write_run(root: Path, name: str, module: str, agent: str, scores: list[dict], track: str = "A",
               max_rounds: int = 20, model: str | None = None, usage: dict | None = None,
-              invalid: int = 0, errors: int = 0) -> Path:
+              invalid: int = 0, errors: int = 0, rejected: tuple[str, ...] = (), **identity) -> Path:
+    """``rejected``: case ids whose request a server refused for good (error.json, as `bench run` writes them);
+    ``identity``: more run.json fields (max_tool_calls, model_family, package, ...)."""
     run = root / name
     provider = {"kind": "openai", "model": model, "base_url": "http://127.0.0.1:9/v1"} if model else None
     (run / "episodes").mkdir(parents=True)
     (run / "run.json").write_text(json.dumps({"module": module, "agent": agent, "track": track,
                                               "max_rounds": max_rounds, "provider": provider, "seed": 0,
-                                              "cases_dir": str(root / "no-such-cases"), "replay_from": None}))
+                                              "cases_dir": str(root / "no-such-cases"), "replay_from": None,
+                                              **identity}))
+    for case_id in rejected:
+        episode_id = f"{case_id}__r1"
+        (run / "episodes" / episode_id).mkdir()
+        (run / "episodes" / episode_id / "error.json").write_text(json.dumps(
+            {"episode_id": episode_id, "case_id": case_id, "score": None, "response": None,
+             "error": {"kind": "rejected", "retryable": False, "message": "HTTP 400: image too large"}}))
     results = [{"score": body, "invalid": None} for body in scores]
     results += [{"score": {**scores[0], "invalid": True}, "invalid": "environment fault: worker died"}
                 for _ in range(invalid)]

@@ -22,9 +22,10 @@ from .agents.base import Agent
 from .outcomes import EPISODE_TIMEOUT
 
 BUDGET_NOTICE = (
-    "Tool budget exhausted: all {rounds} tool-calling rounds are used and no more tools can be called. "
+    "Tool budget exhausted: all {spent} are used and no more tools can be called. "
     "Give your best final answer now from the evidence already in context, in exactly the required format."
 )
+CALL_BUDGET_SPENT = "the episode's budget of {calls} tool calls is spent: this call was not executed"
 LENGTH_NOTICE = (
     "The conversation no longer fits the model server's limits, so no more tools can be called. Give your best "
     "final answer now from the evidence already in context, in exactly the required format."
@@ -69,6 +70,7 @@ class EpisodePrompt:
 @dataclass
 class EpisodeConfig:
     max_rounds: int = 20  # 0: a single answer turn without tools (Track C)
+    max_tool_calls: int | None = None  # --max-tool-calls: tool calls (operations) per episode, beside the rounds
     one_call_per_round: bool = False  # the pathology protocol: at most one tool call per round
     # pathology: after each round the model sees the current viewer state summary and screenshot again;
     # called with the environment and the number of tool rounds used so far
@@ -225,11 +227,11 @@ class EpisodeLoop:
         while True:
             if self._timed_out(pieces):
                 return
-            allow_tools = outcome.rounds < self.config.max_rounds and outcome.stop_reason != "model_length"
+            allow_tools = not self._budget_spent() and outcome.stop_reason != "model_length"
             if not allow_tools and self.config.max_rounds > 0 and outcome.stop_reason == "answer":
                 outcome.budget_exhausted = True  # max_rounds == 0: one answer turn (Track C)
                 outcome.stop_reason = "budget"
-                self.conversation.append(Message("user", BUDGET_NOTICE.format(rounds=self.config.max_rounds)))
+                self.conversation.append(Message("user", BUDGET_NOTICE.format(spent=self._budget_spent())))
             try:
                 reply = self.agent.step(self.conversation, allow_tools=allow_tools)
             except ProviderError as error:
@@ -282,7 +284,11 @@ class EpisodeLoop:
                 for index, call in enumerate(reply.tool_calls):
                     if self._timed_out(pieces):
                         return
-                    self._execute(call, outcome.rounds, index, reply.truncated)
+                    if self._calls_left() == 0:  # a reply with more calls than the budget has left
+                        self._refuse(call, "budget_exhausted", CALL_BUDGET_SPENT.format(
+                            calls=self.config.max_tool_calls))
+                    else:
+                        self._execute(call, outcome.rounds, index, reply.truncated)
                 self._report(", ".join(call.name for call in reply.tool_calls))
                 if self.config.round_observation is not None:
                     text, images = self.config.round_observation(self.env, outcome.rounds)
@@ -306,6 +312,19 @@ class EpisodeLoop:
             outcome.final_text = "".join(pieces) + text
             self._report("answer")
             return
+
+    def _calls_left(self) -> int | None:
+        if self.config.max_tool_calls is None:
+            return None
+        return max(self.config.max_tool_calls - self.outcome.tool_calls, 0)
+
+    def _budget_spent(self) -> str:
+        """Which budget bounds the episode now ("" while tools may still be called)."""
+        if self.outcome.rounds >= self.config.max_rounds:
+            return f"{self.config.max_rounds} tool-calling rounds"
+        if self._calls_left() == 0:
+            return f"{self.config.max_tool_calls} tool calls"
+        return ""
 
     def _deviations(self, reply: ModelReply, allow_tools: bool, nudged: bool) -> list[str]:
         """What this reply did outside the API's contract (counted in the outcome and the process metrics).

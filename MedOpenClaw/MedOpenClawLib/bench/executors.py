@@ -138,8 +138,9 @@ class EpisodeJob:
         repeat_task = config.provider is None or config.provider.image_history is None  # the policy: task once
         rounds = PathologyRounds(case, config.max_rounds, repeat_task) if pathology else None
         listener = (lambda outcome, action: on_round(task, outcome, action)) if on_round else None
-        episode_config = EpisodeConfig(max_rounds=max_rounds, one_call_per_round=pathology, round_observation=rounds,
-                                       on_round=listener, timeout_s=config.episode_timeout_s)
+        episode_config = EpisodeConfig(max_rounds=max_rounds, max_tool_calls=config.max_tool_calls,
+                                       one_call_per_round=pathology, round_observation=rounds, on_round=listener,
+                                       timeout_s=config.episode_timeout_s)
         outcome = run_episode(agent, env, prompt, episode_config)
         env.end()
         invalid = timeout_fault(outcome.to_json(), config.episode_timeout_s)

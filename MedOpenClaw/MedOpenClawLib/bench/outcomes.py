@@ -11,6 +11,8 @@ Three outcomes, kept apart (as inspect_ai keeps sample errors apart from scores)
 - *rejected*: the server refused this episode's request deterministically (a 4xx other than 429 and other than a
   length limit, which ends as the model outcome ``model_length``): final after its attempt, with the reason
   recorded; the invocation that met it exits non-zero, a resume does not re-run it (``--rerun-rejected`` does).
+  A model-side outcome: scored as unanswered (0 in Task and Strict) and kept in every denominator, so a model
+  never scores higher because a server refused its hardest cases.
 
 An episode that passes ``--episode-timeout`` (:data:`EPISODE_TIMEOUT`, its ``stop_reason``) is the model's
 outcome -- scored on the answer it had by then (none: 0) and kept in n, as ``model_length`` and ``refused`` are --
@@ -132,7 +134,8 @@ class Tally:
 
     def means(self) -> tuple[float | None, float | None]:
         # list(): a snapshot, since the terminal progress line reads the tally from episode threads
-        scores = [record["score"] for record in list(self.records.values()) if outcome_of(record) == SCORED]
+        scores = [record["score"] for record in list(self.records.values())
+                  if outcome_of(record) in (SCORED, REJECTED) and record.get("score")]
         if not scores:
             return None, None
         return sum(s["task"] for s in scores) / len(scores), sum(s["strict"] for s in scores) / len(scores)

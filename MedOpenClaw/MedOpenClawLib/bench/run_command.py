@@ -17,6 +17,7 @@ from ..cli import COUNT, NON_NEGATIVE, SECONDS, Number, executable, user_path
 from ..providers.kinds import KINDS
 from ..sinks import terminal_text
 from .cohort_cache import synthetic_cases
+from .model_families import FAMILIES
 from .run_summary import print_summary
 
 MODEL_AGENTS = ("model", "montage")  # agents that call a model provider
@@ -187,6 +188,7 @@ def _run(args) -> int:
             config = RunConfig(module=module, agent=args.agent, out=out, cases_dir=cases_dir,
                                track=args.track, limit=args.limit, case_ids=args.case_ids, repeats=args.repeats,
                                workers=args.workers, slicer=args.slicer, max_rounds=args.max_rounds,
+                               max_tool_calls=args.max_tool_calls, model_family=args.model_family,
                                seed=args.seed or 0,
                                provider=provider, call_timeout_s=args.call_timeout, fail_on_error=args.fail_on_error,
                                episode_timeout_s=args.episode_timeout,
@@ -382,6 +384,11 @@ def add_bench_subcommand(bench_subparsers) -> None:
     parser.add_argument("--slicer", type=executable, help="path of a 3D Slicer executable to use as the worker")
     parser.add_argument("--max-rounds", type=COUNT, default=20, help="tool-call rounds per episode before the "
                                                                      "agent must answer (default 20)")
+    parser.add_argument("--max-tool-calls", type=COUNT, help="tool calls per episode before the agent must answer, "
+                                                            "beside --max-rounds (Table 7's operation budget; "
+                                                            "default: no limit but the rounds)")
+    parser.add_argument("--model-family", choices=FAMILIES, help="how the report groups the model: "
+                        + ", ".join(FAMILIES) + " (default: from its name by a table of known models, else general)")
     parser.add_argument("--seed", type=NON_NEGATIVE,
                         help="seed of the offline agents' sampling (default 0) and of the model's, sent only when "
                              "given and only to APIs that take one (many servers refuse an unknown seed)")

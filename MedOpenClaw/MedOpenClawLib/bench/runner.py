@@ -36,7 +36,6 @@ from .episode import EpisodePrompt
 from .executors import EpisodeJob, Executor, LocalExecutor, RoundListener
 from .outcomes import (
     ERROR,
-    PROVIDER_FAILURES,
     REJECTED,
     EpisodeStore,
     ErrorPolicy,
@@ -214,7 +213,8 @@ class BenchmarkRunner:
         return signal.signal(signal.SIGINT, interrupt)
 
     def _scored(self, task: EpisodeTask, record: dict) -> dict:
-        if outcome_of(record) in PROVIDER_FAILURES:
+        """A finished episode's score; a rejected one (final, model-side) is scored as unanswered: 0, within n."""
+        if outcome_of(record) == ERROR:
             return {**record, "score": None}
         score = self.score(task.case.case_id, record.get("response"), record.get("invalid"))
         return {**record, "score": score.to_json(), "audit": self.audit(record, score.details["parsed"])}
@@ -253,7 +253,7 @@ class BenchmarkRunner:
         scores, process = [], []
         for task in tasks:
             record = tally.records.get(task.episode_id)
-            if record is None or outcome_of(record) in PROVIDER_FAILURES:
+            if record is None or outcome_of(record) == ERROR:  # rejected ones count, scored as unanswered
                 continue
             score = self.score(record["case_id"], record.get("response"), record.get("invalid"))
             scores.append(score)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .cases import Case
+from .model_families import default_family
 from .modules import PATHOLOGY, get
 
 if TYPE_CHECKING:  # the CLI reads TRACKS at --help time: no HTTP client import for that
@@ -155,6 +156,8 @@ class RunConfig:
     workers: int | str = 1  # or "auto" (concurrency.resolve_workers)
     slicer: str | None = None
     max_rounds: int = 20
+    max_tool_calls: int | None = None  # --max-tool-calls: tool calls per episode (Table 7's budget), beside rounds
+    model_family: str | None = None  # --model-family (model_families.FAMILIES); None: from the model's name
     seed: int = 0
     provider: ProviderConfig | None = None
     replay_from: str | None = None  # --agent replay: the run whose recorded model outputs are replayed
@@ -188,6 +191,10 @@ class RunConfig:
             "toolset": self.toolset,
             # it can end episodes, so it changes scores; absent when unset, as runs before it recorded none
             **({"episode_timeout_s": self.episode_timeout_s} if self.episode_timeout_s is not None else {}),
+            # recorded where set or not the default of the model's name, so runs written before them resume
+            **({"max_tool_calls": self.max_tool_calls} if self.max_tool_calls is not None else {}),
+            **({"model_family": self.model_family} if self.model_family is not None and self.model_family
+               != default_family(self.provider.model if self.provider else None) else {}),
             **({"operators": list(self.operators), "operation": operation_of(self.operators)}
                if self.operators else {}),
         }

@@ -257,6 +257,7 @@ def test_a_deterministic_rejection_is_final_exits_non_zero_once_and_reruns_on_re
         code, summary, stderr = run_cli(argv, capsys)
         assert code == 1 and (summary["rejected"], summary["rejected_now"], summary["errors"]) == (1, 1, 0)
         assert "unsupported part" in summary["rejected_episodes"][0]["message"] and "--rerun-rejected" in stderr
+        assert (summary["n"], summary["task"], summary["strict"]) == (1, 0.0, 0.0)  # model-side: 0 within n
         requests = len(server.requests)
         server.script.append(PREFLIGHT)
         code, summary, stderr = run_cli(argv, capsys)

@@ -8,8 +8,9 @@ import json
 from trace_builder import TraceBuilder
 
 from MedOpenClawLib.bench.report import write_report
-from MedOpenClawLib.bench.report.findings import findings_table, milestone_plots
+from MedOpenClawLib.bench.report.milestones import milestone_plots
 from MedOpenClawLib.bench.report.runs import load_run
+from MedOpenClawLib.bench.report.tables.findings import build as findings_table
 from MedOpenClawLib.cli import main
 from MedOpenClawLib.trace_audit import audit_records
 

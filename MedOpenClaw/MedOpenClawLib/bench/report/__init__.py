@@ -15,6 +15,7 @@ from ..cases import CaseFormatError
 from .formats import csv_text, latex, markdown, results_json, results_schema
 from .pages import slug, write_pages
 from .runs import find_runs, load_run, run_names
+from .tables import all_tables, pooling_warnings
 
 
 def default_out(paths: list[Path]) -> Path:
@@ -38,14 +39,14 @@ def write_report(inputs: list[str | os.PathLike] | str | os.PathLike, out: str |
     out_dir.mkdir(parents=True, exist_ok=True)
 
     from .plots import write_plots
-    from .tables import all_tables, pooling_warnings
 
     tables = all_tables(runs)
     pages = {run.name: out_dir / "runs" / f"{slug(run.name)}.html" for run in runs}
     run_records = [{"name": run.name, "module": run.module, "agent": run.agent, "model": run.model,
                     "provider": run.provider, "track": run.track, "max_rounds": run.max_rounds,
+                    "max_tool_calls": run.max_tool_calls, "model_family": run.model_family,
                     "privileged": run.privileged, "episodes": len(run.episodes), "scored": run.count("scored"),
-                    "invalid": run.count("invalid"), "errors": run.count("error"),
+                    "rejected": run.count("rejected"), "invalid": run.count("invalid"), "errors": run.count("error"),
                     "page": pages[run.name].relative_to(out_dir).as_posix(), "invocations": run.invocations}
                    for run in runs]
     provenance = report_provenance(command)

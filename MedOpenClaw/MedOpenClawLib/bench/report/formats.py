@@ -1,8 +1,9 @@
 """Tables as Markdown, CSV (one line per cell), versioned JSON and LaTeX (booktabs).
 
-Every format shows the same numbers: a mean with its bootstrap 95% interval, n per module group, the change
-against the reference run for Tables 3 and 6 (↑ better, ↓ worse, ↔ unchanged at two decimals), and an em dash
-where a cell has no runs.
+Every format shows the same numbers: a mean over cases with its 95% interval (:mod:`.stats`), n per module group
+(cases, the repeats per case, and how many episodes left the denominator and why), the paired change against the
+reference cell for Tables 3 and 6 (↑ better, ↓ worse, ↔ unchanged at two decimals, with its interval and the number
+of matched cases), and an em dash where a cell has no runs.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .stats import Estimate
 from .tables import Cell, Column, Row, Table
 
 SCHEMA_NAME = "medopenclaw.bench.report"
-SCHEMA_VERSION = "1.2.0"
+SCHEMA_VERSION = "2.0.0"  # 2: n counts cases (repeats averaged per case), changes are paired
 MISSING_TEXT = "—"
 ONE_DECIMAL = frozenset({"calls", "images"})
 
@@ -58,8 +59,18 @@ def cell_parts(cell: Cell, column: Column, own_n: int | None = None) -> tuple[st
     metric = column.metric
     shown = low is not None and column.kind != "mean"
     interval = f"[{number(low, metric)}, {number(high, metric)}]" if shown else ""
-    change = f"({arrow(cell.delta)})" if cell.delta is not None and cell.delta.value is not None else ""
-    return number(value.value, metric), interval, change, f"n={own_n}" if own_n is not None else ""
+    return number(value.value, metric), interval, change_text(cell), f"n={own_n}" if own_n is not None else ""
+
+
+def change_text(cell: Cell) -> str:
+    """The paired change against the reference cell, its interval and the matched cases; or why there is none."""
+    if cell.unmatched:
+        return "(not differenced: no shared case)"
+    delta = cell.delta
+    if delta is None or delta.value is None:
+        return ""
+    interval = "" if delta.low is None else f" [{delta.low:+.2f}, {delta.high:+.2f}]"
+    return f"({arrow(delta)}{interval}, {delta.n} paired)"
 
 
 def cell_text(cell: Cell, column: Column, own_n: int | None = None) -> str:
@@ -86,15 +97,37 @@ def layout(table: Table) -> list[tuple[str, object]]:
 
 
 def group_n(row: Row, group: list[Column]) -> int | None:
-    """The n of a module group: its episodes (the largest n among its cells)."""
+    """The n of a module group: its cases (the largest n among its cells)."""
     counts = [row.cells[column.id].estimate.n for column in group
               if column.id in row.cells and row.cells[column.id].estimate.value is not None]
     return max(counts) if counts else None
 
 
+def repeats_text(estimate: Estimate) -> str:
+    """``×k`` when every case ran k times, ``(E episodes)`` when the repeats differ, nothing for one each."""
+    if estimate.episodes <= estimate.n:
+        return ""
+    per_case = estimate.episodes / estimate.n
+    return f" ×{per_case:.0f}" if per_case.is_integer() else f" ({estimate.episodes} episodes)"
+
+
+def denominator_text(denominator: dict | None) -> str:
+    """What left n and what stayed at 0, e.g. ``−1 INVALID: environment fault; 2 rejected = 0``."""
+    if not denominator:
+        return ""
+    parts = [f"−{count} {reason}" for reason, count in denominator["left_out"].items()]
+    parts += [f"{count} {kind} = 0" for kind, count in denominator["scored_zero"].items()]
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
 def n_text(row: Row, group: list[Column]) -> str:
-    count = group_n(row, group)
-    return MISSING_TEXT if count is None else str(count)
+    """The n column of a module group: cases, repeats beside them, and the denominator's account."""
+    cells = [row.cells[column.id] for column in group
+             if column.id in row.cells and row.cells[column.id].estimate.value is not None]
+    if not cells:
+        return MISSING_TEXT
+    widest = max(cells, key=lambda cell: cell.estimate.n)
+    return f"{widest.estimate.n}{repeats_text(widest.estimate)}{denominator_text(widest.denominator)}"
 
 
 def own_n(table: Table, row: Row, column: Column) -> int | None:
@@ -154,8 +187,8 @@ def markdown(tables: list[Table]) -> str:
 
 # ------------------------------------------------------------------------------------------------ CSV
 CSV_FIELDS = ("table", "section", "row", "model", "provider", "agent", "track", "max_rounds", "privileged", "group",
-              "column", "metric", "value", "ci_low", "ci_high", "n", "delta", "delta_ci_low", "delta_ci_high",
-              "reference_value")
+              "column", "metric", "value", "ci_low", "ci_high", "n", "episodes", "interval", "delta", "delta_ci_low",
+              "delta_ci_high", "delta_n", "reference_value", "left_out", "scored_zero")
 
 
 def _round(value: float | None) -> float | None:
@@ -167,13 +200,21 @@ def cell_json(cell: Cell) -> dict:
     if cell.plain is not None:
         body["value"] = cell.plain
         return body
-    low, high = cell.estimate.interval
-    body.update(value=_round(cell.estimate.value), ci_low=_round(low), ci_high=_round(high))
+    estimate = cell.estimate
+    body.update(value=_round(estimate.value), ci_low=_round(estimate.low), ci_high=_round(estimate.high))
+    if estimate.value is not None:
+        body.update(episodes=estimate.episodes, interval=estimate.method)
+        if estimate.spread is not None:
+            body["repeat_sd"] = _round(estimate.spread)
+    if cell.denominator:
+        body.update(left_out=cell.denominator["left_out"], scored_zero=cell.denominator["scored_zero"])
+    if cell.reference is not None:
+        body.update(reference_value=_round(cell.reference.value), reference_n=cell.reference.n)
     if cell.delta is not None:
-        delta_low, delta_high = cell.delta.interval
-        body.update(delta=_round(cell.delta.value), delta_ci_low=_round(delta_low),
-                    delta_ci_high=_round(delta_high), reference_value=_round(cell.reference.value),
-                    reference_n=cell.reference.n)
+        body.update(delta=_round(cell.delta.value), delta_ci_low=_round(cell.delta.low),
+                    delta_ci_high=_round(cell.delta.high), delta_n=cell.delta.n, delta_interval=cell.delta.method)
+    elif cell.unmatched:
+        body["delta_n"] = 0
     return body
 
 
@@ -196,7 +237,9 @@ def csv_text(tables: list[Table]) -> str:
                         "max_rounds": "/".join(str(value) for value in identity.get("max_rounds") or []),
                         "privileged": identity.get("privileged"), "group": column.group, "column": column.label,
                         "metric": identity.get("metric") or column.metric or column.id,
-                        **{key: body.get(key) for key in CSV_FIELDS[12:]},
+                        **{key: body.get(key) for key in CSV_FIELDS[12:] if key not in ("left_out", "scored_zero")},
+                        "left_out": denominator_text({"left_out": body.get("left_out") or {}, "scored_zero": {}}),
+                        "scored_zero": denominator_text({"left_out": {}, "scored_zero": body.get("scored_zero") or {}}),
                     }.items()})
     return buffer.getvalue()
 

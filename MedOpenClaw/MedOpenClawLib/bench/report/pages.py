@@ -22,8 +22,9 @@ from .runs import Episode, Run, trace_records
 from .tables import Cell, Table
 from .transcript import answer_rows, clipped, pretty, transcript
 
-PLOT_TITLES = {"scores": "Scores per module (95% bootstrap CI)", "task_vs_strict": "Task vs Strict: the evidence gap",
-               "process": "Process metrics per episode", "budget": "Score against the round budget"}
+PLOT_TITLES = {"scores": "Scores per module (mean over cases, 95% CI)",
+               "task_vs_strict": "Task vs Strict: the evidence gap",
+               "process": "Process metrics per episode", "budget": "Score against the operation budget"}
 GATE_TEXT = {True: ("pass", "pass"), False: ("fail", "fail"), None: ("na", "n/a")}
 EPISODE_COLUMNS = ("task", "strict", "loc", "calls", "images", "input_tokens", "output_tokens", "cost_usd")
 
@@ -151,12 +152,14 @@ def invocation_rows(run: Run) -> list[dict]:
 def run_page(env, run: Run, out_dir: Path, page: Path, episode_pages: dict[str, Path], crumbs) -> None:
     identity = [("module", run.module), ("agent", run.agent + (" †" if run.privileged else "")),
                 ("model", run.model or "—"), ("provider", run.provider or "—"), ("track", run.track),
-                ("max rounds", run.max_rounds if run.max_rounds is not None else "—"),
+                ("model family", run.model_family if run.model else "—"),
+                ("max rounds", run.max_rounds if run.has_rounds else "—"),
+                ("max tool calls", run.max_tool_calls if run.max_tool_calls is not None else "—"),
                 ("image history", run.image_history or "—"),
                 ("tool history", run.tool_history or "—"),
                 ("toolset", run.toolset or "—"),
-                ("episodes", f"{len(run.episodes)} ({run.count('scored')} scored, {run.count('invalid')} INVALID, "
-                             f"{run.count('error')} errors)")]
+                ("episodes", f"{len(run.episodes)} ({run.count('scored')} scored, {run.count('rejected')} rejected "
+                             f"(scored 0), {run.count('invalid')} INVALID, {run.count('error')} errors)")]
     episodes = [{"id": episode.episode_id, "outcome": episode.outcome,
                  "href": episode_pages[episode.episode_id].relative_to(page.parent).as_posix(),
                  "values": [_value(metric, episode.metrics.get(metric)) for metric in EPISODE_COLUMNS]}

@@ -1,9 +1,10 @@
-"""Report figures (matplotlib, Agg backend), each written as PNG and SVG.
+"""Report figures (matplotlib, Agg backend), each written as PNG and SVG; every mean and interval comes from the
+same case-level estimates as the tables (:func:`.tables.grouping.cell_estimate`).
 
-- scores: Task / Strict / Loc per module with bootstrap 95% intervals, one bar per agent/model/track.
+- scores: Task / Strict / Loc per module with 95% intervals over cases, one bar per agent/model/track.
 - task_vs_strict: the evidence gap (points below the diagonal answered right without checkable evidence).
 - process: per-episode distributions of tool calls, images viewed, model tokens and cost.
-- budget: score against the max-rounds budget, when runs differ in budget.
+- budget: score against the budget (tool calls, else rounds), when runs differ in budget.
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ from pathlib import Path
 import numpy as np
 
 from ..modules import get, names
+from .canvas import pyplot as _pyplot
+from .canvas import save as _save
+from .milestones import milestone_plots
 from .runs import Run
-from .stats import estimate
-from .tables import main_runs, row_key
+from .tables.grouping import budget_of, cell_estimate, main_runs, row_key
 
 PROCESS_PANELS = (("calls", "tool calls"), ("images", "images viewed"), ("tokens", "model tokens (in + out)"),
                   ("cost_usd", "cost (USD)"))
@@ -26,25 +29,6 @@ PROCESS_PANELS = (("calls", "tool calls"), ("images", "images viewed"), ("tokens
 def row_label(run: Run) -> str:
     name = f"{run.model} [{run.agent}]" if run.model else run.agent
     return f"{name} · Track {run.track}" + (" †" if run.privileged else "")
-
-
-def _pyplot():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as pyplot
-
-    return pyplot
-
-
-def _save(figure, out_dir: Path, stem: str) -> list[str]:
-    names = []
-    for suffix in ("png", "svg"):
-        path = out_dir / f"{stem}.{suffix}"
-        figure.savefig(path, dpi=120, bbox_inches="tight", metadata={"Date": None} if suffix == "svg" else None)
-        names.append(path.name)
-    _pyplot().close(figure)
-    return names
 
 
 def _rows(runs: list[Run]) -> dict[str, dict[str, list[Run]]]:
@@ -68,6 +52,13 @@ def mark_zero_and_undefined(axis, positions, values, width: float, colour) -> No
             axis.text(position, 0.02, "0", ha="center", va="bottom", fontsize=7, color="#333")
 
 
+def error_bar(cell) -> list[list[float]]:
+    """matplotlib's [[below], [above]] of an estimate (no bar where it has no interval)."""
+    if cell.low is None:
+        return [[0.0], [0.0]]
+    return [[cell.value - cell.low], [cell.high - cell.value]]
+
+
 def scores_plot(runs: list[Run], out_dir: Path) -> list[str]:
     pyplot = _pyplot()
     rows = _rows(runs)
@@ -79,8 +70,7 @@ def scores_plot(runs: list[Run], out_dir: Path) -> list[str]:
             values, lows, highs = [], [], []
             for module in modules:
                 module_runs = by_module.get(module) or []
-                cell = estimate([value for run in module_runs for value in run.values(metric)],
-                                f"plot|{label}|{module}|{metric}")
+                cell = cell_estimate(module_runs, metric, f"plot|{label}|{module}|{metric}")
                 low, high = cell.interval
                 values.append(np.nan if cell.value is None else cell.value)
                 lows.append(0.0 if low is None else cell.value - low)
@@ -93,7 +83,7 @@ def scores_plot(runs: list[Run], out_dir: Path) -> list[str]:
         axis.grid(axis="y", alpha=0.3)
     axes[-1].set_xticks(np.arange(len(modules)), [get(module).title for module in modules])
     axes[0].legend(fontsize="small", loc="lower left", bbox_to_anchor=(0.0, 1.02), ncol=2)
-    figure.suptitle("Scores per module (mean, 95% bootstrap CI; n/a: not defined for that module or run)", y=1.0)
+    figure.suptitle("Scores per module (mean over cases, 95% CI; n/a: not defined for that module or run)", y=1.0)
     figure.tight_layout()
     return _save(figure, out_dir, "scores")
 
@@ -106,14 +96,11 @@ def task_vs_strict_plot(runs: list[Run], out_dir: Path) -> list[str]:
     for index, (label, by_module) in enumerate(_rows(runs).items()):
         colour = f"C{index % 10}"
         for module, module_runs in by_module.items():
-            task = estimate([value for run in module_runs for value in run.values("task")], f"tvs|{label}|{module}|t")
-            strict = estimate([value for run in module_runs for value in run.values("strict")],
-                              f"tvs|{label}|{module}|s")
+            task = cell_estimate(module_runs, "task", f"tvs|{label}|{module}|t")
+            strict = cell_estimate(module_runs, "strict", f"tvs|{label}|{module}|s")
             if task.value is None or strict.value is None:
                 continue
-            (task_low, task_high), (strict_low, strict_high) = task.interval, strict.interval
-            axis.errorbar(task.value, strict.value, xerr=[[task.value - task_low], [task_high - task.value]],
-                          yerr=[[strict.value - strict_low], [strict_high - strict.value]], fmt=markers[module],
+            axis.errorbar(task.value, strict.value, xerr=error_bar(task), yerr=error_bar(strict), fmt=markers[module],
                           color=colour, capsize=2, alpha=0.85)
         axis.plot([], [], "s", color=colour, label=label)
     for module, marker in markers.items():
@@ -160,12 +147,17 @@ def process_plot(runs: list[Run], out_dir: Path) -> list[str]:
     return _save(figure, out_dir, "process")
 
 
+def budget_label(budget: tuple) -> str:
+    calls, rounds = budget
+    return f"{rounds} rounds" if calls == float("inf") else f"{int(calls)} calls"
+
+
 def budget_plot(runs: list[Run], out_dir: Path) -> list[str]:
-    """Strict and Task against max rounds for each agent/model and module with at least two budgets."""
-    series: dict[tuple, dict[int, list[Run]]] = defaultdict(lambda: defaultdict(list))
+    """Strict and Task against the budget for each agent/model and module with at least two budgets."""
+    series: dict[tuple, dict[tuple, list[Run]]] = defaultdict(lambda: defaultdict(list))
     for run in runs:
-        if run.max_rounds is not None:
-            series[(row_key(run), run.module)][run.max_rounds].append(run)
+        if run.has_rounds:
+            series[(row_key(run), run.module)][budget_of(run)].append(run)
     series = {key: value for key, value in series.items() if len(value) >= 2}
     if not series:
         return []
@@ -174,20 +166,21 @@ def budget_plot(runs: list[Run], out_dir: Path) -> list[str]:
     for axis, metric in zip(axes, ("task", "strict")):
         for (key, module), by_budget in sorted(series.items(), key=lambda item: str(item[0])):
             budgets = sorted(by_budget)
-            cells = [estimate([value for run in by_budget[budget] for value in run.values(metric)],
-                              f"budget|{key}|{module}|{budget}|{metric}") for budget in budgets]
+            cells = [cell_estimate(by_budget[budget], metric, f"budget|{key}|{module}|{budget}|{metric}")
+                     for budget in budgets]
             values = [np.nan if cell.value is None else cell.value for cell in cells]
-            lows = [0.0 if cell.value is None else cell.value - cell.interval[0] for cell in cells]
-            highs = [0.0 if cell.value is None else cell.interval[1] - cell.value for cell in cells]
+            lows = [0.0 if cell.low is None else cell.value - cell.low for cell in cells]
+            highs = [0.0 if cell.high is None else cell.high - cell.value for cell in cells]
             label = f"{row_label(by_budget[budgets[0]][0])} · {get(module).title}"
-            axis.errorbar(budgets, values, yerr=[lows, highs], marker="o", capsize=3, label=label)
+            axis.errorbar(range(len(budgets)), values, yerr=[lows, highs], marker="o", capsize=3, label=label)
+            axis.set_xticks(range(len(budgets)), [budget_label(budget) for budget in budgets])
         axis.set_title({"task": "Task", "strict": "Strict"}[metric])
-        axis.set_xlabel("max tool rounds")
+        axis.set_xlabel("budget (tool calls, else tool-calling rounds)")
         axis.set_ylim(-0.02, 1.05)
         axis.grid(alpha=0.3)
-    axes[0].set_ylabel("score (mean, 95% bootstrap CI)")
+    axes[0].set_ylabel("score (mean over cases, 95% CI)")
     axes[-1].legend(fontsize="x-small", loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    figure.suptitle("Score against the round budget")
+    figure.suptitle("Score against the operation budget")
     return _save(figure, out_dir, "budget")
 
 
@@ -195,8 +188,6 @@ def write_plots(runs: list[Run], out_dir: Path) -> list[str]:
     """Write every applicable figure; returns the file names (relative to ``out_dir``)."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    from .findings import milestone_plots
-
     for plot in (scores_plot, task_vs_strict_plot, process_plot, budget_plot, milestone_plots):
         written += plot(runs, out_dir)
     return written

@@ -10,14 +10,19 @@ from __future__ import annotations
 import functools
 import json
 import os
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...audit import read_trace
 from ..cases import CaseFormatError
 from ..labels import LUMIERE_EVIDENCE_FIELDS, NSCLC_QUESTIONS
+from ..model_families import FAMILIES, default_family
+from ..outcomes import ERROR, INVALID, REJECTED, SCORED, outcome_of
 from ..scoring.batch import answered
 from ..scoring.process import process_metrics
+from ..tasks import operator_names
+from .audits import audit_metrics, episode_audit
 
 # per-episode usage keys (from the episode outcome) and the names they may have in provider usage records
 USAGE_KEYS = {
@@ -31,6 +36,8 @@ USAGE_KEYS = {
 }
 INTEGER_METRICS = frozenset({"input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens", "model_calls",
                              "calls", "images"})
+MODEL_SIDE_STOPS = ("model_length", "refused")  # outcome stop reasons that end an episode on the model's side
+ZERO_BY_RULE = ("task", "strict")  # what a rejected episode without a score of its own scores (0)
 PROCESS_METRICS = ("calls", "images", "planning_f1", "execution", "progress_rate", "budget_exhausted")
 
 
@@ -54,12 +61,37 @@ class Episode:
 
     @property
     def outcome(self) -> str:
-        """scored | invalid (environment fault, excluded) | error (provider failure, retryable)."""
-        if self.result.get("error") or _mapping(self.result.get("outcome")).get("status") == "error":
-            return "error"
-        if self.result.get("invalid") or self.score.get("invalid"):
-            return "invalid"
-        return "scored"
+        """scored | rejected (the server refused the model's request for good: model-side, scored 0) | invalid
+        (environment fault: leaves the denominator) | error (provider failure, re-run later: not final)."""
+        kind = outcome_of(self.result)
+        if kind == SCORED and _mapping(self.result.get("outcome")).get("status") == "error":
+            return ERROR
+        return INVALID if kind == SCORED and self.score.get("invalid") else kind
+
+    @property
+    def counted(self) -> bool:
+        """Whether the episode is in its cell's n: every final model-side outcome is (INVALID and pending
+        provider errors are not)."""
+        return self.outcome in (SCORED, REJECTED)
+
+    @property
+    def model_side(self) -> str | None:
+        """Why a counted episode scored by rule rather than by its answer: rejected, model_length, refused or
+        unparseable (scored 0 in Task and Strict, kept in n); None for an answer that parsed."""
+        if self.outcome == REJECTED:
+            return "rejected"
+        stop = _mapping(self.result.get("outcome")).get("stop_reason")
+        if stop in MODEL_SIDE_STOPS:
+            return str(stop)
+        return "unparseable" if self.score.get("parse_errors") else None
+
+    @property
+    def left_out(self) -> str | None:
+        """Why the episode is not in n: ``INVALID: <fault>`` or a provider error still to be re-run."""
+        if self.outcome == INVALID:
+            reason = str(self.result.get("invalid") or self.score.get("invalid_reason") or "environment fault")
+            return "INVALID: " + reason.split(":")[0].strip()[:40]
+        return "provider error, not re-run yet" if self.outcome == ERROR else None
 
 
 @dataclass
@@ -87,6 +119,28 @@ class Run:
     def max_rounds(self) -> int | None:
         value = self.identity.get("max_rounds")
         return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def max_tool_calls(self) -> int | None:
+        """``--max-tool-calls``: the tool calls an episode may make (None: bounded by rounds only)."""
+        value = self.identity.get("max_tool_calls")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    @property
+    def external(self) -> bool:
+        """Scores of a pipeline outside the harness (`bench score`): no agent, no tools, no rounds."""
+        return self.agent == "external"
+
+    @property
+    def has_rounds(self) -> bool:
+        """Whether the run's episodes had tool rounds (not Track C's one answer turn, not a scored pipeline)."""
+        return self.track != "C" and not self.external and bool(self.max_rounds)
+
+    @property
+    def model_family(self) -> str:
+        """general | medical | native-3d: run.json's ``--model-family``, else from the model's name."""
+        recorded = self.identity.get("model_family")
+        return recorded if recorded in FAMILIES else default_family(self.model)
 
     @property
     def provider(self) -> str | None:
@@ -151,17 +205,38 @@ class Run:
 
     @property
     def scored(self) -> list[Episode]:
-        return [episode for episode in self.episodes if episode.outcome == "scored"]
+        """The episodes in the run's n (answered, or ended by a final model-side outcome)."""
+        return [episode for episode in self.episodes if episode.counted]
 
     def count(self, outcome: str) -> int:
         return sum(1 for episode in self.episodes if episode.outcome == outcome)
 
     def values(self, metric: str, every_episode: bool = False) -> list[float]:
-        """The metric over scored episodes (or every episode: what a run paid includes errored and INVALID
-        ones), skipping episodes where it does not apply (None)."""
+        """The metric per episode over the counted episodes (or every episode: what a run paid includes errored
+        and INVALID ones), skipping episodes where it does not apply (None)."""
         episodes = self.episodes if every_episode else self.scored
         return [episode.metrics[metric] for episode in episodes if episode.metrics.get(metric) is not None]
 
+    def case_values(self, metric: str) -> list[tuple[str, float]]:
+        """(case, value) per counted episode: what :func:`.stats.estimate` reduces to one value per case."""
+        return [(episode.case_id, episode.metrics[metric]) for episode in self.scored
+                if episode.metrics.get(metric) is not None]
+
+
+def case_values(runs: list[Run], metric: str) -> list[tuple[str, float]]:
+    """The (case, value) pairs of several runs pooled into one cell: runs over the same package add repeats of its
+    cases, not cases; runs over different packages keep their cases apart (``pooling_warnings`` names them)."""
+    packages = {run.package for run in runs}
+    return [(case if len(packages) == 1 else f"{run.package}:{case}", value)
+            for run in runs for case, value in run.case_values(metric)]
+
+
+def denominator(runs: list[Run]) -> dict[str, dict[str, int]]:
+    """How a cell's n came about: ``left_out`` (reason -> episodes not in n) and ``scored_zero`` (model-side
+    outcome -> episodes in n scored 0 by rule)."""
+    left = Counter(episode.left_out for run in runs for episode in run.episodes if episode.left_out)
+    zero = Counter(episode.model_side for run in runs for episode in run.scored if episode.model_side)
+    return {"left_out": dict(sorted(left.items())), "scored_zero": dict(sorted(zero.items()))}
 
 def find_runs(paths: list[str | os.PathLike]) -> list[Path]:
     """Every run directory at or below the given paths (a run has ``episodes/`` and ``run.json`` or
@@ -267,13 +342,15 @@ def episode_metrics(module: str | None, episode: Episode, track: str = "A") -> d
     score = episode.score
     details = _mapping(score.get("details"))
     metrics: dict[str, float | None] = {key: _number(score.get(key)) for key in ("task", "strict", "loc")}
+    if episode.outcome == REJECTED and not score:  # recorded before rejected episodes were scored as unanswered
+        metrics.update(dict.fromkeys(ZERO_BY_RULE, 0.0))
     for name in LUMIERE_EVIDENCE_FIELDS:
         metrics[name] = _number(_mapping(details.get("fields")).get(name))
     for qid, _, _ in NSCLC_QUESTIONS:
         metrics[qid] = _number(_mapping(details.get("questions")).get(qid))
     for key in ("tumor_presence", "largest_metastasis"):
         metrics[key] = _number(details.get(key))
-    if episode.trace is not None and module and episode.outcome == "scored":
+    if episode.trace is not None and module and episode.counted:
         records = trace_records(episode.trace)
         try:
             process = process_metrics(module, records, answered(module, episode.parsed))
@@ -282,9 +359,7 @@ def episode_metrics(module: str | None, episode: Episode, track: str = "A") -> d
         if track == "B":
             episode.operators = operators_called(records)
         metrics.update({key: _number(process.get(key)) for key in PROCESS_METRICS})
-        from .findings import audit_metrics, episode_audit
-
-        episode.audit = episode_audit(module, episode, records)
+        episode.audit = episode_audit(module, episode.result, episode.parsed, records)
         metrics.update(audit_metrics(episode.audit))
         trace_tokens = {key: _number(process.get(key)) for key in ("input_tokens", "output_tokens")}
     else:
@@ -308,17 +383,6 @@ def trace_records(path: Path | None) -> list[dict]:
         return [record for record in read_trace(path) if isinstance(record, dict)]
     except (OSError, ValueError):
         return []
-
-
-@functools.cache
-def operator_names() -> frozenset[str]:
-    """Names of the Track B analysis operators (from the registry's operator toolset); none where the viewer
-    stack cannot be imported (the report then says no operator was called rather than failing)."""
-    try:
-        from ...operators.actions import OPERATORS
-    except ImportError:
-        return frozenset()
-    return frozenset(action.name for action in OPERATORS.actions)
 
 
 def operators_called(records: list[dict]) -> frozenset[str]:

@@ -107,6 +107,22 @@ def test_budget_exhaustion_forces_an_answer_without_tools(tmp_path):
     assert len([r for r in records if r["kind"] == "action"]) == 2
 
 
+def test_a_tool_call_budget_bounds_the_episode_beside_the_rounds(tmp_path):
+    """--max-tool-calls 3: two calls run in round 1, one of the next two in round 2 (the other is refused), then
+    the answer turn says which budget was spent."""
+    calls = [("observe", "{}"), ("observe", "{}")]
+    script = [Scripted(openai_reply(calls=calls)), Scripted(openai_reply(calls=calls)),
+              Scripted(openai_reply("ANSWER: A"))]
+    outcome, records, requests, _, _ = episode(tmp_path, "openai", script, max_rounds=20, max_tool_calls=3)
+    assert (outcome.tool_calls, outcome.rejected_calls, outcome.rounds) == (3, 1, 2)
+    assert outcome.budget_exhausted and outcome.stop_reason == "budget"
+    assert len([r for r in records if r["kind"] == "action"]) == 3
+    refused = [r for r in events(records, "tool_receipt") if not r["dispatched"]]
+    assert [r["error"]["code"] for r in refused] == ["budget_exhausted"]
+    last = requests[-1]["body"]
+    assert last["tool_choice"] == "none" and "all 3 tool calls are used" in json.dumps(last["messages"][-1])
+
+
 def test_one_call_per_round_for_pathology(tmp_path):
     script = [
         Scripted(anthropic_reply(calls=[("observe", {}), ("set_slice_offset", {"offset": 3})])),

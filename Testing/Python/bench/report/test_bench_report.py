@@ -114,9 +114,9 @@ def test_report_pages_from_a_registry_trace(tmp_path):
     assert args.func(args) == 0
     report = tmp_path / "report"
     table = (report / "results.md").read_text()
-    assert "| run | — | — | scripted | A | 20 | ucsf-pdgm | 1 | 0 | 0 | 1.00 [1.00, 1.00] | 0.00 [0.00, 0.00] |" in (
-        table
-    )
+    # one case: Clopper-Pearson of 1/1 and 0/1, never a point
+    assert ("| run | — | — | scripted | A | 20 rounds | ucsf-pdgm | 1 | 0 | 0 | 0 | 1.00 [0.03, 1.00] "
+            "| 0.00 [0.00, 0.97] |") in table
     rows = json.loads((report / "results.json").read_text())["tables"][0]["sections"][0]["rows"]
     assert rows[0]["cells"]["input_tokens"]["value"] == 1200  # an integer, from the trace's model receipts
     assert rows[0]["cells"]["execution"]["value"] is not None

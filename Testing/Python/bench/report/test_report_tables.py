@@ -18,8 +18,16 @@ from report_runs import cohort_of_runs
 from MedOpenClawLib.bench.report import write_report
 from MedOpenClawLib.bench.report.formats import latex_escape
 from MedOpenClawLib.bench.report.runs import find_runs, load_run, operator_names, operators_called, run_names
-from MedOpenClawLib.bench.report.stats import average, difference, estimate
-from MedOpenClawLib.bench.report.tables import all_tables
+from MedOpenClawLib.bench.report.tables import TABLES, all_tables
+
+AUDIT_TABLES = ("findings", "stability")  # the fixture's runs have no traces and no repeated cases
+
+
+def expected_tables(root: Path) -> list[str]:
+    """Every table of TABLES but the trace-audit ones, in TABLES' order."""
+    paths = find_runs([root])
+    runs = [load_run(path, name) for path, name in zip(paths, run_names(paths))]
+    return [table.id for table in (build(runs) for build in TABLES) if table.id not in AUDIT_TABLES]
 
 
 @pytest.fixture(scope="module")
@@ -42,32 +50,15 @@ def _row(table: dict, **identity) -> dict:
     return rows[0]
 
 
-def test_bootstrap_intervals_are_reproducible_and_cover_the_mean():
-    values = [1.0, 0.0, 1.0, 1.0, 0.0, 1.0]
-    first, second = estimate(values, "cell"), estimate(values, "cell")
-    low, high = first.interval
-    assert first.value == pytest.approx(4 / 6, abs=1e-5) and first.n == 6
-    assert low < first.value < high and 0.0 <= low and high <= 1.0
-    assert first.interval == second.interval  # seeded by the cell's name
-    constant = estimate([1.0, 1.0, 1.0], "c")
-    assert constant.interval == (1.0, 1.0)
-    assert estimate([], "empty").value is None and estimate([], "empty").interval == (None, None)
-    mean = average([first, constant])
-    assert mean.value == pytest.approx((4 / 6 + 1.0) / 2, abs=1e-5) and mean.interval[0] < mean.value < mean.interval[1]
-    assert average([first, estimate([], "x")]).value is None  # Model Avg. needs every part
-    change = difference(constant, first)
-    assert change.value == pytest.approx(1 / 3, abs=1e-5) and change.interval[0] <= change.value <= change.interval[1]
-
-
 def test_tables_follow_the_paper_layouts(report):
-    _, out, written = report
-    assert written["tables"] == ["runs", "table1", "table2", "table3", "table5", "table6", "table7"]
+    root, out, written = report
+    assert written["tables"] == expected_tables(root) and len(written["tables"]) == len(TABLES) - len(AUDIT_TABLES)
     table1 = _table(out, "table1")
     assert [column["id"] for column in table1["columns"]] == [
         "lumiere:task", "lumiere:strict", "ucsf-pdgm:task", "ucsf-pdgm:strict", "ucsf-pdgm:loc", "nsclc:task",
         "nsclc:strict", "nsclc:loc", "avg:task", "avg:strict", "avg:loc"]
     model = _row(table1, model="gpt-test", provider="openai", agent="model", track="A")
-    assert model["header"] == ["gpt-test", "openai", "model", "A", "20"]  # the 5-round run is the budget study's
+    assert model["header"] == ["gpt-test", "openai", "model", "A", "20 rounds"]  # the 5-round run is the budget study's
     cells = model["cells"]
     assert cells["ucsf-pdgm:task"]["value"] == pytest.approx(0.75, abs=1e-5)
     assert cells["ucsf-pdgm:task"]["n"] == 4  # the INVALID episode is left out
@@ -80,8 +71,8 @@ def test_tables_follow_the_paper_layouts(report):
     oracle = _row(table1, agent="oracle")
     assert oracle["identity"]["privileged"] is True and oracle["header"][2] == "oracle †"
     sections = [section["title"] for section in table1["sections"]]
-    assert sections == ["Agents", "Privileged reference †"]
-    assert table1["sections"][0]["rows"][-1]["header"][0] == "Mean over reported"
+    assert sections == ["General-purpose models", "Offline agents", "Privileged reference †"]
+    assert all(row["header"][0] != "Mean over reported" for row in table1["sections"][0]["rows"])  # one row
     table2 = _table(out, "table2")
     assert [section["rows"][0]["header"][2] for section in table2["sections"]] == ["oracle †"]
 
@@ -90,11 +81,14 @@ def test_tables_follow_the_paper_layouts(report):
     # a Track B run with every operator: its own column after MedFlow-Bench's (operation, module) columns
     assert [column["id"] for column in table3["columns"]][-1] == "all:ucsf-pdgm"
     assert strict["cells"]["all:ucsf-pdgm"]["value"] == pytest.approx(2 / 3, abs=1e-5)
-    assert strict["cells"]["all:ucsf-pdgm"]["delta"] == pytest.approx(2 / 3 - 0.5, abs=1e-5)  # against Track A
+    # paired against Track A over the 3 cases both scored (Track A's Strict on U0-U2 is 1, 0, 0), not 2/3 - 0.5
+    assert strict["cells"]["all:ucsf-pdgm"]["delta"] == pytest.approx(1 / 3, abs=1e-5)
+    assert strict["cells"]["all:ucsf-pdgm"]["delta_n"] == 3
     assert strict["cells"]["segmentation:ucsf-pdgm"]["value"] is None
     table6 = _table(out, "table6")
     montage = _row(table6, agent="montage")
-    assert montage["cells"]["ucsf-pdgm:task"]["delta"] == pytest.approx(0.5 - 0.75, abs=1e-5)
+    assert montage["cells"]["ucsf-pdgm:task"]["delta"] == pytest.approx(0.5 - 1.0, abs=1e-5)  # U0, U1 paired
+    assert montage["cells"]["ucsf-pdgm:task"]["delta_n"] == 2
     assert montage["cells"]["lumiere:task"]["value"] is None
 
     table5 = _table(out, "table5")
@@ -103,7 +97,7 @@ def test_tables_follow_the_paper_layouts(report):
     assert row["cells"]["lumiere:new_target_lesion"]["n"] == 1  # an unscorable field is skipped, not counted
     assert row["cells"]["nsclc:q1"]["value"] == pytest.approx(0.5, abs=1e-5)
     budget = _table(out, "table7")
-    assert [r["header"][4] for s in budget["sections"] for r in s["rows"]] == ["5", "20"]
+    assert [r["header"][4] for s in budget["sections"] for r in s["rows"]] == ["5 rounds", "20 rounds"]
 
     runs = _table(out, "runs")
     gpt = _row(runs, runs=["gpt/ucsf-A"])
@@ -114,26 +108,29 @@ def test_tables_follow_the_paper_layouts(report):
 
 
 def test_formats_markdown_csv_latex_and_the_versioned_schema(report):
-    _, out, _ = report
+    root, out, _ = report
     body = json.loads((out / "results.json").read_text())
     jsonschema.validate(body, json.loads((out / "results.schema.json").read_text()))
-    assert body["schema"] == "medopenclaw.bench.report" and body["schema_version"].startswith("1.")
+    assert body["schema"] == "medopenclaw.bench.report" and body["schema_version"].startswith("2.")
     assert {run["name"] for run in body["runs"]} >= {"gpt/ucsf-A", "offline/oracle-ucsf"}
     markdown = (out / "results.md").read_text()
-    assert "| gpt-test | openai | model | A | 20 | — | — | — |" not in markdown  # Table 1 has LUMIERE values
-    assert re.search(r"\| gpt-test \| openai \| model \| B \| 20 \| none \| Strict \| " + r"— \| " * 8
-                     + r"0\.67 \[[0-9.]+, [0-9.]+\] \(↑0\.17\) \| 3 \|", markdown)  # the all-operators column last
-    assert "| — | — | oracle † | A | 20 |" in markdown and "† privileged" in markdown
+    assert "| gpt-test | openai | model | A | 20 rounds | — | — | — |" not in markdown  # Table 1 has LUMIERE values
+    assert re.search(r"\| gpt-test \| openai \| model \| B \| 20 rounds \| none \| Strict \| " + r"— \| " * 8
+                     + r"0\.67 \[[0-9.]+, [0-9.]+\] \(↑0\.33 \[[-+0-9., ]+\], 3 paired\) \| 3 \|", markdown)
+    assert "| — | — | oracle † | A | 20 rounds |" in markdown and "† privileged" in markdown
     # a cell over other episodes than its module's n column says so (an answer outside the Loc denominator)
-    assert re.search(r"\| gpt-test \| openai \| model \| A \| 20 \| .*\| 0\.75 \[[0-9., ]+\] \| 0\.50 \[[0-9., ]+\] "
-                     r"\| 0\.67 \[[0-9., ]+\] n=3 \| 4 \|", markdown)
+    # and the n column says what left the denominator and why
+    assert re.search(r"\| gpt-test \| openai \| model \| A \| 20 rounds \| .*\| 0\.75 \[[0-9., ]+\] "
+                     r"\| 0\.50 \[[0-9., ]+\] \| 0\.67 \[[0-9., ]+\] n=3 "
+                     r"\| 4 \(−1 INVALID: environment fault; −1 provider error, not re-run yet\) \|", markdown)
     rows = list(csv.DictReader(io.StringIO((out / "results.csv").read_text())))
     cell = next(row for row in rows if row["table"] == "table1" and row["model"] == "gpt-test"
                 and row["column"] == "Task" and row["group"] == "Brain MRI")
     assert float(cell["value"]) == pytest.approx(0.75, abs=1e-5) and cell["n"] == "4"
     assert cell["ci_low"] and cell["provider"] == "openai"
     latex = (out / "results.tex").read_text()
-    assert latex.count(r"\begin{tabular}") == 7 and r"\toprule" in latex and r"\bottomrule" in latex
+    assert latex.count(r"\begin{tabular}") == len(expected_tables(root))
+    assert r"\toprule" in latex and r"\bottomrule" in latex
     assert r"\cmidrule(lr)" in latex and r"\multicolumn{4}{c}{Brain MRI}" in latex
     assert r"$\uparrow$" in latex and r"oracle $^\dagger$" in latex
     assert r"gpt/ucsf-A\_5rounds" not in latex and r"gpt/ucsf-A-5rounds" in latex
@@ -231,7 +228,7 @@ def test_find_runs_accepts_runs_and_folders_of_runs(tmp_path):
     single = find_runs([root / "gpt" / "ucsf-A"])
     assert run_names(single) == ["ucsf-A"]
     runs = [load_run(path, name) for path, name in zip(find_runs([root]), run_names(find_runs([root])))]
-    assert len(all_tables(runs)) == 7
+    assert [table.id for table in all_tables(runs)] == expected_tables(root)
     with pytest.raises(Exception, match="holds no bench run"):
         find_runs([tmp_path / "gpt" / "ucsf-A" / "episodes"])
 

@@ -1,0 +1,17 @@
+"""Table 2: viewer-native pathology (BRACS = breast WSI, CAMELYON17 = lymph-node WSI): Task/Strict/Loc."""
+
+from __future__ import annotations
+
+from ...modules import PATHOLOGY, of_application
+from ..runs import Run
+from .grouping import pathology_score_columns, track_a_table
+from .layout import Table
+
+
+def build(runs: list[Run]) -> Table:
+    return track_a_table(
+        runs, "table2", "Table 2: Viewer-native pathology",
+        "Coordinate-grounded WSI scoring. Strict = answer plus evidence; Loc. = coordinate localization on "
+        "positive slides. Rows are grouped by model family. Cells: mean [95% CI] over cases.",
+        pathology_score_columns(), of_application(PATHOLOGY),
+    )

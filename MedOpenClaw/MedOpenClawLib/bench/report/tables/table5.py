@@ -1,0 +1,21 @@
+"""Table 5: Table 1 expanded with the LUMIERE lesion-state evidence fields and the NSCLC subtasks."""
+
+from __future__ import annotations
+
+from ...modules import RADIOLOGY, of_application
+from ..runs import Run
+from .grouping import detail_columns, track_a_table
+from .layout import Column, Table
+
+
+def columns() -> list[Column]:
+    return [column for module in of_application(RADIOLOGY) for column in detail_columns(module)]
+
+
+def build(runs: list[Run]) -> Table:
+    return track_a_table(
+        runs, "table5", "Table 5: Detailed viewer-native radiology metrics",
+        "Table 1 expanded with the LUMIERE lesion-state evidence fields (NML = non-measurable lesion) and "
+        "the NSCLC subtasks. Rows are grouped by model family. Cells: mean [95% CI] over cases.",
+        columns(), of_application(RADIOLOGY),
+    )
