@@ -1,4 +1,4 @@
-"""``medopenclaw bench ...`` sub-commands: cohort, prepare, parse, score, report.
+"""``medopenclaw bench ...`` sub-commands: cohort, prepare, parse, score, report, compare.
 
 Extension hook (agreed with the runner/agents owner): every module named in :data:`EXTENSION_MODULES` may
 define ``add_bench_subcommand(bench_subparsers)``. It is called with the ``bench`` sub-parser collection after
@@ -23,9 +23,9 @@ EXTENSION_MODULES = ("MedOpenClawLib.bench.run_command",)
 
 
 def add_commands(subparsers: argparse._SubParsersAction) -> None:
-    bench = subparsers.add_parser("bench", help="MedFlow-Bench: run, report, cohort, prepare, parse, score")
+    bench = subparsers.add_parser("bench", help="MedFlow-Bench: run, report, compare, cohort, prepare, parse, score")
     bench_subparsers = bench.add_subparsers(dest="bench_command", required=True)
-    for register in (_add_cohort, _add_prepare, _add_parse, _add_score, _add_report):
+    for register in (_add_cohort, _add_prepare, _add_parse, _add_score, _add_report, _add_compare):
         register(bench_subparsers)
     for module_name in EXTENSION_MODULES:
         try:
@@ -268,4 +268,28 @@ def _run_report(args) -> int:
     for warning in written["warnings"]:
         print(f"warning: {warning}", file=sys.stderr)
     _print_json(written)
+    return 0
+
+
+def _add_compare(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "compare", help="two runs on the same cases: per module and metric the paired difference with its 95%% CI and "
+                        "an exact paired test, and each run's Task - Strict gap")
+    parser.add_argument("run_a", metavar="RUN_A", help="a bench run directory (or a multi-module run's --out)")
+    parser.add_argument("run_b", metavar="RUN_B", help="the run to compare it with")
+    parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of text")
+    parser.set_defaults(func=_run_compare)
+
+
+def _run_compare(args) -> int:
+    from .report.compare import compare
+
+    try:
+        text, body = compare(args.run_a, args.run_b)
+    except (CaseFormatError, OSError) as error:
+        return _fail(str(error))
+    if args.json:
+        _print_json(body)
+    else:
+        print(text, end="")
     return 0

@@ -52,9 +52,17 @@ def test_a_usage_mistake_is_one_line_naming_the_command(argv, capsys):
 
 
 BLOCKED_CLI = """
-import argparse, contextlib, io, json, sys
-for name in {heavy!r}:
-    sys.modules[name] = None  # importing it now raises ImportError
+import argparse, contextlib, importlib.abc, io, json, sys
+
+# importing a heavy package raises ImportError, as where it is not installed (a None in sys.modules would also
+# break libraries that only look for it there, e.g. scipy's array-API checks)
+class NotInstalled(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name.split(".")[0] in {heavy!r}:
+            raise ImportError(f"{{name}} is not installed here")
+        return None
+
+sys.meta_path.insert(0, NotInstalled())
 from MedOpenClawLib.cli import build_parser, main
 
 def commands(parser, prefix):

@@ -238,6 +238,8 @@ def test_report_help_imports_no_viewer_or_plotting_stack():
     matplotlib or jinja2: those are imported where they are used (evidence views, figures, pages)."""
     code = ("import sys\nfrom MedOpenClawLib.bench import report\nfrom MedOpenClawLib.cli import main\n"
             "try:\n    main(['bench', 'report', '--help'])\nexcept SystemExit:\n    pass\n"
+            "from MedOpenClawLib.bench.report.runs import operators_called\n"  # Track B's operator names
+            "assert operators_called([{'kind': 'action', 'actor': 'agent', 'action': 'quantify', 'status': 'ok'}])\n"
             "print('HEAVY', [m for m in ('slicer', 'vtk', 'torch', 'matplotlib', 'jinja2') if m in sys.modules])\n")
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert completed.returncode == 0, completed.stderr
