@@ -68,6 +68,7 @@ COMMANDS = {
     "medopenclaw bench score --module M --cases CASES --responses answers.jsonl --name M3D [--out DIR]":
         Spec(("cases", "answers.jsonl")),
     "medopenclaw bench report runs/a runs/b ... [--out DIR]": Spec(("runs/a", "runs/b")),
+    "medopenclaw bench compare runs/a runs/b [--json]": Spec(("runs/a", "runs/b")),
     "medopenclaw trace verify runs/x/.../trace.jsonl": Spec(("runs/x",)),
     "medopenclaw trace audit runs/x/.../trace.jsonl|runs/x [--json] [--fail-on high]": Spec(("runs/x",)),
     "medopenclaw replay runs/x/.../trace.jsonl --data-root CASES/data": Spec(("runs/x", "cases")),
