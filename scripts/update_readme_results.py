@@ -39,7 +39,7 @@ def results_markdown(out: Path) -> str:
 
     paths = find_runs([out])
     runs = [load_run(path, name) for path, name in zip(paths, run_names(paths)) if "report" not in path.parts]
-    return markdown([table1(runs), table2(runs)]).replace("### Table", "#### Table")
+    return markdown([table1.build(runs), table2.build(runs)]).replace("### Table", "#### Table")
 
 
 def main(argv: list[str] | None = None) -> int:

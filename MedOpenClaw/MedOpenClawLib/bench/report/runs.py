@@ -18,6 +18,7 @@ from ...audit import read_trace
 from ..cases import CaseFormatError
 from ..labels import LUMIERE_EVIDENCE_FIELDS, NSCLC_QUESTIONS
 from ..model_families import FAMILIES, default_family
+from ..modules import names as module_names
 from ..outcomes import ERROR, INVALID, REJECTED, SCORED, outcome_of
 from ..scoring.batch import answered
 from ..scoring.process import process_metrics
@@ -74,16 +75,18 @@ class Episode:
         provider errors are not)."""
         return self.outcome in (SCORED, REJECTED)
 
-    @property
-    def model_side(self) -> str | None:
+    def model_side(self, module: str) -> str | None:
         """Why a counted episode scored by rule rather than by its answer: rejected, model_length, refused or
-        unparseable (scored 0 in Task and Strict, kept in n); None for an answer that parsed."""
+        unparseable (no answer found in the reply); all score 0 in Task and Strict and stay in n. None for an
+        answered episode."""
         if self.outcome == REJECTED:
             return "rejected"
         stop = _mapping(self.result.get("outcome")).get("stop_reason")
         if stop in MODEL_SIDE_STOPS:
             return str(stop)
-        return "unparseable" if self.score.get("parse_errors") else None
+        if module not in module_names() or not self.score:
+            return None
+        return None if answered(module, self.parsed) else "unparseable"
 
     @property
     def left_out(self) -> str | None:
@@ -235,7 +238,7 @@ def denominator(runs: list[Run]) -> dict[str, dict[str, int]]:
     """How a cell's n came about: ``left_out`` (reason -> episodes not in n) and ``scored_zero`` (model-side
     outcome -> episodes in n scored 0 by rule)."""
     left = Counter(episode.left_out for run in runs for episode in run.episodes if episode.left_out)
-    zero = Counter(episode.model_side for run in runs for episode in run.scored if episode.model_side)
+    zero = Counter(kind for run in runs for episode in run.scored if (kind := episode.model_side(run.module)))
     return {"left_out": dict(sorted(left.items())), "scored_zero": dict(sorted(zero.items()))}
 
 def find_runs(paths: list[str | os.PathLike]) -> list[Path]:

@@ -3,6 +3,8 @@ leave with their reason, deltas are paired, Table 7 is bounded by tool calls, ro
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from report_runs import score, write_run
 from scipy import stats
@@ -39,6 +41,21 @@ def test_rejected_episodes_score_0_within_n_and_invalid_ones_leave_with_their_re
     assert cell.denominator == {"left_out": {"INVALID: environment fault": 1}, "scored_zero": {"rejected": 1}}
     assert "12 (−1 INVALID: environment fault; 1 rejected = 0)" in markdown([table])
     assert any("INVALID" in note for note in table.notes) and any("Clopper-Pearson" in note for note in table.notes)
+
+
+def test_every_final_model_side_outcome_stays_in_n_at_0(tmp_path):
+    """model_length, a refusal and an answer that does not parse are final outcomes of the model: in n, at 0."""
+    episodes = ucsf([1, 1, 0, 0, 0])
+    episodes[4] = score("ucsf-pdgm", "U4", 0, 0, 0, parsed={"answer": None, "errors": ["no ANSWER line"]})
+    run = write_run(tmp_path, "gpt", "ucsf-pdgm", "model", episodes, model="gpt-test")
+    for episode_id, stop in (("U2__r3", "model_length"), ("U3__r4", "refused")):
+        path = run / "episodes" / episode_id / "result.json"
+        result = json.loads(path.read_text())
+        result["outcome"]["stop_reason"] = stop
+        path.write_text(json.dumps(result))
+    cell = rows(table1.build(load(tmp_path)), model="gpt-test")[0].cells["ucsf-pdgm:strict"]
+    assert (cell.estimate.n, cell.estimate.value) == (5, pytest.approx(0.4))
+    assert cell.denominator == {"left_out": {}, "scored_zero": {"model_length": 1, "refused": 1, "unparseable": 1}}
 
 
 def test_repeats_and_pooled_runs_add_no_cases(tmp_path):
