@@ -43,7 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as directory:
         result = {
             "benchmark": "bench report: tables, figures and HTML pages over the given runs",
-            "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+            "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
+                        "load_average_1min_before": round(os.getloadavg()[0], 2)},
+            "runs_measured": [Path(run).resolve().relative_to(Path(run).resolve().parents[1]).as_posix()
+                              for run in args.runs],
             "without_evidence": timed(args.runs, Path(directory) / "plain", evidence=False),
             "with_evidence": timed(args.runs, Path(directory) / "evidence", evidence=True),
         }

@@ -13,6 +13,8 @@ import re
 from importlib import resources
 from pathlib import Path
 
+from PIL import Image
+
 from ...provenance import summary as provenance_summary
 from ..cases import CaseFormatError, load_cases, load_ground_truth
 from ..progress import Activity
@@ -233,6 +235,14 @@ def episode_page(env, run: Run, episode: Episode, records: list[dict], page: Pat
         encoding="utf-8")
 
 
+def is_wide(picture: Path) -> bool:
+    """A figure at least twice as wide as high (a row of panels) spans the whole row of the index: squeezed into
+    one column its text shrank to a few pixels."""
+    with Image.open(picture) as image:
+        width, height = image.size
+    return width >= 2 * height
+
+
 def write_pages(runs: list[Run], tables: list[Table], plots: list[str], pages: dict[str, Path], out_dir: Path,
                 evidence: bool, provenance: dict | None = None) -> int:
     """index.html, one page per run and per episode (with its evidence views unless ``evidence`` is off);
@@ -241,8 +251,8 @@ def write_pages(runs: list[Run], tables: list[Table], plots: list[str], pages: d
     (out_dir / "style.css").write_text(resources.files(__package__).joinpath("templates/style.css").read_text(
         encoding="utf-8"), encoding="utf-8")
     links = {run.name: pages[run.name].relative_to(out_dir).as_posix() for run in runs}
-    figures = [{"png": f"plots/{name}", "svg": f"plots/{name[:-4]}.svg", "title": PLOT_TITLES.get(name[:-4], name)}
-               for name in plots if name.endswith(".png")]
+    figures = [{"png": f"plots/{name}", "svg": f"plots/{name[:-4]}.svg", "title": PLOT_TITLES.get(name[:-4], name),
+                "wide": is_wide(out_dir / "plots" / name)} for name in plots if name.endswith(".png")]
     downloads = ["results.md", "results.csv", "results.json", "results.schema.json", "results.tex"]
     (out_dir / "index.html").write_text(env.get_template("index.html.j2").render(
         title="Results", root="", crumbs=[("report", None)], runs=runs, episodes=sum(len(run.episodes) for run in runs),

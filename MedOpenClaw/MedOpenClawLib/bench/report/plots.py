@@ -93,8 +93,10 @@ def task_vs_strict_plot(runs: list[Run], out_dir: Path) -> list[str]:
     figure, axis = pyplot.subplots(figsize=(6.5, 5))
     axis.plot([0, 1], [0, 1], color="#999", linewidth=1, linestyle="--", label="Strict = Task")
     markers = dict(zip(names(), itertools.cycle("osD^v")))
+    drawn = set()  # the legend lists only the modules and rows that have a point
     for index, (label, by_module) in enumerate(_rows(runs).items()):
         colour = f"C{index % 10}"
+        points = 0
         for module, module_runs in by_module.items():
             task = cell_estimate(module_runs, "task", f"tvs|{label}|{module}|t")
             strict = cell_estimate(module_runs, "strict", f"tvs|{label}|{module}|s")
@@ -102,9 +104,13 @@ def task_vs_strict_plot(runs: list[Run], out_dir: Path) -> list[str]:
                 continue
             axis.errorbar(task.value, strict.value, xerr=error_bar(task), yerr=error_bar(strict), fmt=markers[module],
                           color=colour, capsize=2, alpha=0.85)
-        axis.plot([], [], "s", color=colour, label=label)
+            drawn.add(module)
+            points += 1
+        if points:
+            axis.plot([], [], "s", color=colour, label=label)
     for module, marker in markers.items():
-        axis.plot([], [], marker, color="#444", fillstyle="none", label=get(module).title)
+        if module in drawn:
+            axis.plot([], [], marker, color="#444", fillstyle="none", label=get(module).title)
     axis.set_xlim(-0.02, 1.02)
     axis.set_ylim(-0.02, 1.02)
     axis.set_xlabel("Task (answer only)")
