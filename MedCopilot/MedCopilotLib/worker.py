@@ -29,6 +29,8 @@ from typing import Any, BinaryIO
 
 HEADER = struct.Struct(">Q")  # each message: its pickled length, then the pickle
 READ_CHUNK = 1 << 20
+# PythonSlicer.exe is a console program: on Windows the child would otherwise open a console window of its own
+NO_CONSOLE = {"creationflags": subprocess.CREATE_NO_WINDOW} if os.name == "nt" else {}
 
 
 class WorkerBusy(RuntimeError):
@@ -85,7 +87,7 @@ class ModelWorker:
     def _start(self) -> subprocess.Popen:
         if self._process is None or self._process.poll() is not None:
             self._process = subprocess.Popen([self.python, "-m", "MedCopilotLib.worker"], stdin=subprocess.PIPE,
-                                             stdout=subprocess.PIPE, env=child_environment())
+                                             stdout=subprocess.PIPE, env=child_environment(), **NO_CONSOLE)
             os.set_blocking(self._process.stdout.fileno(), False)  # Windows pipes too, from Python 3.12 on
             self._models, self._buffer = {}, b""
         return self._process
