@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 import requests
 
+from .http import read_body
 from .messages import loads_bounded
 
 TIMEOUT_S = 10.0
@@ -43,10 +44,11 @@ def reported_window(session: requests.Session, base_url: str, model: str, header
     root = base_url.removesuffix("/v1")
     for url in (f"{base_url}/models", f"{root}/api/v0/models/{quote(model, safe='')}", f"{root}/props"):
         try:
-            response = session.get(url, headers=headers, timeout=TIMEOUT_S)
+            response = session.get(url, headers=headers, timeout=TIMEOUT_S, stream=True)
             if response.status_code != 200:
+                response.close()
                 continue
-            value = _window(_entry(loads_bounded(response.text, MAX_DEPTH, strict=False), model))
+            value = _window(_entry(loads_bounded(read_body(response), MAX_DEPTH, strict=False), model))
         except (requests.RequestException, ValueError, AttributeError):
             continue
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:

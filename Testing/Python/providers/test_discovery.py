@@ -73,3 +73,15 @@ def test_a_server_that_reports_nothing_gets_one_line_naming_the_assumed_limits()
         warning = make_provider(config).preflight()
     assert warning is not None and len(warning.splitlines()) == 1
     assert "assuming 16384 tokens and 8 images per request (the openai-compatible profile)" in warning
+
+
+def test_a_listing_over_the_reply_ceiling_is_not_read():
+    """A /models answer larger than any reply may be (MAX_RESPONSE_BYTES) is refused unread, not parsed."""
+    from MedOpenClawLib.providers.http import MAX_RESPONSE_BYTES
+
+    padding = [{"id": f"m{i}", "pad": "x" * 1000} for i in range(MAX_RESPONSE_BYTES // 1000 + 10)]
+    listing = Listing({"/v1/models": {"object": "list", "data": [*padding, {"id": "served", "max_model_len": 65536}]}})
+    try:
+        assert reported_window(requests.Session(), f"{listing.url}/v1", "served", {}) is None
+    finally:
+        listing.close()
