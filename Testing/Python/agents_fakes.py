@@ -22,9 +22,10 @@ from MedOpenClawLib.result import ActionError, RenderedImage, Result
 
 @dataclass
 class Scripted:
-    """One scripted HTTP answer: ``status`` and JSON ``body``, after ``delay_s`` seconds."""
+    """One scripted HTTP answer: ``status`` and JSON ``body``, after ``delay_s`` seconds; a list ``body`` is sent
+    as server-sent events (``text/event-stream``), one ``data:`` line per item."""
 
-    body: dict
+    body: dict | list
     status: int = 200
     delay_s: float = 0.0
     headers: dict = field(default_factory=dict)
@@ -64,10 +65,12 @@ class FakeModelServer:
                 else:
                     answer = server.script.pop(0) if server.script else server.fallback
                 time.sleep(answer.delay_s)
-                payload = json.dumps(answer.body).encode()
+                streamed = isinstance(answer.body, list)
+                payload = ("".join(f"event: {event.get('type', 'message')}\ndata: {json.dumps(event)}\n\n"
+                                   for event in answer.body).encode() if streamed else json.dumps(answer.body).encode())
                 try:
                     self.send_response(answer.status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", "text/event-stream" if streamed else "application/json")
                     self.send_header("Content-Length", str(len(payload)))
                     for key, value in answer.headers.items():
                         self.send_header(key, value)

@@ -58,7 +58,7 @@ def provider_config(args):
         or 2048, token_limit_field="max_completion_tokens" if args.max_completion_tokens else "max_tokens",
         extra_body=args.extra_body or {}, context_window=args.context_window,
         profile=args.server_profile, retry=RetryPolicy(max_retries=args.max_retries, deadline_s=args.retry_deadline),
-        api_version=args.api_version, region=args.region, project=args.project,
+        api_version=args.api_version, region=args.region, project=args.project, stream=args.stream,
         **{key: getattr(args, key) for key in ("image_history", "tool_history") if hasattr(args, key)})
     if args.prices:
         config.price = load_price(args.prices, config.model)
@@ -309,6 +309,9 @@ def add_bench_subcommand(bench_subparsers) -> None:
     model.add_argument("--region", help="anthropic-bedrock, anthropic-vertex: the cloud region (e.g. us-east-1, "
                                         "us-east5, global)")
     model.add_argument("--project", help="anthropic-vertex: the Google Cloud project")
+    model.add_argument("--stream", action=argparse.BooleanOptionalAction, default=None,
+                       help="stream every request and assemble the server-sent events (default: only where the "
+                            "vendor requires it, Anthropic above 21,333 max_tokens); for servers that only stream")
     model.add_argument("--temperature", type=Number(minimum=0, maximum=2), default=None,
                        help="sampling temperature; sent only when given (reasoning models reject it)")
     limit = model.add_mutually_exclusive_group()

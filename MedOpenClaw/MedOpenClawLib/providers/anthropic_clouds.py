@@ -73,7 +73,7 @@ class AnthropicVertexProvider(_CloudMessages):
     def _url(self) -> str:
         return (f"{self.config.base_url}/v1/projects/{quote(self.config.project or '', safe='')}/locations/"
                 f"{quote(self.config.region or '', safe='')}/publishers/anthropic/models/"
-                f"{quote(self.config.model, safe='@')}:rawPredict")
+                f"{quote(self.config.model, safe='@')}:{'streamRawPredict' if self.streaming() else 'rawPredict'}")
 
     def _sign(self, data: bytes) -> dict:
         return {"Authorization": f"Bearer {self.config.api_key or self._google_token()}"}

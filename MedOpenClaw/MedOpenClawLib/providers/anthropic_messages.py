@@ -58,6 +58,9 @@ def _assistant_blocks(message: Message) -> list[dict]:
 
 
 class AnthropicProvider(Provider):
+    stream_format = "anthropic"
+    stream_fields = {"stream": True}
+
     def _url(self) -> str:
         base = self.config.base_url
         return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"

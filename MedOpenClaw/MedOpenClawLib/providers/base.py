@@ -18,6 +18,7 @@ from .discovery import reported_window
 from .http import AUTH_STATUSES, RETRY_STATUSES, ProviderError, RetryPolicy, encoded_size, post_json
 from .limits import CONTEXT_MARGIN
 from .messages import ImageInput, Message, ModelReply
+from .streaming import ASSEMBLERS
 from .text_calls import text_tool_calls
 from .tool_schemas import drop_strict_nulls, strict_optional
 
@@ -81,7 +82,7 @@ class Provider(ABC):
             view, request = fit(messages, wire_tools, self._limits, self.config.max_tokens,
                                 self.config.policy(), self.squeeze)
             body, images = self._request_body(view, wire_tools, allow_tools)
-            body = self.config.request_body(body)
+            body = self._final_body(body)
             request["bytes"] = encoded_size(body)
             limit = self._limits.max_request_bytes
             if limit is not None and request["bytes"] > limit:  # never sent: the server documents it refuses it
@@ -125,7 +126,7 @@ class Provider(ABC):
         body, images = type(self)(config, self.session)._request_body(
             [Message("user", PREFLIGHT_PROMPT, images=[preflight_image()])], self.wire_tools([PREFLIGHT_TOOL]), True)
         try:
-            reply = self._send(self.config.request_body(body), images, PREFLIGHT_TIMEOUT_S, PREFLIGHT_RETRY,
+            reply = self._send(self._final_body(body), images, PREFLIGHT_TIMEOUT_S, PREFLIGHT_RETRY,
                                logging.DEBUG)
         except ProviderError as error:
             if error.status in RETRY_STATUSES:
@@ -180,6 +181,7 @@ class Provider(ABC):
             secrets=(self.config.api_key,),
             retry_log_level=retry_log_level,
             sign=self._sign,
+            assemble=ASSEMBLERS[self.stream_format] if self.streaming() else None,
         )
         try:
             reply = self._parse(response)
@@ -206,6 +208,20 @@ class Provider(ABC):
                 if value is not None and key in self.config.provider_kind.takes}
 
     _sign = None  # or a method: the headers that authenticate a body's exact bytes (http.post_json's sign)
+    stream_format = ""  # streaming.ASSEMBLERS key of this wire's server-sent events
+    stream_fields: dict = {}  # what a request adds to be streamed
+
+    def streaming(self) -> bool:
+        """``--stream`` when given, else the vendor's rule: its kind streams above a ``max_tokens`` it declares."""
+        if self.config.stream is not None:
+            return self.config.stream
+        above = self.config.provider_kind.stream_above
+        return above is not None and self.config.max_tokens > above
+
+    def _final_body(self, body: dict) -> dict:
+        """The wire body with the server-specific fields merged in, and streamed when :meth:`streaming`."""
+        body = self.config.request_body(body)
+        return {**body, **self.stream_fields} if self.streaming() else body
 
     @abstractmethod
     def _url(self) -> str: ...

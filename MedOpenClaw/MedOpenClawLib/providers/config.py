@@ -59,6 +59,7 @@ class ProviderConfig:
     api_version: str | None = None  # azure-openai: the ?api-version= of every request
     region: str | None = None  # anthropic-bedrock, anthropic-vertex: the cloud region
     project: str | None = None  # anthropic-vertex: the Google Cloud project
+    stream: bool | None = None  # --stream; None: the kind's rule (ProviderKind.stream_above)
 
     def __post_init__(self):
         kind = provider_kind(self.kind)
@@ -69,6 +70,10 @@ class ProviderConfig:
                 raise ValueError(f"the {kind.name} provider needs --{name.replace('_', '-')}")
         if not self.base_url:
             raise ValueError(f"the {kind.name} provider needs --base-url (or {ENV_PREFIX}BASE_URL)")
+        if self.stream is None and isinstance(self.extra_body, dict) and self.extra_body.get("stream") is True:
+            self.stream = True  # asked for in the extra body: the replies are then event streams to assemble
+        if self.stream and not kind.streams:
+            raise ValueError(f"the {kind.name} provider does not speak --stream")
         if self.token_limit_field not in kind.token_limit_fields:
             raise ValueError(f"the {kind.name} provider takes {' or '.join(kind.token_limit_fields)} as its output "
                              f"limit, not {self.token_limit_field}")
@@ -135,6 +140,7 @@ class ProviderConfig:
             **self._redacted(),
             "timeout_s": self.timeout_s,
             **{name: getattr(self, name) for name in ("api_version", "region", "project") if getattr(self, name)},
+            "stream": self.stream,
             "max_retries": self.retry.max_retries,
             "retry_deadline_s": self.retry.deadline_s,
             "conversation": self.conversation(),

@@ -28,6 +28,7 @@ import requests
 
 from ..redaction import redact_text
 from .messages import loads_bounded
+from .streaming import sse_events
 
 log = logging.getLogger(__name__)
 
@@ -187,10 +188,12 @@ def post_json(
     clock: Callable[[], float] = time.monotonic,
     retry_log_level: int = logging.WARNING,
     sign: Callable[[bytes], dict] | None = None,
+    assemble: Callable[[list[dict]], dict] | None = None,
 ) -> tuple[dict, int]:
     """POST ``body``; return ``(json_response, retries_used)`` or raise :class:`ProviderError`. Each retry is
     logged at ``retry_log_level``. ``sign`` gives headers that authenticate the exact bytes sent (AWS SigV4),
-    asked again for every attempt (signatures carry a time)."""
+    asked again for every attempt (signatures carry a time). ``assemble`` turns the events of a streamed reply
+    (``text/event-stream``) into the reply the request would have had without streaming (:mod:`.streaming`)."""
     try:
         data = json.dumps(body, allow_nan=False).encode()
     except ValueError as error:
@@ -209,6 +212,9 @@ def post_json(
             status = response.status_code
             try:
                 text = read_body(response)
+                if status < 400 and assemble is not None and \
+                        response.headers.get("content-type", "").startswith("text/event-stream"):
+                    return assemble(sse_events(text)), attempt
                 if status < 400:
                     return loads_bounded(text, MAX_RESPONSE_DEPTH, strict=False), attempt
             except ValueError as error:  # too large, not JSON, or nested too deep to parse safely

@@ -73,6 +73,9 @@ def function_call(call_id: str, name: object, raw_arguments: object, vendor: dic
 
 
 class OpenAIChatProvider(Provider):
+    stream_format = "chat"
+    stream_fields = {"stream": True, "stream_options": {"include_usage": True}}  # usage comes in the last chunk
+
     def _url(self) -> str:
         return f"{self.config.base_url}/chat/completions"
 

@@ -51,6 +51,9 @@ def _assistant_items(message: Message) -> list[dict]:
 
 
 class OpenAIResponsesProvider(OpenAIChatProvider):
+    stream_format = "responses"
+    stream_fields = {"stream": True}
+
     def _url(self) -> str:
         return f"{self.config.base_url}/responses"
 

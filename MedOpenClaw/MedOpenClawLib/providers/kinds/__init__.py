@@ -31,6 +31,8 @@ class ProviderKind:
     token_limit_fields: tuple[str, ...] = ("max_tokens",)  # the output-limit fields the API accepts
     needs: tuple[str, ...] = ()  # ProviderConfig fields the endpoint cannot do without (api_version, region, ...)
     auth: str = "key"  # "key" (sent by the wire class), "sigv4" (AWS credentials), "google" (key or ADC token)
+    streams: bool = True  # --stream is spoken (the wire's server-sent events)
+    stream_above: int | None = None  # streamed by default when max_tokens exceeds this (the vendor requires it)
 
     def provider_class(self) -> type:
         module, name = self.wire.split(":")

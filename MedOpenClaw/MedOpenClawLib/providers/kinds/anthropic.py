@@ -10,4 +10,6 @@ KIND = ProviderKind(
     key_variables=("ANTHROPIC_API_KEY",),
     profile="anthropic",
     takes=frozenset({"temperature"}),  # the Messages API has no seed
+    # the anthropic SDK refuses non-streaming requests expected to pass 10 minutes: max_tokens above 21,333
+    stream_above=21_333,
 )

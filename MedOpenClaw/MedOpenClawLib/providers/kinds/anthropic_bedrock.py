@@ -11,4 +11,5 @@ KIND = ProviderKind(
     takes=frozenset({"temperature"}),
     needs=("region",),
     auth="sigv4",
+    streams=False,  # InvokeModelWithResponseStream frames events in AWS's binary event stream, not spoken here
 )

@@ -12,4 +12,5 @@ KIND = ProviderKind(
     takes=frozenset({"temperature"}),
     needs=("project", "region"),
     auth="google",
+    stream_above=21_333,  # as the Messages API (kinds/anthropic.py)
 )
