@@ -79,7 +79,8 @@ def _generate(module: str, config, root: Path, step: str) -> None:
     staging = root / f"staging-{module}-{os.getpid()}"
     package = root / "cases" / module
     try:
-        with Activity(f"cohort {module} {step}".rstrip() + f": generating {config.cases} cases ({root.name})"):
+        cases = f"{config.cases} case" + "s" * (config.cases != 1)
+        with Activity(f"cohort {module} {step}".rstrip() + f": generating {cases} ({root.name})"):
             write_cohort(staging / "raw", config, modules=[module])
             prepare(module, staging / "raw" / get(module).dataset_dir, staging / "cases")
         package.parent.mkdir(parents=True, exist_ok=True)

@@ -112,9 +112,9 @@ def _run_cohort(args) -> int:
     }
     config = CohortConfig.for_size(args.size, seed=args.seed,
                                    **{key: value for key, value in overrides.items() if value is not None})
-    written = {}
+    written, cases = {}, f"{config.cases} case" + "s" * (config.cases != 1)
     for module in args.modules:  # one at a time, so each shows its own progress (the output is the same)
-        with Activity(f"cohort {module} {steps[module]}: generating {config.cases} cases ({args.size})"):
+        with Activity(f"cohort {module} {steps[module]}: generating {cases} ({args.size})"):
             written.update(write_cohort(args.out, config, modules=[module]))
     _print_json({"out": str(Path(args.out).resolve()), "modules": written})
     return 0
