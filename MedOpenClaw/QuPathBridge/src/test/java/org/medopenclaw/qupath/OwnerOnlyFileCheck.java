@@ -1,5 +1,7 @@
 package org.medopenclaw.qupath;
 
+import static org.medopenclaw.qupath.Checks.check;
+
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -12,13 +14,6 @@ import java.util.Set;
  */
 public final class OwnerOnlyFileCheck {
     private OwnerOnlyFileCheck() {
-    }
-
-    private static void check(boolean condition, String what) {
-        if (!condition) {
-            throw new AssertionError(what);
-        }
-        System.out.println("ok: " + what);
     }
 
     public static void main(String[] arguments) throws Exception {

@@ -1,5 +1,7 @@
 package org.medopenclaw.qupath.gui;
 
+import static org.medopenclaw.qupath.Checks.check;
+
 import java.io.File;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -15,13 +17,6 @@ import qupath.lib.gui.QuPathGUI;
  */
 public final class QuPathBridgeExtensionCheck {
     private QuPathBridgeExtensionCheck() {
-    }
-
-    private static void check(boolean condition, String what) {
-        if (!condition) {
-            throw new AssertionError(what);
-        }
-        System.out.println("ok: " + what);
     }
 
     private static MenuItem item(Menu menu, String prefix) {

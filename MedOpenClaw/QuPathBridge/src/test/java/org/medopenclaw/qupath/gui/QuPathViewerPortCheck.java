@@ -1,5 +1,7 @@
 package org.medopenclaw.qupath.gui;
 
+import static org.medopenclaw.qupath.Checks.check;
+
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -25,13 +27,6 @@ import qupath.lib.gui.QuPathGUI;
  */
 public final class QuPathViewerPortCheck {
     private QuPathViewerPortCheck() {
-    }
-
-    private static void check(boolean condition, String what) {
-        if (!condition) {
-            throw new AssertionError(what);
-        }
-        System.out.println("ok: " + what);
     }
 
     public static void main(String[] arguments) throws Exception {
