@@ -42,9 +42,13 @@ Ground truth (``hidden/<case_id>/ground_truth.json``, read with :func:`load_grou
         reference_ras         [r, a, s]: a voxel centre strictly inside the mask (for the oracle agent)
         reference_key_slices  {"axial": S, "sagittal": R, "coronal": A} in mm, inside the ranges
     regions          bracs, camelyon17: [{"label", "kind": "roi"|"tumor"|"exclusion",
-                     "polygon": [[x, y], ...] (level-0 px), "reference_point": [x, y]}]; the reference
-                     point is inside its polygon and outside every exclusion (for the oracle agent)
+                     "polygon": [[x, y], ...] (level-0 px, the outer ring), "holes": [ring, ...] (interior
+                     rings, when any), "reference_point": [x, y]}]; the reference point is inside its region
+                     and outside every exclusion, 0.5 px clear of their edges (for the oracle agent)
     slide_size       pathology: [width, height] in level-0 px
+
+Image space (lumiere): ``image_space`` (``atlas`` | ``native``) in each case entry and its ground truth; a package
+holds one space (:func:`package_image_space`), run.json records it.
 
 Key slices: axial offset = S, sagittal = R, coronal = A (canonical RAS millimetres, as in the render overlay).
 """
@@ -64,6 +68,7 @@ from ..names import UnsafeName, case_id_problem, check_case_id, check_relative, 
 from ..sinks import write_json
 
 MANIFEST_FORMAT = 1
+IMAGE_SPACES = ("atlas", "native")  # lumiere: DeepBraTumIA's atlas registration, or each scanner's own space
 USABLE_STEP = "usable files and labels"  # the cohort-filter step of a case skipped for its own data
 CONSISTENT_STEP = "ground truth consistent with its masks"  # a reference that contradicts its own files
 
@@ -87,6 +92,23 @@ def check_module(module: str) -> str:
     if module not in REGISTRY:
         raise UnknownModule(f"unknown module {module!r}; expected one of {', '.join(REGISTRY)}")
     return module
+
+
+def checked_image_space(value: object) -> str | None:
+    """A case's image space as a manifest or ground truth records it: ``atlas``, ``native`` or absent."""
+    if value is None or value in IMAGE_SPACES:
+        return value
+    raise CaseFormatError(f"image_space {preview(value)} is not one of {', '.join(IMAGE_SPACES)}")
+
+
+def package_image_space(cases_dir: str | os.PathLike) -> dict[str, str]:
+    """``{"image_space": space}`` of a package whose cases record one (run.json keeps it: the report never
+    pools two spaces), ``{}`` when none does; CaseFormatError for a package that mixes spaces."""
+    spaces = {case.get("image_space") for case in read_manifest(cases_dir).get("cases", [])} - {None}
+    if len(spaces) > 1:
+        raise CaseFormatError(f"{cases_dir} mixes image spaces ({', '.join(sorted(map(str, spaces)))}): a run "
+                              "scores one condition; prepare each space as its own package")
+    return {"image_space": str(next(iter(spaces)))} if spaces else {}
 
 
 @dataclass(frozen=True)
@@ -121,6 +143,7 @@ class Case:
     questions: list[Question] = field(default_factory=list)
     brief: dict[str, Any] = field(default_factory=dict)
     files: dict[str, dict] = field(default_factory=dict)  # agent-visible file -> {size, sha256} (integrity)
+    image_space: str | None = None  # lumiere: atlas | native, a condition that changes the score (never pooled)
     cases_dir: Path | None = None
 
     def path(self, relative: str) -> Path:
@@ -160,6 +183,8 @@ class Case:
     def to_json(self) -> dict:
         body = asdict(self)
         body.pop("cases_dir")
+        if self.image_space is None:
+            body.pop("image_space")
         body["questions"] = [
             {"qid": q.qid, "text": q.text, "options": [list(option) for option in q.options]}
             for q in self.questions
@@ -185,6 +210,7 @@ class Case:
                 ],
                 brief=dict(body.get("brief", {})),
                 files=dict(body.get("files", {})),
+                image_space=checked_image_space(body.get("image_space")),
                 cases_dir=cases_dir,
             )
         except (KeyError, TypeError, ValueError) as error:
@@ -207,6 +233,7 @@ class GroundTruth:
     localization: dict | None = None
     regions: list[dict] = field(default_factory=list)
     slide_size: list[int] | None = None
+    image_space: str | None = None  # as the case's manifest entry says
     hidden_dir: Path | None = None
 
     @property
@@ -218,6 +245,8 @@ class GroundTruth:
     def to_json(self) -> dict:
         body = asdict(self)
         body.pop("hidden_dir")
+        if self.image_space is None:
+            body.pop("image_space")
         return body
 
     @classmethod
@@ -232,6 +261,7 @@ class GroundTruth:
                 localization=body.get("localization"),
                 regions=list(body.get("regions", [])),
                 slide_size=body.get("slide_size"),
+                image_space=checked_image_space(body.get("image_space")),
                 hidden_dir=hidden_dir,
             )
         except (KeyError, TypeError) as error:

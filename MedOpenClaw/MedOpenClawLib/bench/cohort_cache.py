@@ -36,7 +36,7 @@ def cohort_fingerprint() -> str:
     digest = hashlib.sha256()
     for path in sorted([*(package / "synthetic").glob("*.py"), *(package / "loaders").glob("*.py"),
                         *(package / "modules").glob("*.py"), package / "labels.py", package / "cases.py",
-                        package / "truth_check.py", package / "integrity.py",
+                        package / "truth_check.py", package / "integrity.py", package / "scoring" / "geometry.py",
                         package.parent / "viewer" / "dicom_series.py"]):
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from collections import Counter
 from pathlib import Path
 
 from ..cli import COUNT, NON_NEGATIVE, Number, user_path
@@ -145,7 +146,9 @@ def _add_prepare(subparsers) -> None:
     parser.add_argument(
         "--images", choices=("atlas", "native"), default="atlas",
         help="lumiere: atlas-space skull-stripped scans, co-registered across timepoints (default), or each "
-             "study's native scans: the unregistered control of Table 3's Registration column",
+             "study's native scans: the unregistered control of Table 3's Registration column. A pair is taken "
+             "only when both studies hold that space (never the other space's files instead); each case records "
+             "its image space",
     )
     parser.set_defaults(func=_run_prepare)
 
@@ -161,6 +164,9 @@ def filter_table_text(manifest: dict) -> str:
     for row in manifest.get("filters", []):
         lines.append(f"  {row['step']:<48} {row['excluded']:>8} {row['remaining']:>9}")
     lines.append(f"  {'paper (Table 4)':<48} {'':>8} {manifest.get('paper_count', '?'):>9}")
+    spaces = Counter(case["image_space"] for case in manifest.get("cases", []) if case.get("image_space"))
+    for space, count in sorted(spaces.items()):
+        lines.append(f"  image space {space}: {count} cases")
     for name, counts in sorted((manifest.get("class_counts") or {}).items()):
         lines.append(f"  class {name}: {counts['cases']} cases, {counts['evidence_available']} with evidence")
     for question, counts in sorted((manifest.get("label_counts") or {}).items()):

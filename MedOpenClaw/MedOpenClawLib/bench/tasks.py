@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .cases import Case
+from .cases import Case, package_image_space
 from .model_families import default_family
 from .modules import PATHOLOGY, get
 
@@ -195,6 +195,7 @@ class RunConfig:
             **({"max_tool_calls": self.max_tool_calls} if self.max_tool_calls is not None else {}),
             **({"model_family": self.model_family} if self.model_family is not None and self.model_family
                != default_family(self.provider.model if self.provider else None) else {}),
+            **package_image_space(self.cases_dir),
             **({"operators": list(self.operators), "operation": operation_of(self.operators)}
                if self.operators else {}),
         }

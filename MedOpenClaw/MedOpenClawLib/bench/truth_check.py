@@ -195,18 +195,18 @@ def lumiere_problems(case: Case, truth: GroundTruth) -> list[str]:
 
 
 def region_problems(case: Case, truth: GroundTruth) -> list[str]:
-    """Pathology reference points: inside their own polygon and outside every exclusion."""
-    from .scoring.geometry import point_in_polygon
+    """Pathology reference points: inside their own region (holes honoured) and outside every exclusion."""
+    from .scoring.geometry import area_covers, evidence_area, region_geometry
 
     problems = []
-    exclusions = [region["polygon"] for region in truth.regions if region.get("kind") == "exclusion"]
+    exclusions = [region for region in truth.regions if region.get("kind") == "exclusion"]
     for region in truth.regions:
         if region.get("kind") == "exclusion":
             continue
         point = region.get("reference_point")
-        if point is None or not point_in_polygon(*point, region["polygon"]):
+        if point is None or not area_covers(region_geometry(region), *point):
             problems.append(f"{region.get('kind')} region {region.get('label')!r}: reference point not inside it")
-        elif any(point_in_polygon(*point, polygon) for polygon in exclusions):
+        elif not area_covers(evidence_area([region], exclusions), *point):
             problems.append(f"{region.get('kind')} region {region.get('label')!r}: reference point in an exclusion")
     return problems
 

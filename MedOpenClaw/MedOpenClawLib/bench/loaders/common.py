@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from ..cases import USABLE_STEP, CaseFormatError, Question
-from ..scoring.geometry import VoxelMask, mask_from_file, point_in_polygon, polygon_interior_point
+from ..cases import USABLE_STEP, CaseFormatError, PackageWriter, Question
+from ..scoring.geometry import VoxelMask, evidence_area, interior_reference_point, mask_from_file, region_geometry
 
 
 class SkipCase(Exception):
@@ -93,21 +93,32 @@ def localization_record(mask_path: Path, source_volume_name: str) -> dict | None
     }
 
 
-def region_records(regions: list[tuple[str, str, list]]) -> list[dict]:
-    """(label, kind, polygon) -> ground-truth region dicts with an interior reference point per
-    non-exclusion."""
-    exclusions = [polygon for _, kind, polygon in regions if kind == "exclusion"]
-    records = []
-    for label, kind, polygon in regions:
-        if len(polygon) < 3:
-            raise SkipCase(f"{kind} polygon {label!r} has fewer than three vertices")
-        record = {"label": label, "kind": kind, "polygon": polygon}
-        if kind != "exclusion":
-            try:
-                record["reference_point"] = polygon_interior_point(polygon, avoid=exclusions)
-            except ValueError as error:
-                raise SkipCase(f"{kind} region {label!r}: {error}") from error
-            if not point_in_polygon(*record["reference_point"], polygon):
-                raise SkipCase(f"{kind} region {label!r}: no interior reference point found")
-        records.append(record)
-    return records
+def region_records(regions: list[tuple[str, str, list]], writer: PackageWriter) -> list[dict]:
+    """(label, kind, rings) -> ground-truth region dicts (``polygon``: the outer ring, ``holes``: interior rings
+    when there are any), each target with an interior reference point clear of the exclusions
+    (:func:`..scoring.geometry.interior_reference_point`).
+
+    A region that cannot be used -- fewer than three vertices, no area, nothing left outside the exclusions --
+    is dropped with its reason counted in the manifest (``dropped_regions``); the slide keeps its other regions,
+    and only a slide that had target regions and has none left is skipped (SkipCase)."""
+    records, dropped = [], []
+    for label, kind, rings in regions:
+        record = {"label": label, "kind": kind, "polygon": rings[0], **({"holes": rings[1:]} if rings[1:] else {})}
+        if len(rings[0]) < 3 or region_geometry(record).is_empty:
+            dropped.append(f"{kind} polygon with fewer than three vertices or no area")
+        else:
+            records.append(record)
+    exclusions = [record for record in records if record["kind"] == "exclusion"]
+    targets = []
+    for record in (record for record in records if record["kind"] != "exclusion"):
+        try:
+            record["reference_point"] = interior_reference_point(evidence_area([record], exclusions))
+            targets.append(record)
+        except ValueError as error:
+            dropped.append(f"{record['kind']} region: {error}")
+    counts = writer.notes.setdefault("dropped_regions", {})
+    for reason in dropped:
+        counts[reason] = counts.get(reason, 0) + 1
+    if dropped and not targets and any(kind != "exclusion" for _, kind, _ in regions):
+        raise SkipCase("no usable reference region remains: " + "; ".join(sorted(set(dropped))))
+    return targets + exclusions

@@ -3,9 +3,12 @@
 Cases are consecutive imaged timepoints (OLD, CURRENT) of a patient whose CURRENT rating normalises to a RANO
 label (``"Post-Op "``, ``"Pre-Op"`` and mixed ``"Post-Op/PD"`` ratings are not responses). Images come from
 ``DeepBraTumIA-segmentation/atlas/skull_strip/{ct1,t1,t2,flair}_skull_strip.nii.gz`` (MedFlow-Bench's atlas-space
-skull-stripped MRI, co-registered across timepoints) when present, else from the native
-``{CT1,T1,T2,FLAIR}.nii.gz``; ``images="native"`` takes the native scans only -- each study in its own space, the
-unregistered control of Table 3's Registration column (the hidden lesion fields still come from the atlas masks).
+skull-stripped MRI, co-registered across timepoints); ``images="native"`` takes the native ``{CT1,T1,T2,FLAIR}.nii.gz``
+instead -- each study in its own space, the unregistered control of Table 3's Registration column (the hidden
+lesion fields still come from the atlas masks). Image space is a condition of every case (``image_space`` in the
+manifest entry and the ground truth, recorded in run.json and the report's row key): a pair is taken only when
+both studies hold the requested space; a study without it is never replaced by the other space's files, and the
+pair is excluded with the spaces each study holds as the reason.
 
 Evidence fields of the CURRENT study:
 - non_measurable_lesion: the CSV's NonMeasurableLesions column (``x``/yes/1 = true, empty/no/0 = false).
@@ -36,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cases import Case, CaseFormatError, GroundTruth, PackageWriter, VolumeRef, place_file
+from ..cases import IMAGE_SPACES, Case, CaseFormatError, GroundTruth, PackageWriter, VolumeRef, place_file
 from ..labels import RANO_OPTIONS, normalize_rano
 from ..truth_check import label_map, lesion_fields_of_files
 from .common import SkipCase, column, decoded_nifti_shape, find_one, questions_for, read_csv_rows
@@ -46,6 +49,7 @@ COMPARTMENT_KEYS = {"enhancing": "Enhancing_Core", "necrosis": "Necrotic_NonEnha
 DEFAULT_LABELS = {"enhancing": 1, "necrosis": 2, "edema": 3}  # public analyses: Enhancing_Core == label 1
 MEASURED_VOLUMES = "measured_volumes_in_mm3.json"
 EVIDENCE_STEP = "evidence available (both segmentations)"
+IMAGE_SPACE_STEP = "both studies in the requested image space"
 
 
 def _week_key(name: str) -> tuple[int, int]:
@@ -53,14 +57,30 @@ def _week_key(name: str) -> tuple[int, int]:
     return (int(match.group(1)), int(match.group(2) or 0)) if match else (10**9, 0)
 
 
-def _images(study: Path, images: str = "atlas") -> dict[str, Path] | None:
+def _images(study: Path, space: str) -> dict[str, Path] | None:
+    """The study's four sequences in image space ``space`` (``atlas``: DeepBraTumIA's skull-stripped atlas
+    registration; ``native``: the scanner's), or None when that space lacks one of them -- never the other
+    space's files in their place."""
     atlas = study / "DeepBraTumIA-segmentation" / "atlas" / "skull_strip"
-    choices = {"atlas": {name: atlas / f"{name.lower()}_skull_strip.nii.gz" for name in MODALITIES},
-               "native": {name: study / f"{name}.nii.gz" for name in MODALITIES}}
-    for candidates in ((choices["atlas"], choices["native"]) if images == "atlas" else (choices["native"],)):
-        if all(path.is_file() for path in candidates.values()):
-            return candidates
-    return None
+    paths = ({name: atlas / f"{name.lower()}_skull_strip.nii.gz" for name in MODALITIES} if space == "atlas"
+             else {name: study / f"{name}.nii.gz" for name in MODALITIES})
+    return paths if all(path.is_file() for path in paths.values()) else None
+
+
+def _pair_images(old: Path, current: Path, space: str) -> dict[str, dict[str, Path]]:
+    """OLD's and CURRENT's sequences, both in ``space``; SkipCase naming each study's spaces when not."""
+    found = {"OLD": _images(old, space), "CURRENT": _images(current, space)}
+    if all(files is not None for files in found.values()):
+        return found
+    spaces = {role: [name for name in IMAGE_SPACES if _images(study, name) is not None]
+              for role, study in (("OLD", old), ("CURRENT", current))}
+    held = "; ".join(f"{role} {study.name}: {' and '.join(spaces[role]) or 'no complete CT1/T1/T2/FLAIR set'}"
+                     for role, study in (("OLD", old), ("CURRENT", current)))
+    if not all(spaces.values()):
+        raise SkipCase(f"a study lacks CT1/T1/T2/FLAIR ({held})", "complete imaging")
+    hint = " (`bench prepare --images native` scores the pair as the unregistered control)" if all(
+        "native" in names for names in spaces.values()) else ""
+    raise SkipCase(f"studies not both in {space} space ({held}){hint}", IMAGE_SPACE_STEP)
 
 
 def _segmentation(study: Path) -> Path | None:
@@ -209,11 +229,8 @@ def _prepare_case(case_id: str, old: Path, current: Path, row: dict, writer: Pac
     segmentations = {"old_seg.nii.gz": _segmentation(old), "current_seg.nii.gz": _segmentation(current)}
     if require_evidence and None in segmentations.values():
         raise SkipCase("a DeepBraTumIA segmentation is missing: lesion fields not scorable", EVIDENCE_STEP)
-    found = {"OLD": _images(old, images), "CURRENT": _images(current, images)}
-    for role, files in found.items():
-        if files is None:
-            raise SkipCase(f"{role} study {(old if role == 'OLD' else current).name} lacks CT1/T1/T2/FLAIR",
-                           "complete imaging")
+    found = _pair_images(old, current, images)
+    for files in found.values():
         for path in files.values():
             decoded_nifti_shape(path)
     data_dir = writer.data_dir(case_id)
@@ -244,6 +261,7 @@ def _prepare_case(case_id: str, old: Path, current: Path, row: dict, writer: Pac
         open_paths=[writer.relative(data_dir)],
         volumes=volumes,
         questions=questions_for("lumiere"),
+        image_space=images,
         brief={
             "patient": patient,
             "old_study": old.name,
@@ -254,5 +272,6 @@ def _prepare_case(case_id: str, old: Path, current: Path, row: dict, writer: Pac
     truth = GroundTruth(
         "lumiere", case_id, {"answer": letter},
         {"answer": label, "rationale": rationale, "segmentation_labels": labels}, evidence_fields=fields,
+        image_space=images,
     )
     return label if writer.add(case, truth) else None

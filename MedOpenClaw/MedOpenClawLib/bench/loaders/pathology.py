@@ -17,6 +17,11 @@ under the source, and node names are read with or without ``.tif``. ASAP groups 
 normal tissue drawn inside a metastasis: holes) are exclusion regions. Any other group is left out of the
 reference (its polygons are neither tumour nor exclusion) with a note per group in the manifest
 (``annotation_notes``) and the slide's ground truth: the slide itself is kept.
+
+Both: a GeoJSON ROI keeps its interior rings as holes (a click in one is a miss), every part of a MultiPolygon is
+a region, and each target region gets a reference point clear of the exclusions
+(:func:`.common.region_records`). A region that cannot be used is dropped with its reason counted in the
+manifest (``dropped_regions``); a slide is skipped only when it had target regions and none remains.
 """
 
 from __future__ import annotations
@@ -114,11 +119,14 @@ def _geojson_regions(body: object) -> list[tuple[str, str, list]]:
             geometry.get("type"), []
         )
         for rings in polygons:
-            outer = [[float(x), float(y)] for x, y, *_ in rings[0]]
-            if len(outer) > 1 and outer[0] == outer[-1]:
-                outer = outer[:-1]
-            regions.append((label, "roi", outer))
+            regions.append((label, "roi", [_open_ring(ring) for ring in rings]))  # outer ring, then its holes
     return regions
+
+
+def _open_ring(ring: list) -> list[list[float]]:
+    """A GeoJSON linear ring without its closing vertex (the first one repeated)."""
+    points = [[float(x), float(y)] for x, y, *_ in ring]
+    return points[:-1] if len(points) > 1 and points[0] == points[-1] else points
 
 
 def count_class(writer: PackageWriter, label: str, evidence: str) -> None:
@@ -147,7 +155,7 @@ def prepare_bracs(source: Path, writer: PackageWriter) -> None:
             if folder.startswith("Type_") and normalize_bracs_label(folder) != label:
                 raise SkipCase(f"folder {folder} disagrees with the BRACS.xlsx label {label}")
             exports = sorted(source.rglob(f"{case_id}.geojson"))
-            regions = region_records(geojson_regions(exports[0])) if exports else []
+            regions = region_records(geojson_regions(exports[0]), writer) if exports else []
             relative, size = _place_slide(slide, case_id, writer)
             case = _case("bracs", case_id, relative, writer)
             case.brief["annotations"] = "hidden" if exports else "none"
@@ -168,7 +176,8 @@ def prepare_bracs(source: Path, writer: PackageWriter) -> None:
 
 
 def asap_regions(path: Path) -> tuple[list[tuple[str, str, list]], dict[str, int]]:
-    """(tumour and exclusion polygons, polygons per group that is neither) of one ASAP XML."""
+    """(tumour and exclusion regions, polygons per group that is neither) of one ASAP XML. ASAP draws no holes:
+    normal tissue inside a metastasis is an ``_2``/Exclusion polygon, subtracted from the tumour when scoring."""
     try:
         root = ElementTree.parse(path).getroot()
     except ElementTree.ParseError as error:
@@ -186,7 +195,7 @@ def asap_regions(path: Path) -> tuple[list[tuple[str, str, list]], dict[str, int
             continue
         points = sorted(annotation.iter("Coordinate"), key=lambda c: int(float(c.get("Order", 0))))
         polygon = [[float(c.get("X")), float(c.get("Y"))] for c in points]
-        regions.append((kind, kind, polygon))
+        regions.append((kind, kind, [polygon]))
     return regions, ignored
 
 
@@ -218,7 +227,7 @@ def prepare_camelyon(source: Path, writer: PackageWriter) -> None:
                 raise SkipCase(f"stage label {category!r} is not one of {', '.join(METASTASIS_CATEGORIES)}")
             annotations = sorted(source.rglob(f"{case_id}.xml"))
             polygons, ignored = asap_regions(annotations[0]) if annotations else ([], {})
-            regions = region_records(polygons)
+            regions = region_records(polygons, writer)
             if category == "negative" and any(region["kind"] == "tumor" for region in regions):
                 raise SkipCase("negative slide has tumour annotations")
             relative, size = _place_slide(slide, case_id, writer)

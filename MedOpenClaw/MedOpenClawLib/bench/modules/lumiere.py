@@ -33,7 +33,7 @@ SPEC = ModuleSpec(
     loader=imported_on_call("MedOpenClawLib.bench.loaders.lumiere", "prepare_lumiere"),
     loader_options=("require_evidence", "min_label_cases", "images"),
     filter_steps=("RANO-rated CURRENT study", "evidence available (both segmentations)", "complete imaging",
-                  USABLE_STEP, CONSISTENT_STEP, "label frequency"),
+                  "both studies in the requested image space", USABLE_STEP, CONSISTENT_STEP, "label frequency"),
     paper_count=139,  # after its filters
     dataset_dir="LUMIERE",
     write_synthetic=write_synthetic,

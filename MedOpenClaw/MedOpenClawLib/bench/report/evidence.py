@@ -349,14 +349,15 @@ def episode_evidence(renderer: RadiologyEvidence, run, episode, records: list[di
 
 
 def _draw_marks(draw, truth: GroundTruth, parsed: dict, scale: float, origin=(0.0, 0.0), dot: float = 3) -> None:
-    """Hidden regions (green ROI/tumour, grey exclusions) and answered localizations (red dots), from level-0
-    pixels through ``scale`` and ``origin`` (level-0 pixel at the image's top-left)."""
+    """Hidden regions (green ROI/tumour and their holes, grey exclusions) and answered localizations (red dots),
+    from level-0 pixels through ``scale`` and ``origin`` (level-0 pixel at the image's top-left)."""
     def at(x, y):
         return (x - origin[0]) * scale, (y - origin[1]) * scale
 
     for region in truth.regions:
         colour = (128, 128, 128) if region["kind"] == "exclusion" else (0, 160, 0)
-        draw.polygon([at(x, y) for x, y in region["polygon"]], outline=colour, width=max(1, int(dot // 2)))
+        for ring in [region["polygon"], *region.get("holes", [])]:
+            draw.polygon([at(x, y) for x, y in ring], outline=colour, width=max(1, int(dot // 2)))
     for point in parsed.get("localizations") or []:
         if isinstance(point, (list, tuple)) and len(point) == 2:
             x, y = at(*point)

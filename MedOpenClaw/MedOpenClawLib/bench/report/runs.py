@@ -198,8 +198,10 @@ class Run:
 
     @property
     def images(self) -> str:
-        """LUMIERE: the image space of the scored package (``native``: the unregistered control), else atlas."""
-        return str(_manifest_field(self.identity.get("cases_dir"), "images") or "atlas")
+        """LUMIERE: the image space of the scored cases (``native``: the unregistered control) as run.json records
+        it, else as the package's manifest says (runs written before run.json kept it), else atlas."""
+        return str(self.identity.get("image_space") or _manifest_field(self.identity.get("cases_dir"), "images")
+                   or "atlas")
 
     @property
     def backbone(self) -> tuple:

@@ -19,7 +19,7 @@ from pathlib import Path
 from ...audit import read_trace
 from ...names import confined
 from ...sinks import write_json
-from ..cases import CaseFormatError, load_cases, load_ground_truth
+from ..cases import CaseFormatError, load_cases, load_ground_truth, package_image_space
 from ..parsers import parse_response
 from .aggregate import aggregate
 from .process import aggregate_process, invalid_reason, process_metrics
@@ -131,7 +131,7 @@ def write_scored_run(out: str | os.PathLike, result: BatchResult, module: str, c
     identity = {"module": module, "agent": "external", "track": track,
                 "provider": {"kind": "external", "model": name},
                 "cases_dir": str(Path(cases_dir).resolve()), "package": package_fingerprint(cases_dir),
-                "responses": str(responses.resolve())}
+                **package_image_space(cases_dir), "responses": str(responses.resolve())}
     for score in result.scores:
         episode = f"{score.case_id}__r1"
         body = {"episode_id": episode, "case_id": score.case_id, "response": result.responses.get(score.case_id),

@@ -9,12 +9,17 @@ voxel therefore passes (the viewer shows that voxel there); one voxel spacing be
 RAS-point rule: the point is mapped to continuous voxel indices with the inverse affine; it passes when a
 mask voxel contains it.
 
+WSI rule: the reference regions are shapely geometries -- a GeoJSON MultiPolygon's parts, interior rings as holes,
+a self-intersecting ASAP outline repaired -- and the area a click must hit is the union of the target regions
+minus the union of the exclusion regions (:func:`evidence_area`); a click inside a hole or an exclusion misses.
+
 Boundary rule (one for all three look-ups; MedFlow-Bench is silent): regions are closed sets -- a point exactly on
-a boundary belongs to the region, on every side alike, within 1e-6 (voxels for RAS points, mm for key slices,
-relative to the polygon's coordinates for WSI points). So a RAS point on the face shared by a mask voxel and
-the background passes whether that face is the mask's low-index or high-index side (also on the array's outer
-faces), a key slice on either end of the half-voxel range passes, and a WSI click on a polygon edge or vertex
-hits it (an edge shared with an exclusion region is therefore excluded).
+a boundary belongs to the region, on every side alike, within 1e-6 (voxels for RAS points, mm for key slices)
+or 1e-9 of the coordinates' magnitude (WSI points). So a RAS point on the face shared by a mask voxel and the
+background passes whether that face is the mask's low-index or high-index side (also on the array's outer
+faces), a key slice on either end of the half-voxel range passes, and a WSI click on the evidence area's
+boundary hits it: an outer edge, a hole's edge, or an exclusion's edge inside a tumour (the closure of tumour
+minus exclusion).
 """
 
 from __future__ import annotations
@@ -112,52 +117,76 @@ def mask_from_file(path: str | Path) -> VoxelMask:
     return load_mask(str(Path(path).resolve()))
 
 
-def point_in_polygon(x: float, y: float, polygon) -> bool:
-    """Even-odd ray casting; points exactly on an edge count as inside (a click on the outline is a hit)."""
-    vertices = np.asarray(polygon, dtype=float)
-    if len(vertices) < 3:
+# ------------------------------------------------------------------------------------------------ WSI regions
+def region_geometry(region: dict):
+    """A ground-truth region record as a valid shapely geometry: its ``polygon`` (outer ring) minus its ``holes``
+    (GeoJSON interior rings). A self-intersecting outline is repaired by shapely's ``make_valid`` (structure
+    method: the area it encloses), so a figure-eight becomes a MultiPolygon instead of a misread ring."""
+    import shapely
+
+    shell = [(float(x), float(y)) for x, y in region["polygon"]]
+    holes = [[(float(x), float(y)) for x, y in ring] for ring in region.get("holes") or []]
+    if len(shell) < 3:
+        return shapely.Polygon()
+    polygon = shapely.Polygon(shell, [ring for ring in holes if len(ring) >= 3])
+    if not polygon.is_valid:
+        polygon = shapely.make_valid(polygon, method="structure", keep_collapsed=False)
+    return _polygonal(polygon)
+
+
+def _polygonal(geometry):
+    """Only the areas of a geometry (a repair or a difference may leave lines and points behind)."""
+    import shapely
+
+    if isinstance(geometry, (shapely.Polygon, shapely.MultiPolygon)):
+        return geometry
+    areas = (shapely.Polygon, shapely.MultiPolygon)
+    parts = [part for part in getattr(geometry, "geoms", ()) if isinstance(part, areas)]
+    return shapely.union_all(parts) if parts else shapely.Polygon()
+
+
+def evidence_area(targets: list[dict], exclusions: list[dict] = ()):
+    """The closed set a WSI localization must hit: the union of the target regions (holes honoured) minus the
+    union of the exclusion regions."""
+    import shapely
+
+    area = shapely.union_all([region_geometry(region) for region in targets])
+    if exclusions:
+        area = area.difference(shapely.union_all([region_geometry(region) for region in exclusions]))
+    return _polygonal(area)
+
+
+def area_covers(area, x: float, y: float) -> bool:
+    """The boundary rule for WSI points: ``area`` is closed, so a point on its outline, a hole's edge or an
+    exclusion's edge (within 1e-9 of the coordinates' magnitude) counts as inside; a point strictly inside a
+    hole or an exclusion does not."""
+    import shapely
+
+    if area.is_empty or not (np.isfinite(x) and np.isfinite(y)):
         return False
-    x0, y0 = vertices[:, 0], vertices[:, 1]
-    x1, y1 = np.roll(x0, -1), np.roll(y0, -1)
-    cross = (x1 - x0) * (y - y0) - (y1 - y0) * (x - x0)
-    on_segment = (
-        (np.abs(cross) <= 1e-9 * max(1.0, float(np.abs(vertices).max())))
-        & (np.minimum(x0, x1) <= x)
-        & (x <= np.maximum(x0, x1))
-        & (np.minimum(y0, y1) <= y)
-        & (y <= np.maximum(y0, y1))
-    )
-    if on_segment.any():
-        return True
-    straddles = (y0 > y) != (y1 > y)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        x_cross = x0 + (y - y0) * (x1 - x0) / (y1 - y0)
-    return bool(np.count_nonzero(straddles & (x < x_cross)) % 2)
+    scale = max(1.0, abs(float(x)), abs(float(y)), *map(abs, area.bounds))
+    return bool(shapely.dwithin(area, shapely.Point(float(x), float(y)), 1e-9 * scale))
 
 
-def polygon_interior_point(polygon, avoid=()) -> list[float]:
-    """A point strictly inside ``polygon`` and outside every polygon in ``avoid`` (for oracle evidence).
+MIN_CLEARANCE_PX = 0.5  # a reference point at least this far from every edge of its area, after rounding
+REFERENCE_DECIMALS = 2
 
-    Scans horizontal lines through the polygon and takes the midpoint of the widest inside interval that is
-    clear of the avoided polygons; deterministic for a given polygon.
-    """
-    vertices = np.asarray(polygon, dtype=float)
-    y_min, y_max = vertices[:, 1].min(), vertices[:, 1].max()
-    best = None
-    for fraction in np.linspace(0.05, 0.95, 37):
-        y = y_min + fraction * (y_max - y_min)
-        xs = []
-        for (ax, ay), (bx, by) in zip(vertices, np.roll(vertices, -1, axis=0)):
-            if (ay > y) != (by > y):
-                xs.append(ax + (y - ay) * (bx - ax) / (by - ay))
-        xs.sort()
-        for left, right in zip(xs[0::2], xs[1::2]):
-            for candidate_x in np.linspace(left, right, 9)[1:-1]:
-                if any(point_in_polygon(candidate_x, y, other) for other in avoid):
-                    continue
-                margin = min(candidate_x - left, right - candidate_x)
-                if best is None or margin > best[0]:
-                    best = (margin, [round(float(candidate_x), 2), round(float(y), 2)])
-    if best is None:
-        raise ValueError("polygon has no interior point clear of the exclusions")
-    return best[1]
+
+def interior_reference_point(area) -> list[float]:
+    """A point well inside ``area`` (for oracle evidence): shapely's ``polylabel`` (the pole of inaccessibility)
+    of its largest part, rounded to 0.01 px and re-checked after rounding: inside the area and at least
+    :data:`MIN_CLEARANCE_PX` from every edge, hole and exclusion. ValueError when the area has no such point."""
+    import shapely
+    from shapely.ops import polylabel
+
+    parts = [part for part in getattr(area, "geoms", [area]) if not part.is_empty]
+    if not parts:
+        raise ValueError("nothing of the region remains outside the exclusions")
+    part = max(parts, key=lambda polygon: polygon.area)
+    size = max(part.bounds[2] - part.bounds[0], part.bounds[3] - part.bounds[1])
+    pole = polylabel(part, tolerance=max(0.05, 1e-3 * size))
+    point = [round(float(pole.x), REFERENCE_DECIMALS), round(float(pole.y), REFERENCE_DECIMALS)]
+    rounded = shapely.Point(point)
+    if not area.contains(rounded) or area.boundary.distance(rounded) < MIN_CLEARANCE_PX:
+        raise ValueError(f"no interior point {MIN_CLEARANCE_PX} px clear of its edges and exclusions")
+    return point

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 
 from ..cases import GroundTruth
 from ..labels import LUMIERE_EVIDENCE_FIELDS, NSCLC_QUESTIONS
-from .geometry import KEY_SLICE_AXIS, key_slice_in_range, mask_from_file, point_in_polygon
+from .geometry import KEY_SLICE_AXIS, area_covers, evidence_area, key_slice_in_range, mask_from_file
 
 KEY_SLICE_KEYS = {view: f"key_slice_{view}_mm" for view in KEY_SLICE_AXIS}
 
@@ -102,12 +102,10 @@ def score_lumiere(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
 
 
 def _hits(points: list, targets: list[dict], exclusions: list[dict]) -> bool:
-    for x, y in points:
-        if any(point_in_polygon(x, y, region["polygon"]) for region in exclusions):
-            continue
-        if any(point_in_polygon(x, y, region["polygon"]) for region in targets):
-            return True
-    return False
+    """Whether one point lies in the targets minus the exclusions (scoring.geometry's evidence area and boundary
+    rule: holes and exclusions are misses, their edges hits)."""
+    area = evidence_area(targets, exclusions)
+    return any(area_covers(area, x, y) for x, y in points)
 
 
 def _pathology_gate(score: CaseScore, negative: bool, points: list, targets: list[dict], exclusions: list[dict],

@@ -83,6 +83,15 @@ class Template:
         periventricular = np.argwhere((self.wm > 0.6) & ndimage.binary_dilation(self.csf > 0.9, iterations=2))
         return deep, periventricular
 
+    @functools.cached_property
+    def brain(self) -> np.ndarray:
+        """The brain without skull and scalp (grey and white matter, the CSF they enclose): what a skull-strip
+        keeps."""
+        from scipy import ndimage
+
+        tissue = ndimage.binary_closing(self.gm + self.wm > 0.25, iterations=2)
+        return ndimage.binary_fill_holes(tissue) & self.head
+
     def ras_grid(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         i, j, k = np.indices(self.shape, dtype=np.float32)
         a = self.affine

@@ -128,15 +128,21 @@ def write_ucsf(root: Path, seed: int, cases: int, spacing_mm: int, workers: int 
 
 def _write_timepoint(folder: Path, timepoint: Timepoint, template, rng, background: list) -> np.ndarray:
     """Native scans (each study positioned and sampled its own way, with the patient's ``background`` findings
-    and the treatment changes of its week), the atlas-space DeepBraTumIA mask and its measured volumes; returns
-    the label map."""
+    and the treatment changes of its week), DeepBraTumIA's atlas-space skull-stripped scans (the study on the
+    atlas grid, outside the brain and lesion zero), the atlas-space mask and its measured volumes; returns the
+    label map."""
     weeks = int(timepoint.week.removeprefix("week-"))
     changes = background + treatment_changes(timepoint.cavity, weeks, rng)
     images, labels = render(template, timepoint.compartments() + changes, rng)
     native, affine = native_study(images, template, rng)
     for sequence, file_name in LUMIERE_FILE_NAMES.items():
         write_nifti(folder / f"{file_name}.nii.gz", native[sequence], affine)
-    segmentation = folder / "DeepBraTumIA-segmentation" / "atlas" / "segmentation"
+    atlas = folder / "DeepBraTumIA-segmentation" / "atlas"
+    brain = template.brain | (labels > 0)
+    for sequence, file_name in LUMIERE_FILE_NAMES.items():
+        write_nifti(atlas / "skull_strip" / f"{file_name.lower()}_skull_strip.nii.gz",
+                    np.where(brain, images[sequence], 0).astype(np.int16), template.affine)
+    segmentation = atlas / "segmentation"
     write_nifti(segmentation / "seg_mask.nii.gz", labels, template.affine)
     voxel_mm3 = float(abs(np.linalg.det(template.affine[:3, :3])))
     measured = {key: round(float((labels == DEEPBRATUMIA_LABELS[name]).sum()) * voxel_mm3, 3)
@@ -190,7 +196,8 @@ def _write_patient(root: Path, seed: int, number: int, sequence: list[str], spac
 
 
 def write_lumiere(root: Path, seed: int, cases: int, spacing_mm: int, workers: int = 1) -> list[str]:
-    """``Imaging/Patient-NNN/week-NNN/`` native studies with DeepBraTumIA segmentations, and the expert-rating CSV.
+    """``Imaging/Patient-NNN/week-NNN/`` native studies with DeepBraTumIA's atlas-space skull-stripped scans and
+    segmentations, and the expert-rating CSV.
 
     Each patient has a post-operative study with a resection cavity (rated ``"Post-Op "`` with the real file's
     trailing space) and two follow-ups whose ratings come from the RANO rules applied to the generated lesions;

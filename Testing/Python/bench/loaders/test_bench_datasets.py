@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
 
 import nibabel as nib
@@ -155,6 +156,60 @@ def test_camelyon_both_layouts_with_holes_and_unknown_groups(layout, tmp_path, c
     assert summary["n"] == 4 and summary["strict"] == 0.5 and summary["loc"] == 0.5 and summary["loc_n"] == 2
 
 
+# integer ASAP coordinates (a Tumor ``_0`` holding an Exclusion ``_2``) on which the earlier horizontal-margin
+# scan put the reference point, rounded, onto the exclusion and dropped the whole slide
+BLOB = [[120, 100], [118, 111], [114, 116], [102, 125], [93, 122], [81, 113], [82, 105], [79, 95], [84, 85],
+        [92, 78], [102, 81], [111, 85], [121, 91]]
+BLOB_EXCLUSION = [[102, 94], [94, 100], [86, 94], [94, 87]]
+
+
+def test_camelyon_keeps_every_slide_with_a_region_left_and_counts_the_regions_it_drops(tmp_path, capsys):
+    raw = write_camelyon(tmp_path / "raw", "challenge", {
+        "patient_005_node_0": ("micro", [("_0", BLOB), ("_2", BLOB_EXCLUSION)]),
+        # the second tumour polygon lies wholly inside an exclusion: dropped, the first one remains
+        "patient_005_node_1": ("macro", [("Tumor", TUMOUR), ("Tumor", HOLE), ("Exclusion", HOLE)]),
+        "patient_005_node_2": ("itc", [("_0", HOLE), ("_2", TUMOUR)]),  # nothing of the tumour remains
+    })
+    code, manifest, _ = _prepare("camelyon17", raw, tmp_path / "cases", capsys)
+    assert code == 0 and [case["case_id"] for case in manifest["cases"]] == ["patient_005_node_0",
+                                                                             "patient_005_node_1"]
+    (skipped,) = manifest["skipped"]
+    assert skipped["case_id"] == "patient_005_node_2" and "no usable reference region remains" in skipped["reason"]
+    assert manifest["dropped_regions"] == {"tumor region: nothing of the region remains outside the exclusions": 2}
+    kept = load_ground_truth(tmp_path / "cases", "patient_005_node_1")
+    assert [region["kind"] for region in kept.regions] == ["tumor", "exclusion"]
+    reference = load_ground_truth(tmp_path / "cases", "patient_005_node_0").regions[0]["reference_point"]
+    answer = '{{"tumor_presence": "tumor_present", "largest_metastasis": "micro", "localizations": [{}]}}'
+    _, scores = _score("camelyon17", tmp_path / "cases", {
+        "patient_005_node_0": answer.format(json.dumps(reference))}, tmp_path, capsys)
+    assert scores["patient_005_node_0"]["strict"] == 1.0  # the reference point itself is a hit
+
+
+def test_bracs_roi_holes_from_geojson_interior_rings_are_misses(tmp_path, capsys):
+    from PIL import Image
+
+    from MedOpenClawLib.bench.synthetic.slides import deterministic_xlsx, write_pyramid
+
+    raw = tmp_path / "raw"
+    write_pyramid(raw / "BRACS_WSI" / "test" / "Group_AT" / "Type_DCIS" / "BRACS_9.svs",
+                  Image.new("RGB", (320, 256), (230, 180, 200)), mpp=0.5, aperio=True, levels=2)
+    ring = [[*point, 0.0] for point in TUMOUR + TUMOUR[:1]]  # closed GeoJSON rings, with a z as QuPath may write
+    feature = {"type": "Feature", "properties": {"objectType": "annotation", "classification": {"name": "DCIS"}},
+               "geometry": {"type": "MultiPolygon", "coordinates": [[ring, HOLE + HOLE[:1]]]}}
+    (raw / "BRACS_9.geojson").write_text(json.dumps({"type": "FeatureCollection", "features": [feature]}))
+    (raw / "BRACS.xlsx").write_bytes(deterministic_xlsx(
+        [["WSI Filename", "Set", "WSI label"], ["BRACS_9.svs", "test", "DCIS"]], "WSI_Information"))
+    assert _prepare("bracs", raw, tmp_path / "cases", capsys)[0] == 0
+    (region,) = load_ground_truth(tmp_path / "cases", "BRACS_9").regions
+    assert region["polygon"] == TUMOUR and region["holes"] == [HOLE]
+    answer = '{{"selected_option": "F", "wsi_label": "DCIS", "localizations": [{}]}}'
+    in_hole, in_ring = [120.0, 120.0], [50.0, 120.0]
+    _, scores = _score("bracs", tmp_path / "cases", {"BRACS_9": answer.format(json.dumps(in_hole))}, tmp_path, capsys)
+    assert (scores["BRACS_9"]["strict"], scores["BRACS_9"]["loc"]) == (0.0, 0.0)
+    _, scores = _score("bracs", tmp_path / "cases", {"BRACS_9": answer.format(json.dumps(in_ring))}, tmp_path, capsys)
+    assert (scores["BRACS_9"]["strict"], scores["BRACS_9"]["loc"]) == (1.0, 1.0)
+
+
 def _lumiere_studies() -> dict[str, np.ndarray]:
     baseline = np.zeros((30, 30, 8), dtype=np.uint8)
     baseline[5:17, 5:17, 2:5] = 1  # 12 x 12 mm on three slices: measurable
@@ -187,6 +242,40 @@ def test_lumiere_rano_sizes_t2_negation_and_a_contradiction_that_excludes_one_ca
         [f"{name.upper()}: {'YES' if value else 'NO'}" for name, value in fields.items()] + ["ANSWER: A"])},
         tmp_path, capsys)
     assert summary["task"] == 1.0 and summary["strict"] == 1.0 and summary["t2_progression"] == 1.0
+
+
+def test_lumiere_image_space_is_a_recorded_condition_and_never_mixed_within_a_pair(tmp_path, capsys):
+    """A study without DeepBraTumIA's atlas skull-strip takes no native scans in their place: its pairs leave the
+    atlas package with each study's spaces as the reason, and the native package holds them as the control."""
+    raw = write_lumiere(tmp_path / "raw", _lumiere_studies(), [
+        ["Patient-001", "week-010", "", "", "PD", "L1 size change"],
+        ["Patient-001", "week-020", "", "", "SD", "stable L"],
+    ])
+    shutil.rmtree(raw / "Imaging" / "Patient-001" / "week-020" / "DeepBraTumIA-segmentation" / "atlas" / "skull_strip")
+    code, manifest, printed = _prepare("lumiere", raw, tmp_path / "atlas", capsys)
+    assert code == 0 and [case["image_space"] for case in manifest["cases"]] == ["atlas"]
+    (excluded,) = manifest["skipped"]
+    assert excluded == {"case_id": "Patient-001__week-010__to__week-020",
+                        "reason": "studies not both in atlas space (OLD week-010: atlas and native; CURRENT week-020: "
+                                  "native) (`bench prepare --images native` scores the pair as the unregistered "
+                                  "control)", "step": "both studies in the requested image space"}
+    assert "image space atlas: 1 cases" in printed
+    case_id = "Patient-001__week-000__to__week-010"
+    assert load_ground_truth(tmp_path / "atlas", case_id).image_space == "atlas"
+    assert load_cases(tmp_path / "atlas")[0].image_space == "atlas"
+
+    code, manifest, printed = _prepare("lumiere", raw, tmp_path / "native", capsys, "--images", "native")
+    assert code == 0 and manifest["skipped"] == [] and manifest["images"] == "native"
+    assert [case["image_space"] for case in manifest["cases"]] == ["native", "native"]
+    assert "image space native: 2 cases" in printed
+    assert load_ground_truth(tmp_path / "native", case_id).image_space == "native"
+    native = nib.load(tmp_path / "native" / "data" / case_id / "CURRENT_CT1.nii.gz")
+    assert native.affine[0, 3] == 3.0  # week-010's own scanner offset, not the atlas grid
+
+    answers = {case_id: "\n".join(["NON_MEASURABLE_LESION: NO", "ANSWER: A"])}
+    _score("lumiere", tmp_path / "native", answers, tmp_path, capsys)
+    run = json.loads((tmp_path / "lumiere_answers_scores" / "run.json").read_text())
+    assert run["image_space"] == "native"
 
 
 def test_a_failed_prepare_leaves_the_earlier_package_and_no_staging(tmp_path, capsys, monkeypatch):

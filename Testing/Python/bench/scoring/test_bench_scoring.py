@@ -7,10 +7,17 @@ import json
 import nibabel as nib
 import numpy as np
 import pytest
+import shapely
 
 from MedOpenClawLib.bench.cases import GroundTruth
 from MedOpenClawLib.bench.scoring import aggregate, score_case
-from MedOpenClawLib.bench.scoring.geometry import VoxelMask, key_slice_in_range, point_in_polygon
+from MedOpenClawLib.bench.scoring.geometry import (
+    VoxelMask,
+    area_covers,
+    evidence_area,
+    interior_reference_point,
+    key_slice_in_range,
+)
 from MedOpenClawLib.bench.scoring.process import multiset_f1, process_metrics
 
 
@@ -72,15 +79,49 @@ def test_oblique_affine_round_trip_and_reference_point():
     assert not mask.contains((affine @ np.array([2, 4, 2, 1.0]))[:3])
 
 
-def test_point_in_polygon_edges_and_concave():
+def _covers(x, y, polygon, holes=()):
+    return area_covers(evidence_area([{"polygon": polygon, "holes": list(holes)}]), x, y)
+
+
+def test_polygon_edges_concave_holes_and_a_repaired_figure_eight():
     square = [[0, 0], [10, 0], [10, 10], [0, 10]]
-    assert point_in_polygon(5, 5, square)
-    assert point_in_polygon(10, 5, square)  # on the edge
-    assert not point_in_polygon(10.01, 5, square)
+    assert _covers(5, 5, square)
+    assert _covers(10, 5, square)  # on the edge
+    assert not _covers(10.01, 5, square)
     concave = [[0, 0], [10, 0], [10, 10], [5, 3], [0, 10]]
-    assert not point_in_polygon(5, 8, concave)
-    assert point_in_polygon(2, 2, concave)
-    assert not point_in_polygon(1, 1, [[0, 0], [1, 1]])
+    assert not _covers(5, 8, concave)
+    assert _covers(2, 2, concave)
+    assert not _covers(1, 1, [[0, 0], [1, 1]])
+    hole = [[4, 4], [6, 4], [6, 6], [4, 6]]
+    assert not _covers(5, 5, square, [hole])  # inside the hole: a miss
+    assert _covers(4, 5, square, [hole]) and _covers(2, 2, square, [hole])  # on the hole's edge, in the ring
+    bow_tie = [[0, 0], [10, 10], [10, 0], [0, 10]]  # self-intersecting: two triangles meeting at (5, 5)
+    assert _covers(1, 5, bow_tie) and _covers(9, 5, bow_tie) and not _covers(5, 1, bow_tie)
+
+
+def test_exclusions_are_subtracted_and_their_edges_belong_to_the_tumour_minus_them():
+    tumour = {"polygon": [[0, 0], [100, 0], [100, 100], [0, 100]]}
+    exclusion = {"polygon": [[40, 40], [60, 40], [60, 60], [40, 60]]}
+    area = evidence_area([tumour], [exclusion])
+    assert area_covers(area, 10, 10) and not area_covers(area, 50, 50)
+    assert area_covers(area, 40, 50)  # the closure of tumour minus exclusion: its edge is a hit
+    assert evidence_area([exclusion], [tumour]).is_empty
+
+
+def test_the_reference_point_keeps_clear_of_exclusions_after_rounding():
+    """Integer ASAP coordinates where the horizontal-margin scan's point, rounded to 0.01 px, fell onto the
+    exclusion (found by a random search against that scan)."""
+    tumour = {"polygon": [[1020, 1000], [1018, 1011], [1014, 1016], [1002, 1025], [993, 1022], [981, 1013],
+                          [982, 1005], [979, 995], [984, 985], [992, 978], [1002, 981], [1011, 985], [1021, 991]]}
+    exclusion = {"polygon": [[1002, 994], [994, 1000], [986, 994], [994, 987]]}
+    area = evidence_area([tumour], [exclusion])
+    x, y = interior_reference_point(area)
+    assert area_covers(area, x, y) and not area_covers(evidence_area([exclusion]), x, y)
+    assert area.boundary.distance(shapely.Point(x, y)) >= 0.5
+    with pytest.raises(ValueError, match="nothing of the region remains"):
+        interior_reference_point(evidence_area([exclusion], [tumour]))
+    with pytest.raises(ValueError, match="clear of its edges"):
+        interior_reference_point(evidence_area([{"polygon": [[0, 0], [100, 0], [100, 0.6], [0, 0.6]]}]))
 
 
 # --- radiology rules ---
@@ -192,6 +233,16 @@ def test_bracs_roi_of_matching_class():
     assert (wrong_label.task, wrong_label.strict, wrong_label.loc) == (0.0, 0.0, 1.0)
     nothing = score_case("bracs", truth, {"answer": "DCIS", "localizations": []})
     assert (nothing.strict, nothing.loc) == (0.0, 0.0)
+
+
+def test_bracs_click_in_an_roi_hole_is_a_miss():
+    ring = {"label": "DCIS", "kind": "roi", "polygon": [[0, 0], [300, 0], [300, 300], [0, 300]],
+            "holes": [[[100, 100], [200, 100], [200, 200], [100, 200]]]}
+    truth = GroundTruth("bracs", "h", {"answer": "DCIS"}, regions=[ring])
+    in_hole = score_case("bracs", truth, {"answer": "DCIS", "localizations": [[150, 150]]})
+    assert (in_hole.task, in_hole.strict, in_hole.loc) == (1.0, 0.0, 0.0)
+    in_ring = score_case("bracs", truth, {"answer": "DCIS", "localizations": [[150, 150], [50, 50]]})
+    assert (in_ring.strict, in_ring.loc) == (1.0, 1.0)
 
 
 def test_bracs_normal_requires_empty_localizations():

@@ -16,7 +16,7 @@ from dataset_layouts import write_csv
 from MedOpenClawLib.bench import modules
 from MedOpenClawLib.bench.cases import CaseFormatError, load_cases, load_ground_truth
 from MedOpenClawLib.bench.loaders import prepare
-from MedOpenClawLib.bench.scoring.geometry import key_slice_in_range, mask_from_file, point_in_polygon
+from MedOpenClawLib.bench.scoring.geometry import area_covers, evidence_area, key_slice_in_range, mask_from_file
 from MedOpenClawLib.bench.synthetic.cohort import CohortConfig, write_cohort
 from MedOpenClawLib.bench.synthetic.common import write_nifti
 from MedOpenClawLib.bench.synthetic.slides import asap_xml, deterministic_xlsx, geojson_export, write_pyramid
@@ -70,11 +70,11 @@ def test_loaders_read_the_cohort_and_reference_evidence_passes(cohort, tmp_path,
             for view, offset in truth.localization["reference_key_slices"].items():
                 assert key_slice_in_range(offset, ranges, view)
             assert truth.localization["source_volume_name"] in {volume.name for volume in case.volumes}
-        exclusions = [region["polygon"] for region in truth.regions if region["kind"] == "exclusion"]
+        exclusions = [region for region in truth.regions if region["kind"] == "exclusion"]
         for region in truth.regions:
             if region["kind"] != "exclusion":
-                assert point_in_polygon(*region["reference_point"], region["polygon"])
-                assert not any(point_in_polygon(*region["reference_point"], other) for other in exclusions)
+                assert area_covers(evidence_area([region], exclusions), *region["reference_point"])
+                assert not any(area_covers(evidence_area([other]), *region["reference_point"]) for other in exclusions)
     if module == "nsclc":
         assert manifest["skipped"] == [
             {"case_id": "AMC-001", "reason": "AMC case excluded by default (use --include-amc)",
@@ -429,8 +429,8 @@ def test_camelyon_fixture_quirks(tmp_path):
                                             "left out of the reference"]  # the slide is kept, Task included
     truth = load_ground_truth(tmp_path / "cases", "patient_010_node_1")
     tumour_region = [region for region in truth.regions if region["kind"] == "tumor"][0]
-    assert point_in_polygon(*tumour_region["reference_point"], tumour)
-    assert not point_in_polygon(*tumour_region["reference_point"], hole)
+    assert area_covers(evidence_area([{"polygon": tumour}]), *tumour_region["reference_point"])
+    assert not area_covers(evidence_area([{"polygon": hole}]), *tumour_region["reference_point"])
 
 
 def _truncate(path: Path) -> None:
