@@ -131,11 +131,15 @@ class OpenAIChatProvider(Provider):
             user("", [])
         body: dict = {"model": self.config.model, "messages": wire}
         body[self.config.token_limit_field] = self.config.max_tokens
+        return self._with_tools(body, wire_tools, allow_tools), images
+
+    def _with_tools(self, body: dict, wire_tools: list[dict], allow_tools: bool) -> dict:
+        """The sampling parameters given and the tools, as both OpenAI APIs take them."""
         body.update(self.sampling())
         if wire_tools:
             body["tools"] = wire_tools
             body["tool_choice"] = "auto" if allow_tools else "none"
-        return body, images
+        return body
 
     def _parse(self, response: dict) -> ModelReply:
         try:

@@ -76,11 +76,7 @@ class OpenAIResponsesProvider(OpenAIChatProvider):
             else:
                 items.append({"role": message.role, "content": _input(message.text, message.images)})
         body: dict = {"model": self.config.model, "input": items, "max_output_tokens": self.config.max_tokens}
-        body.update(self.sampling())
-        if wire_tools:
-            body["tools"] = wire_tools
-            body["tool_choice"] = "auto" if allow_tools else "none"
-        return body, images
+        return self._with_tools(body, wire_tools, allow_tools), images
 
     def _parse(self, response: dict) -> ModelReply:
         output = response.get("output")
