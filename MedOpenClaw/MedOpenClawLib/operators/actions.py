@@ -325,28 +325,34 @@ def resample_volume(ctx, transform_name, reference_volume_ref, interpolation: st
 # ------------------------------------------------------------------------------------- seeded segmentation
 @OPERATORS.action(
     "segment_region", "operator",
-    "Segment a structure by region growing from seed points (RAS mm, or 0..999 points on a view): 'confidence' "
-    "grows while intensities stay within mean +- multiplier x std of the region, 'threshold' within [lower, upper]. "
-    "Returns the same statistics as vista3d_segment.",
+    "Segment the lesion under seed points (RAS mm, or 0..999 points on a view) by region growing. Seed inside the "
+    "lesion where its signal is most uniform, on the volume where it stands out (brain tumour with oedema: FLAIR; "
+    "lung tumour: CT). 'confidence' (default) keeps voxels within median +- multiplier x spread of the seeds' "
+    "3x3x3 neighbourhoods, 'threshold' within [lower, upper]. A leak stop cuts growth that passes through a narrow "
+    "contact into neighbouring tissue, and growth ends at max_volume_ml; data.stop says which ended it. Returns "
+    "the same statistics as vista3d_segment.",
     {**VOLUME, "seeds_ras": POINTS_RAS, "seeds_1000": POINTS_1000, "view": VIEW, "image_id": IMAGE_ID,
      "method": {"type": "string", "enum": list(METHODS), "default": "confidence"},
      "lower": {"type": "number"}, "upper": {"type": "number"},
      "multiplier": {"type": "number", "exclusiveMinimum": 0, "maximum": 10, "default": 2.5},
+     "max_volume_ml": {"type": "number", "exclusiveMinimum": 0, "maximum": 100000, "default": 500},
      "segment_name": NAME, "size": SIZE},
     tracks=TRACKS,
     anyOf=[{"required": ["seeds_ras"]}, {"required": ["seeds_1000"]}],
 )
-def segment_region(ctx, method: str, multiplier: float, size: int, volume_id=None, volume_name=None, seeds_ras=None,
-                   seeds_1000=None, view=None, image_id=None, lower=None, upper=None, segment_name=None) -> Result:
+def segment_region(ctx, method: str, multiplier: float, max_volume_ml: float, size: int, volume_id=None,
+                   volume_name=None, seeds_ras=None, seeds_1000=None, view=None, image_id=None, lower=None, upper=None,
+                   segment_name=None) -> Result:
     started = time.perf_counter()
     node = ctx.engine.find_volume(volume_id, volume_name)
     image = scene_nodes.image_of(node)
     seeds, seeds_ijk, warnings = points_to_ijk(ctx, node, image, seeds_ras, seeds_1000, view, image_id)
-    parameters = GrowingParameters(method, lower, upper, multiplier)
+    parameters = GrowingParameters(method, lower, upper, multiplier, max_volume_ml)
     try:
-        mask = grow_region(image, seeds_ijk.tolist(), parameters)
+        grown = grow_region(image, seeds_ijk.tolist(), parameters)
     except ValueError as error:
         raise ActionError("invalid_argument", str(error)) from error
+    mask = grown.mask
     if not mask.any():
         raise ActionError("empty_result", "region growing selected nothing: check the seeds and intensity range")
     name = segment_name or "region"
@@ -355,13 +361,18 @@ def segment_region(ctx, method: str, multiplier: float, size: int, volume_id=Non
     data = operator_data(
         {"volume_id": node.GetID(), "volume_name": node.GetName()},
         {"seeds_ras": np.round(seeds, 3).tolist(), "seeds_ijk": seeds_ijk.tolist(), **parameters.__dict__},
-        {"segmentation_id": segmentation.GetID(), "segmentation_name": segmentation.GetName()},
+        {"segmentation_id": segmentation.GetID(), "segmentation_name": segmentation.GetName(), "stop": grown.stop,
+         "intensity_range": [round(grown.lower, 3), round(grown.upper, 3)]},
         started,
         warnings,
         segments=segment_statistics(image, mask.astype(np.int16), {1: name}),
     )
-    if mask.mean() > 0.25:
-        add_warning(data, "region_leaked", f"the region covers {mask.mean():.0%} of the volume: it probably leaked")
+    if grown.stop == "leak":
+        add_warning(data, "region_leaked", "growth passed through a narrow contact into neighbouring tissue and was "
+                                           "cut there: check the outline, or seed elsewhere")
+    elif grown.stop == "volume_cap":
+        add_warning(data, "region_capped", f"growth reached max_volume_ml ({max_volume_ml:g} mL) and was stopped: "
+                                           "the range probably covers neighbouring tissue")
     return render(ctx, target_views(ctx, None), size, data)
 
 

@@ -1,8 +1,17 @@
-"""Seeded segmentation: threshold-connected or confidence-connected region growing (SimpleITK).
+"""Seeded segmentation: region growing from seed points with a leak stop.
 
 Seeds are voxel indices (i, j, k) of the source volume; the caller converts RAS or screen points and refuses
-seeds outside the volume. The grown region is hole-filled and restricted to the components that contain a
-seed, so a leak never returns unrelated islands.
+seeds outside the volume. The region is the set of voxels connected to a seed (6-connectivity) whose intensity
+lies in a range: ``confidence`` (the default) takes median +- multiplier x the robust spread (1.4826 x the median
+absolute deviation) of the seeds' 3x3x3 neighbourhoods -- the seed region's own statistics, fixed before growing,
+so the range never drifts as the region grows; ``threshold`` takes [lower, upper].
+
+Leak stop (why: a range that also covers the tissue next to the lesion floods the organ, or the whole volume,
+from one touching voxel). The region grows one layer of neighbours at a time. A compact lesion's layer sizes rise,
+then fall to nothing; when they fall (below :data:`LEAK_DIP` of their peak) and then rise again (above
+:data:`LEAK_RISE` x the smallest layer since), the growth has passed through a narrow contact into neighbouring
+tissue, and the region is cut at that narrowest layer. Growth also stops at ``max_volume_ml``. Holes left inside
+the region (a necrotic core in an enhancing rim, a calcification) are filled.
 """
 
 from __future__ import annotations
@@ -11,11 +20,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import SimpleITK as sitk
+from scipy import ndimage
 
-from .image import ImageVolume, to_sitk
+from .image import ImageVolume
 
 METHODS = ("confidence", "threshold")
+SEED_RADIUS_VOXELS = 1  # the seed region: each seed's 3x3x3 neighbourhood
+ROBUST_SPREAD = 1.4826  # MAD -> standard deviation for normally distributed intensities
+LEAK_DIP = 0.95  # layer sizes (3-layer mean) must fall below this fraction of their peak ...
+LEAK_RISE = 1.5  # ... then rise above this many times the narrowest layer since (and by LEAK_MIN_VOXELS)
+LEAK_MIN_VOXELS = 8
+STOPS = ("complete", "leak", "volume_cap")
 
 
 @dataclass(frozen=True)
@@ -23,33 +38,94 @@ class GrowingParameters:
     method: str = "confidence"
     lower: float | None = None  # threshold method: inclusive intensity range
     upper: float | None = None
-    multiplier: float = 2.5  # confidence method: range = mean +- multiplier * std of the current region
-    iterations: int = 3
-    initial_radius_voxels: int = 1
+    multiplier: float = 2.5  # confidence method: median +- multiplier x robust spread of the seed region
+    max_volume_ml: float = 500.0  # leak stop: growth ends at this volume
 
 
-def grow_region(volume: ImageVolume, seeds_ijk: Sequence[Sequence[int]], parameters: GrowingParameters) -> np.ndarray:
-    """Boolean mask ``[k, j, i]`` of the region connected to the seeds."""
-    if parameters.method not in METHODS:
-        raise ValueError(f"method must be one of {METHODS}")
-    seeds = [tuple(int(round(value)) for value in seed) for seed in seeds_ijk]
-    if not seeds:
-        raise ValueError("at least one seed is required")
-    image = to_sitk(volume)
+@dataclass(frozen=True)
+class GrownRegion:
+    mask: np.ndarray  # bool [k, j, i]
+    lower: float  # the intensity range the region was grown in
+    upper: float
+    stop: str  # complete (no neighbour left in range) | leak (cut at the narrowest layer) | volume_cap
+
+
+def intensity_range(array: np.ndarray, seeds: list[tuple[int, int, int]], parameters: GrowingParameters
+                    ) -> tuple[float, float]:
+    """The inclusive range a voxel's intensity must lie in to join the region."""
     if parameters.method == "threshold":
         if parameters.lower is None or parameters.upper is None or parameters.lower > parameters.upper:
             raise ValueError("the threshold method needs lower <= upper")
-        grown = sitk.ConnectedThreshold(
-            image, seedList=seeds, lower=float(parameters.lower), upper=float(parameters.upper), replaceValue=1
-        )
-    else:
-        grown = sitk.ConfidenceConnected(
-            image,
-            seedList=seeds,
-            numberOfIterations=int(parameters.iterations),
-            multiplier=float(parameters.multiplier),
-            initialNeighborhoodRadius=int(parameters.initial_radius_voxels),
-            replaceValue=1,
-        )
-    filled = sitk.BinaryFillhole(grown, fullyConnected=False, foregroundValue=1)
-    return sitk.GetArrayFromImage(filled).astype(bool)
+        return float(parameters.lower), float(parameters.upper)
+    r = SEED_RADIUS_VOXELS
+    values = np.concatenate([array[max(k - r, 0):k + r + 1, max(j - r, 0):j + r + 1, max(i - r, 0):i + r + 1]
+                             .ravel().astype(float) for i, j, k in seeds])
+    median = float(np.median(values))
+    spread = ROBUST_SPREAD * float(np.median(np.abs(values - median)))
+    spread = max(spread, 1e-6 * max(1.0, abs(median)))
+    return median - parameters.multiplier * spread, median + parameters.multiplier * spread
+
+
+def _leak_layer(layers: list[int]) -> int | None:
+    """The narrowest layer of a fall-then-rise in the layer sizes (smoothed over 3 layers), or None."""
+    if len(layers) < 4:
+        return None
+    smooth = np.convolve(layers, np.ones(3) / 3.0, mode="valid")
+    peak, narrowest = 0.0, None
+    for index, size in enumerate(smooth):
+        if narrowest is None:
+            peak = max(peak, size)
+            if size < LEAK_DIP * peak:
+                narrowest = index
+        elif size < smooth[narrowest]:
+            narrowest = index
+        elif size > LEAK_RISE * smooth[narrowest] + LEAK_MIN_VOXELS:
+            return narrowest + 1  # smooth[i] is centred on layer i + 1
+    return None
+
+
+def grow_region(volume: ImageVolume, seeds_ijk: Sequence[Sequence[int]], parameters: GrowingParameters
+                ) -> GrownRegion:
+    """The region connected to the seeds, grown layer by layer with the leak stop of this module."""
+    if parameters.method not in METHODS:
+        raise ValueError(f"method must be one of {METHODS}")
+    if not parameters.max_volume_ml > 0:
+        raise ValueError("max_volume_ml must be positive")
+    seeds = [tuple(int(round(value)) for value in seed) for seed in seeds_ijk]
+    if not seeds:
+        raise ValueError("at least one seed is required")
+    array = volume.array
+    lower, upper = intensity_range(array, seeds, parameters)
+    accepted = (array >= lower) & (array <= upper)
+    region = np.zeros(array.shape, dtype=bool)
+    for i, j, k in seeds:
+        accepted[k, j, i] = region[k, j, i] = True  # a seed is in its own region, whatever its value
+    cap_voxels = parameters.max_volume_ml * 1000.0 / volume.voxel_volume_mm3
+    depth = np.full(array.shape, -1, dtype=np.int32)
+    depth[region] = 0
+    layers, grown, stop = [int(region.sum())], int(region.sum()), "complete"
+    neighbours = ndimage.generate_binary_structure(3, 1)
+    box = tuple(slice(min(seed[axis] for seed in seeds), max(seed[axis] for seed in seeds) + 1) for axis in (2, 1, 0))
+    while True:
+        box = _widened(box, array.shape)
+        layer = ndimage.binary_dilation(region[box], neighbours, mask=accepted[box]) & ~region[box]
+        size = int(layer.sum())
+        if size == 0:
+            break
+        region[box] |= layer
+        depth[box][layer] = len(layers)
+        layers.append(size)
+        grown += size
+        cut = _leak_layer(layers)
+        if cut is not None:
+            region, stop = (depth >= 0) & (depth <= cut), "leak"
+            break
+        if grown > cap_voxels:
+            region, stop = (depth >= 0) & (depth < len(layers) - 1), "volume_cap"
+            break
+    return GrownRegion(ndimage.binary_fill_holes(region), lower, upper, stop)
+
+
+def _widened(box: tuple[slice, ...], shape: tuple[int, ...]) -> tuple[slice, ...]:
+    """``box`` one voxel wider on every side (where the next layer of the region can be), within the array."""
+    return tuple(slice(max(axis.start - 1, 0), min(axis.stop + 1, size)) for axis, size in zip(box, shape))

@@ -22,8 +22,43 @@ def dice(a: np.ndarray, b: np.ndarray) -> float:
 def test_region_growing_recovers_a_synthetic_lesion(parameters):
     volume, truth, centre = lesion_volume()
     seed = np.rint(volume.ras_to_ijk([centre])[0]).astype(int)
-    mask = grow_region(volume, [seed], parameters)
-    assert dice(mask, truth) > 0.9
+    grown = grow_region(volume, [seed], parameters)
+    assert dice(grown.mask, truth) > 0.9 and grown.stop == "complete"
+
+
+def _ball(shape, centre, radius) -> np.ndarray:
+    k, j, i = np.indices(shape)
+    return (i - centre[0]) ** 2 + (j - centre[1]) ** 2 + (k - centre[2]) ** 2 <= radius**2
+
+
+def test_the_leak_stop_cuts_growth_through_a_narrow_contact_into_tissue_of_the_same_intensity():
+    """A lesion touching an organ of the same intensity through a 3x3-voxel bridge: unbounded growth takes the organ
+    (5x the lesion), the leak stop cuts at the bridge."""
+    shape = (48, 48, 96)
+    lesion, organ = _ball(shape, (24, 24, 20), 9), np.zeros(shape, bool)
+    organ[6:42, 6:42, 40:92] = True
+    bridge = np.zeros(shape, bool)
+    bridge[23:26, 23:26, 28:41] = True
+    rng = np.random.default_rng(3)
+    values = np.where(lesion | organ | bridge, 100.0, 0.0) + rng.normal(0.0, 5.0, shape)
+    volume = ImageVolume(values, np.eye(4))
+    grown = grow_region(volume, [(24, 24, 20)], GrowingParameters())
+    assert grown.stop == "leak" and dice(grown.mask, lesion) > 0.9 and grown.mask.sum() < 1.5 * lesion.sum()
+    assert grown.lower < 100 < grown.upper
+    unbounded = grow_region(volume, [(24, 24, 20)], GrowingParameters("threshold", lower=grown.lower,
+                                                                       upper=grown.upper, max_volume_ml=1e6))
+    assert unbounded.stop == "leak"  # the stop belongs to the growth, whatever the range came from
+    capped = grow_region(volume, [(24, 24, 20)], GrowingParameters(max_volume_ml=1.0))
+    assert capped.stop == "volume_cap" and capped.mask.sum() <= 1000 < lesion.sum()
+
+
+def test_the_seed_region_statistics_keep_a_bright_rim_and_fill_its_dark_core():
+    shape = (40, 40, 40)
+    outer, core = _ball(shape, (20, 20, 20), 10), _ball(shape, (20, 20, 20), 5)
+    rng = np.random.default_rng(4)
+    values = np.where(outer & ~core, 900.0, np.where(core, 250.0, 450.0)) + rng.normal(0.0, 20.0, shape)
+    grown = grow_region(ImageVolume(values, np.eye(4)), [(20, 20, 28)], GrowingParameters())  # seed on the rim
+    assert grown.stop == "complete" and dice(grown.mask, outer) > 0.95  # the core is a hole of the rim: filled
 
 
 def test_region_growing_rejects_bad_parameters():
@@ -32,6 +67,8 @@ def test_region_growing_rejects_bad_parameters():
         grow_region(volume, [(4, 4, 4)], GrowingParameters("threshold", lower=10, upper=5))
     with pytest.raises(ValueError, match="seed"):
         grow_region(volume, [], GrowingParameters())
+    with pytest.raises(ValueError, match="max_volume_ml"):
+        grow_region(volume, [(4, 4, 4)], GrowingParameters(max_volume_ml=0))
 
 
 def test_statistics_of_a_box_match_its_geometry():
