@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from dataset_layouts import write_csv
+from small_cohort import SMALL
 
 from MedOpenClawLib.bench import modules
 from MedOpenClawLib.bench.cases import CaseFormatError, load_cases, load_ground_truth
@@ -21,8 +22,6 @@ from MedOpenClawLib.bench.synthetic.cohort import CohortConfig, write_cohort
 from MedOpenClawLib.bench.synthetic.common import write_nifti
 from MedOpenClawLib.bench.synthetic.slides import asap_xml, deterministic_xlsx, geojson_export, write_pyramid
 
-SMALL = CohortConfig(seed=7, cases=2, mri_spacing_mm=4, slide_size=(1024, 768), ct_size=96, workers=1)
-
 
 def _digest(root: Path) -> dict[str, str]:
     return {
@@ -30,13 +29,6 @@ def _digest(root: Path) -> dict[str, str]:
         for path in sorted(root.rglob("*"))
         if path.is_file()
     }
-
-
-@pytest.fixture(scope="module")
-def cohort(tmp_path_factory):
-    root = tmp_path_factory.mktemp("cohort")
-    write_cohort(root, SMALL)
-    return root
 
 
 def test_cohort_is_byte_identical_from_the_same_seed(cohort, tmp_path):
