@@ -42,6 +42,7 @@ OWN_SESSION_DEFAULTS = {"max_sessions": 4, "session_idle": 1800.0}
 # each session is a viewer process (~150 MB, twice that with the spare) plus its connections and descriptors: more
 # than this on one machine is a typo, and accepting 1000000000 let a client start viewers until memory ran out
 MAX_SESSIONS = 64
+CLOSING_WAIT_S = 30.0  # a new session waits this long for a slot whose session is being closed (its viewer stopping)
 
 
 def round_budget(text: str) -> int | None:
@@ -229,13 +230,16 @@ class SessionPool:
     long is closed (never while a request holds it). Each session's memory is bounded by its viewer's voxel and
     tile ceilings and its trace's in-memory window (:data:`TRACE_WINDOW`)."""
 
-    def __init__(self, factory: Callable[[int, dict], Any], max_sessions: int, idle_s: float | None = None):
+    def __init__(self, factory: Callable[[int, dict], Any], max_sessions: int, idle_s: float | None = None,
+                 closing_wait_s: float = CLOSING_WAIT_S):
         if not 1 <= max_sessions <= MAX_SESSIONS:
             raise ValueError(f"max_sessions must be from 1 to {MAX_SESSIONS}")
         self.factory, self.max_sessions, self.idle_s = factory, max_sessions, idle_s
+        self.closing_wait_s = closing_wait_s
         self._sessions: dict[str, _Session] = {}
         self._numbers = itertools.count(1)
         self._lock = threading.Lock()
+        self._freed = threading.Condition(self._lock)
         self._stopped = threading.Event()
         if idle_s is not None:
             threading.Thread(target=self._expire_loop, name="session-expiry", daemon=True).start()
@@ -249,6 +253,11 @@ class SessionPool:
                 raise ActionError("session_unavailable", "the session is being closed")
             building = session is None
             if building:
+                # a slot held by a session being closed frees once its viewer is gone: wait for that, not longer
+                deadline = time.monotonic() + self.closing_wait_s
+                while (len(self._sessions) >= self.max_sessions and deadline > time.monotonic()
+                       and any(other.closing for other in self._sessions.values())):
+                    self._freed.wait(deadline - time.monotonic())
                 if len(self._sessions) >= self.max_sessions:
                     raise ActionError("too_many_sessions", f"{self.max_sessions} sessions are open: end one or "
                                                            f"wait for one to expire")
@@ -315,6 +324,7 @@ class SessionPool:
                 with self._lock:
                     if self._sessions.get(key) is session:
                         del self._sessions[key]
+                    self._freed.notify_all()
 
     def expire_idle(self) -> list[int]:
         """Close every session idle for ``idle_s`` or longer; the numbers of those closed."""

@@ -250,7 +250,7 @@ def test_a_session_keeps_its_slot_until_its_viewer_is_gone():
                 refused.append(error.code)
             alive[0] -= 1
 
-    pool = SessionPool(lambda number, client: Viewer(), max_sessions=1)
+    pool = SessionPool(lambda number, client: Viewer(), max_sessions=1, closing_wait_s=0)  # refused at once
     for cycle in range(30):
         pool.open(f"s{cycle}")
         assert pool.release(f"s{cycle}") and not pool.release(f"s{cycle}")
