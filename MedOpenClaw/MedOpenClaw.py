@@ -22,7 +22,7 @@ def refuseOlderSlicer(parent):
     hidden (its panel, logic and test never run there); True when refused."""
     import logging
 
-    from MedOpenClawLib.dependencies import slicer_release_problem
+    from MedOpenClawLib.core.dependencies import slicer_release_problem
 
     problem = slicer_release_problem(slicer.app.majorVersion, slicer.app.minorVersion)
     if problem is None:
@@ -104,7 +104,7 @@ class MedOpenClawLogic(ScriptedLoadableModuleLogic):
     """Owns the application-wide session; usable from scripts without the widget."""
 
     def missingDependencies(self, features=("core",)):
-        from MedOpenClawLib.dependencies import missing_for
+        from MedOpenClawLib.core.dependencies import missing_for
 
         return missing_for(features)
 
@@ -118,7 +118,7 @@ class MedOpenClawLogic(ScriptedLoadableModuleLogic):
         """
         import logging
 
-        from MedOpenClawLib.dependencies import FEATURE_NAMES, install
+        from MedOpenClawLib.core.dependencies import FEATURE_NAMES, install
 
         names = ", ".join(FEATURE_NAMES[feature] for feature in features)
 
@@ -230,7 +230,7 @@ class MedOpenClawTest(ScriptedLoadableModuleTest):
         record = registry.trace.records[-2]
         registry.call("set_slice_offset", {"view": "axial", "offset": -4.0, "size": 64}, actor="agent")
 
-        from MedOpenClawLib.audit import verify_trace
+        from MedOpenClawLib.core.audit import verify_trace
         from MedOpenClawLib.gui.view_restore import restore_view
 
         self.assertTrue(restore_view(registry, record).ok)

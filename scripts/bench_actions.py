@@ -27,11 +27,11 @@ import numpy as np
 import requests
 from PIL import Image
 
-from MedOpenClawLib.result import RenderedImage, encode_png
+from MedOpenClawLib.apps.radiology import build_slicer_registry
+from MedOpenClawLib.core.result import RenderedImage, encode_png
+from MedOpenClawLib.core.sinks import write_json
 from MedOpenClawLib.server.rest import BackgroundRestServer
 from MedOpenClawLib.server.supervisor import SupervisedRegistry
-from MedOpenClawLib.session import build_slicer_registry
-from MedOpenClawLib.sinks import write_json
 
 TOKEN = "bench-token"
 

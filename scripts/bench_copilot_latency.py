@@ -35,7 +35,7 @@ from agents_fakes import FakeModelServer, Scripted, openai_reply, toy_registry  
 from MedCopilotLib.panel import POLL_INTERVAL_MS  # noqa: E402
 from MedCopilotLib.session import THINKING, CopilotSession  # noqa: E402
 from MedCopilotLib.worker import ModelCall, ModelWorker  # noqa: E402
-from MedOpenClawLib.audit import AuditTrace  # noqa: E402
+from MedOpenClawLib.core.audit import AuditTrace  # noqa: E402
 from MedOpenClawLib.gui.qt_compat import application, qt  # noqa: E402
 from MedOpenClawLib.providers import OpenAIChatProvider, ProviderConfig, RetryPolicy  # noqa: E402
 

@@ -28,7 +28,7 @@ import numpy as np
 from mcp.client import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from MedOpenClawLib.sinks import write_json
+from MedOpenClawLib.core.sinks import write_json
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_MS = 2000.0
@@ -49,7 +49,7 @@ IMPORT_PARTS = {
                       "import_only_the_server_parts()\n"
                       "import mcp.server.lowlevel.server, mcp.shared.message, mcp.shared._context_streams",
     "our_modules": "import MedOpenClawLib.cli, MedOpenClawLib.server.mcp, MedOpenClawLib.server.sessions, "
-                   "MedOpenClawLib.server.rest, MedOpenClawLib.catalog",
+                   "MedOpenClawLib.server.rest, MedOpenClawLib.apps",
 }
 
 

@@ -16,9 +16,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "MedOpenClaw"))
 
-from MedOpenClawLib.bench.parsers import parse_response  # noqa: E402
+from MedOpenClawLib.bench.kit.parsing import parse_response  # noqa: E402
+from MedOpenClawLib.core.redaction import redact_text  # noqa: E402
 from MedOpenClawLib.providers.text_calls import text_tool_calls  # noqa: E402
-from MedOpenClawLib.redaction import redact_text  # noqa: E402
 
 MODULES = ("ucsf-pdgm", "lumiere", "nsclc", "bracs", "camelyon17")
 SIZES = (64 * 1024, 128 * 1024, 256 * 1024)

@@ -39,9 +39,9 @@ sys.path.insert(0, str(ROOT / "Testing" / "Python"))
 
 from model_servers import PROFILES, LimitedModelServer, Profile, ScriptedVLM, image_cost, png_size  # noqa: E402
 
-from MedOpenClawLib.audit import read_trace  # noqa: E402
 from MedOpenClawLib.bench.modules import get, names  # noqa: E402
 from MedOpenClawLib.cli import main  # noqa: E402
+from MedOpenClawLib.core.audit import read_trace  # noqa: E402
 
 CACHE_MARK = ', "cache_control": {"type": "ephemeral"}'  # breakpoints move each turn; the cached prefix does not
 CACHE_READ_PRICE = 0.1  # Anthropic: cache reads at 10 % of the input price ...
@@ -131,8 +131,8 @@ class Recorder:
 
 def small_cohort(root: Path, modules: list[str], cases: int) -> Path:
     """A coarse synthetic cohort (views are rendered at the same 512 px, so what a request carries is the same)."""
-    from MedOpenClawLib.bench.loaders import prepare
     from MedOpenClawLib.bench.modules import get
+    from MedOpenClawLib.bench.package import prepare
     from MedOpenClawLib.bench.synthetic.cohort import CohortConfig, write_cohort
 
     config = CohortConfig(seed=7, cases=max(cases, 2), mri_spacing_mm=4, slide_size=(1024, 768), ct_size=96,

@@ -29,9 +29,9 @@ sys.path.insert(0, str(REPOSITORY / "Testing" / "Python"))  # the crashing worke
 import crashing_worker  # noqa: E402
 import nilearn.datasets  # noqa: E402
 
-from MedOpenClawLib.audit import AuditTrace, read_trace, verify_trace  # noqa: E402
+from MedOpenClawLib.apps.radiology import build_slicer_registry  # noqa: E402
+from MedOpenClawLib.core.audit import AuditTrace, read_trace, verify_trace  # noqa: E402
 from MedOpenClawLib.server.supervisor import VIEWER_CRASHED, SupervisedRegistry  # noqa: E402
-from MedOpenClawLib.session import build_slicer_registry  # noqa: E402
 
 MNI_T1 = Path(nilearn.datasets.__file__).parent / "data" / "mni_icbm152_t1_tal_nlin_sym_09a_converted.nii.gz"
 SIZE = 256

@@ -19,8 +19,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "MedOpenClaw"))
 
-from MedOpenClawLib.audit import sha256_file  # noqa: E402
 from MedOpenClawLib.bench.report import write_report  # noqa: E402
+from MedOpenClawLib.core.audit import sha256_file  # noqa: E402
 
 
 def timed(runs: list[str], out: Path, evidence: bool) -> dict:

@@ -240,7 +240,7 @@ def call_overhead(cases_dir: Path, scratch: Path, calls: int = 20) -> dict:
 
 def actions_per_episode(out: Path) -> dict:
     """Image-returning and other actions in one episode's trace (preload included)."""
-    from MedOpenClawLib.audit import read_trace
+    from MedOpenClawLib.core.audit import read_trace
 
     record = json.loads(next((out / "episodes").glob("*/result.json")).read_text())
     actions = [r for r in read_trace(out / record["trace"]) if r["kind"] == "action"]

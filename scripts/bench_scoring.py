@@ -16,10 +16,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "MedOpenClaw"))
 
 from MedOpenClawLib.bench import modules  # noqa: E402
-from MedOpenClawLib.bench.agents.answers import Evidence  # noqa: E402
 from MedOpenClawLib.bench.cases import load_cases, load_ground_truth  # noqa: E402
-from MedOpenClawLib.bench.loaders import prepare  # noqa: E402
-from MedOpenClawLib.bench.parsers import parse_response  # noqa: E402
+from MedOpenClawLib.bench.kit.answers import Evidence  # noqa: E402
+from MedOpenClawLib.bench.kit.parsing import parse_response  # noqa: E402
+from MedOpenClawLib.bench.package import prepare  # noqa: E402
 from MedOpenClawLib.bench.scoring import score_case  # noqa: E402
 from MedOpenClawLib.bench.synthetic.cohort import CohortConfig, write_cohort  # noqa: E402
 

@@ -23,17 +23,16 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "MedOpenClaw"))
 
-from MedOpenClawLib.audit import read_trace  # noqa: E402
 from MedOpenClawLib.bench.modules import names  # noqa: E402
+from MedOpenClawLib.bench.spec import OFFLINE_AGENT_NAMES  # noqa: E402
 from MedOpenClawLib.cli import main  # noqa: E402
+from MedOpenClawLib.core.audit import read_trace  # noqa: E402
 from MedOpenClawLib.trace_audit import CODES, audit_records  # noqa: E402
-
-AGENTS = ("oracle", "heuristic", "random")
 
 
 def run_agents(out: Path, limit: int) -> list[Path]:
     runs = []
-    for agent in AGENTS:
+    for agent in OFFLINE_AGENT_NAMES:
         for module in names():
             target = out / f"{agent}-{module}"
             with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):

@@ -30,15 +30,19 @@ sys.path.insert(0, str(ROOT / "MedOpenClaw"))
 
 from MedOpenClawLib.bench import modules  # noqa: E402
 from MedOpenClawLib.bench.agents import OFFLINE_AGENTS  # noqa: E402
-from MedOpenClawLib.bench.agents.answers import Evidence  # noqa: E402
 from MedOpenClawLib.bench.cases import load_cases, load_ground_truth  # noqa: E402
 from MedOpenClawLib.bench.cohort_cache import synthetic_cases  # noqa: E402
-from MedOpenClawLib.bench.modules.spec import LOC_RAS_IN_MASK, LOC_WSI_POINT  # noqa: E402
-from MedOpenClawLib.bench.parsers import parse_response  # noqa: E402
+from MedOpenClawLib.bench.kit.answers import Evidence  # noqa: E402
+from MedOpenClawLib.bench.kit.parsing import parse_response  # noqa: E402
 from MedOpenClawLib.bench.preload import module_prompt  # noqa: E402
 from MedOpenClawLib.bench.runner import BenchmarkRunner, RunConfig  # noqa: E402
 from MedOpenClawLib.bench.scoring import aggregate, score_case  # noqa: E402
 from MedOpenClawLib.bench.scoring.geometry import mask_from_file  # noqa: E402
+from MedOpenClawLib.bench.spec import (  # noqa: E402  # noqa: E402
+    LOC_RAS_IN_MASK,
+    LOC_WSI_POINT,
+    OFFLINE_AGENT_NAMES,  # noqa: E402
+)
 
 # MedFlow-Bench, viewer-native: best and mean (general-purpose models) per module; Tables 1, 5 (radiology), 2.
 PAPER = {
@@ -206,7 +210,7 @@ def calibrate(module: str, size: str, cases: int, seed: int, scratch: Path) -> d
     included = load_cases(cases_dir)
     probes, truths = constant_probes(module, cases_dir)
     agents = {agent: run_agent(module, agent, cases_dir, scratch / "runs" / module, AGENT_REPEATS.get(agent, 1))
-              for agent in ("oracle", "heuristic", "random")}
+              for agent in OFFLINE_AGENT_NAMES}
     scores = {**agents, **probes}
     best = PAPER[module]["best"]
     margin = SMALL_SAMPLE_MARGIN if len(included) < 50 else 0.0

@@ -127,7 +127,7 @@ def in_slicer_scripts() -> list[Path]:
 def optional_packages() -> set[str]:
     """The import names of the optional features' packages (highdicom, torch, ...): imported only where used,
     after ``dependencies.require`` answered ``missing_dependency`` without them."""
-    from MedOpenClawLib.dependencies import FEATURES, import_name
+    from MedOpenClawLib.core.dependencies import FEATURES, import_name
 
     return {import_name(requirement) for feature, requirements in FEATURES.items() if feature != "core"
             for requirement in requirements}

@@ -48,8 +48,8 @@ def child_batch(kind: str, seed: int, calls: int, workdir: Path) -> dict:
     """Run ``calls`` fuzzed calls on a fresh session; verify and replay its trace."""
     import action_fuzz as fuzz
 
-    from MedOpenClawLib.audit import verify_trace
-    from MedOpenClawLib.hygiene import preview
+    from MedOpenClawLib.core.audit import verify_trace
+    from MedOpenClawLib.core.hygiene import preview
     from MedOpenClawLib.replay import replay_trace
 
     layout = fuzz.write_layout(workdir / "data")
@@ -112,7 +112,7 @@ def child_long_session(calls: int, workdir: Path) -> dict:
     items past it; those refusals are valid calls too), and an exact rebuild of the final state from the trace."""
     import action_fuzz as fuzz
 
-    from MedOpenClawLib.audit import read_trace, state_at
+    from MedOpenClawLib.core.audit import read_trace, state_at
 
     layout = fuzz.write_layout(workdir / "data", pathology=False)
     trace_path = workdir / "trace-long.jsonl"
@@ -196,7 +196,7 @@ def main() -> int:
 
     import action_fuzz as fuzz
 
-    from MedOpenClawLib.sinks import write_json
+    from MedOpenClawLib.core.sinks import write_json
 
     started = time.perf_counter()
     totals = fuzz.Tally()

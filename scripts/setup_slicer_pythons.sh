@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create (or refresh) one virtualenv per supported 3D Slicer release (Testing/SlicerReleases/slicer-*.txt): the
 # release's Python (a pyenv interpreter) with only the packages that release bundles, then MedOpenClaw's `core`
-# feature packages installed as the module installs them on first use (MedOpenClawLib/dependencies.py).
+# feature packages installed as the module installs them on first use (MedOpenClawLib/core/dependencies.py).
 # Idempotent: a venv is rebuilt only when its requirements file or this script changed. A release whose Python is
 # not installed is skipped with a warning (its ctest then reports SKIP).
 set -euo pipefail
@@ -23,7 +23,7 @@ for requirements in "$root"/Testing/SlicerReleases/slicer-*.txt; do
   release="$(basename "$requirements" .txt)"
   version="$(sed -nE 's/^# python: ([0-9]+\.[0-9]+).*/\1/p' "$requirements")"
   venv="$venvs/$release"
-  want="$(cat "$requirements" "${BASH_SOURCE[0]}" "$root/MedOpenClaw/MedOpenClawLib/dependencies.py" | sha256sum | cut -d' ' -f1)"
+  want="$(cat "$requirements" "${BASH_SOURCE[0]}" "$root/MedOpenClaw/MedOpenClawLib/core/dependencies.py" | sha256sum | cut -d' ' -f1)"
   if [[ "$(cat "$venv/.medopenclaw-installed" 2>/dev/null)" == "$want" ]]; then
     continue
   fi
@@ -38,7 +38,7 @@ for requirements in "$root"/Testing/SlicerReleases/slicer-*.txt; do
   # the `core` feature, by the module's own code path (dependencies.install), with pip as slicer.util.pip_install
   PYTHONPATH="$root/MedOpenClaw" "$venv/bin/python" - <<'PY'
 import subprocess, sys
-from MedOpenClawLib.dependencies import install
+from MedOpenClawLib.core.dependencies import install
 left = install(["core"], lambda missing: True,
                lambda arguments: subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *arguments],
                                                 check=True))

@@ -8,7 +8,8 @@ import re
 import sys
 from pathlib import Path
 
-from MedOpenClawLib import catalog
+from MedOpenClawLib import apps
+from MedOpenClawLib.core.formats import markdown_table
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 SECTION = re.compile(r"(?P<start><!-- tools:(?P<application>[a-z]+):(?P<track>[AB]) -->\n)(?:(?!<!-- ).)*"
@@ -27,13 +28,13 @@ def render(text: str, entries: list[dict]) -> str:
         application, track = match.group("application"), match.group("track")
         rows = [entry for entry in entries if entry["application"] == application and track in entry["tracks"]
                 and not (track == "B" and application == "radiology" and "A" in entry["tracks"])]
-        return match.group("start") + catalog.markdown_table(rows) + "\n" + match.group("end")
+        return match.group("start") + markdown_table(rows) + "\n" + match.group("end")
 
     return SECTION.sub(section, text)
 
 
 if __name__ == "__main__":
-    generated = catalog.generate()
-    catalog.CATALOG_PATH.write_text(catalog_text(generated), encoding="utf-8")
+    generated = apps.generate()
+    apps.CATALOG_PATH.write_text(catalog_text(generated), encoding="utf-8")
     README.write_text(render(README.read_text(encoding="utf-8"), generated), encoding="utf-8")
     sys.exit(0)

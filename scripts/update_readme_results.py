@@ -16,16 +16,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from MedOpenClawLib.bench.spec import OFFLINE_AGENT_NAMES
+
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
-AGENTS = ("oracle", "heuristic", "random")
 SECTION = re.compile(r"(<!-- results -->\n).*?(<!-- /results -->)", re.S)
 
 
 def run_cohort(out: Path) -> None:
     from MedOpenClawLib.bench.modules import names
 
-    for agent in AGENTS:
+    for agent in OFFLINE_AGENT_NAMES:
         for module in names():
             subprocess.run([sys.executable, "-m", "MedOpenClawLib.cli", "bench", "run", "--module", module,
                             "--agent", agent, "--out", str(out / agent / module)], check=True,
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     from MedOpenClawLib.bench.report import write_report
 
     report = args.out / "report"
-    write_report([args.out / agent for agent in AGENTS], report)
+    write_report([args.out / agent for agent in OFFLINE_AGENT_NAMES], report)
     shutil.copyfile(report / "plots" / "scores.png", ROOT / "docs" / "results_scores.png")
     spec = importlib.util.spec_from_file_location("check_report_browser", ROOT / "scripts" / "check_report_browser.py")
     browser_check = importlib.util.module_from_spec(spec)

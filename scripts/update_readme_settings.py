@@ -1,5 +1,5 @@
 """Rewrite the README's settings table (between ``<!-- settings -->`` and ``<!-- /settings -->``) from
-MedOpenClawLib.settings.SETTINGS; Testing/Python/runtime/test_runtime_settings.py fails while it is stale."""
+MedOpenClawLib.core.settings.SETTINGS; Testing/Python/runtime/test_runtime_settings.py fails while it is stale."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "MedOpenClaw"))
 
-from MedOpenClawLib.settings import markdown_table  # noqa: E402
+from MedOpenClawLib.core.settings import markdown_table  # noqa: E402
 
 README = ROOT / "README.md"
 SECTION = re.compile(r"(<!-- settings -->\n).*?(<!-- /settings -->)", re.S)

@@ -34,8 +34,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "MedCopilot"))
 import numpy as np  # noqa: E402
 import slicer  # noqa: E402
 
-from MedOpenClawLib.audit import AuditTrace  # noqa: E402
-from MedOpenClawLib.session import build_slicer_registry  # noqa: E402
+from MedOpenClawLib.apps.radiology import build_slicer_registry  # noqa: E402
+from MedOpenClawLib.core.audit import AuditTrace  # noqa: E402
 from MedOpenClawLib.viewer.application import SlicerApplication  # noqa: E402
 
 SHIFT_MM = np.array([4.0, -3.0, 2.0])
@@ -163,7 +163,7 @@ def check_brainsfit(work: Path) -> str:
 
 
 def check_dependencies(work: Path) -> str:
-    from MedOpenClawLib.dependencies import FEATURES, missing_for
+    from MedOpenClawLib.core.dependencies import FEATURES, missing_for
 
     missing = {feature: missing_for([feature]) for feature in FEATURES}
     return "; ".join(f"{feature}: {', '.join(items) or 'complete'}" for feature, items in missing.items())

@@ -11,10 +11,10 @@ import html
 import json
 from collections.abc import Callable
 
+from MedOpenClawLib.core.registry import ActionRegistry
 from MedOpenClawLib.gui.qt_compat import pixmap_from_png, qt, read
 from MedOpenClawLib.gui.view_restore import restore_view
 from MedOpenClawLib.providers import ProviderConfig, make_provider
-from MedOpenClawLib.registry import ActionRegistry
 
 from .approvals import Decision, ProposalCard
 from .conversation import Entry

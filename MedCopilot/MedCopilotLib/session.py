@@ -12,10 +12,10 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterable
 
+from MedOpenClawLib.core.redaction import redact_text
+from MedOpenClawLib.core.registry import ActionRegistry
+from MedOpenClawLib.core.result import Result
 from MedOpenClawLib.providers import ModelReply, Provider
-from MedOpenClawLib.redaction import redact_text
-from MedOpenClawLib.registry import ActionRegistry
-from MedOpenClawLib.result import Result
 
 from .approvals import ApprovalQueue, Decision, ProposalCard
 from .conversation import Conversation

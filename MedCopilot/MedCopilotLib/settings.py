@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlparse
 
+from MedOpenClawLib.core.settings import value
 from MedOpenClawLib.providers import ProviderConfig
 from MedOpenClawLib.providers.kinds import KINDS
-from MedOpenClawLib.settings import value
 
 ENV_BASE_URL = "MEDOPENCLAW_BASE_URL"
 ENV_MODEL = "MEDOPENCLAW_MODEL"

@@ -14,8 +14,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from . import settings
-from .sinks import terminal_text
+from .core import settings
+from .core.sinks import terminal_text
 
 # module path -> the sub-commands its add_commands(subparsers) registers. A command line naming one of them builds
 # only that module's parsers: `medopenclaw mcp` must answer its client's initialize at once, without first importing
@@ -108,7 +108,7 @@ class VersionAction(argparse.Action):
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from .provenance import version_text
+        from .core.provenance import version_text
 
         print(version_text())
         parser.exit(0)

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from .audit import StateDeltaError, action_states, read_trace
-from .catalog import RADIOLOGY, application_named
-from .registry import ActionRegistry
+from .core.applications import RADIOLOGY, application_named
+from .core.audit import StateDeltaError, action_states, read_trace
+from .core.registry import ActionRegistry
 
 IGNORED_STATE_KEYS = ("time",)
 
@@ -56,7 +56,7 @@ def build_from_config(config: dict, data_roots: list[str | os.PathLike],
     roots = list(data_roots)
     options = {"track": config.get("track", "A"), "max_rounds": config.get("max_rounds")}
     if app == RADIOLOGY:
-        from .session import build_headless_slicer_registry
+        from .apps.radiology import build_headless_slicer_registry
 
         if config.get("artifacts"):
             options["artifacts_dir"] = artifacts_dir

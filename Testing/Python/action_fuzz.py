@@ -27,9 +27,9 @@ from typing import Any
 import numpy as np
 from runtime_data import oblique_lps_affine, phantom, write_dicom_series, write_nifti
 
-from MedOpenClawLib.audit import AuditTrace
-from MedOpenClawLib.names import name_problem
-from MedOpenClawLib.registry import ActionRegistry
+from MedOpenClawLib.core.audit import AuditTrace
+from MedOpenClawLib.core.names import name_problem
+from MedOpenClawLib.core.registry import ActionRegistry
 
 
 def nested(depth: int) -> list:
@@ -196,7 +196,7 @@ def build_session(kind: str, layout: DataLayout, trace_path: Path | None, window
         registry = build_pathology_registry([layout.root], viewer=HeadlessWsiViewer((256, 192)), trace=trace,
                                             artifact_dir=layout.artifacts)
     else:
-        from MedOpenClawLib.session import build_slicer_registry
+        from MedOpenClawLib.apps.radiology import build_slicer_registry
 
         registry = build_slicer_registry([layout.root], track=kind, trace=trace, artifacts_dir=layout.artifacts)
     return Session(kind, registry, layout)
@@ -370,7 +370,7 @@ class Tally:
 
     def problem(self, kind: str, name: str, arguments: Any, detail: str = "") -> None:
         if len(self.examples) < 20:
-            from MedOpenClawLib.hygiene import preview
+            from MedOpenClawLib.core.hygiene import preview
 
             shown = arguments if strict_json(arguments) and len(json.dumps(arguments)) < 400 else preview(arguments)
             self.examples.append({"problem": kind, "action": name, "arguments": shown, "detail": detail[:400]})
@@ -442,8 +442,8 @@ def checked_call(session: Session, name: str, arguments: Any, tally: Tally) -> N
 def check_model_reply(text: str, tally: Tally) -> None:
     """A model reply through every answer parser and the tool-argument decoder: nothing may raise, and what they
     return must be strict JSON (counted under ``escapes`` and ``non_json_results``)."""
+    from MedOpenClawLib.bench.kit.parsing import parse_response
     from MedOpenClawLib.bench.modules import names
-    from MedOpenClawLib.bench.parsers import parse_response
     from MedOpenClawLib.providers.messages import parse_tool_arguments
 
     for reader, call in [(f"parse_response[{module}]", lambda module=module: parse_response(module, text))

@@ -9,9 +9,10 @@ from pathlib import Path
 import nibabel as nib
 import numpy as np
 
-from MedOpenClawLib.bench.cases import Case, GroundTruth, PackageWriter, VolumeRef
-from MedOpenClawLib.bench.labels import UCSF_OPTIONS
-from MedOpenClawLib.bench.loaders.common import questions_for
+from MedOpenClawLib.bench.cases import Case, GroundTruth, VolumeRef
+from MedOpenClawLib.bench.modules import get
+from MedOpenClawLib.bench.modules.ucsf_pdgm.labels import UCSF_OPTIONS
+from MedOpenClawLib.bench.package import PackageWriter
 from MedOpenClawLib.bench.scoring.geometry import VoxelMask
 
 SEQUENCES = ("T1", "T1c", "T2", "FLAIR")
@@ -20,7 +21,7 @@ AFFINE = np.array([[-2.0, 0, 0, 24.0], [0, -2.0, 0, 20.0], [0, 0, 2.5, -15.0], [
 
 def write_ucsf_package(root: Path, cases: int = 3, seed: int = 0) -> Path:
     rng = np.random.default_rng(seed)
-    writer = PackageWriter(root, "ucsf-pdgm", "test fixture")
+    writer = PackageWriter(root, get("ucsf-pdgm"), "test fixture")
     grid = np.indices((24, 24, 16)).transpose(1, 2, 3, 0)
     for number in range(cases):
         case_id = f"UCSF-PDGM-{number + 1:04d}"
@@ -41,7 +42,7 @@ def write_ucsf_package(root: Path, cases: int = 3, seed: int = 0) -> Path:
         reference_ras, reference_slices = voxel_mask.interior_reference()
         letter = UCSF_OPTIONS[number % 6][0] if number % 6 != 2 else "A"
         case = Case("ucsf-pdgm", case_id, writer.relative(data_dir), [writer.relative(data_dir)], volumes,
-                    questions=questions_for("ucsf-pdgm"),
+                    questions=list(get("ucsf-pdgm").questions),
                     brief={"csv_id": case_id, "loaded_files": [Path(v.path).name for v in volumes]})
         truth = GroundTruth(
             "ucsf-pdgm", case_id, {"answer": letter}, {"answer": dict(UCSF_OPTIONS)[letter]},

@@ -14,10 +14,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 
-from MedOpenClawLib.policy import SessionPolicy
+from MedOpenClawLib.core.policy import SessionPolicy
+from MedOpenClawLib.core.registry import ActionRegistry
+from MedOpenClawLib.core.result import ActionError, RenderedImage, Result
+from MedOpenClawLib.core.toolset import Toolset
 from MedOpenClawLib.providers.messages import ModelReply, ToolCall
-from MedOpenClawLib.registry import ActionRegistry, Toolset
-from MedOpenClawLib.result import ActionError, RenderedImage, Result
 
 
 @dataclass

@@ -20,11 +20,12 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from MedOpenClawLib.bench.synthetic.brain_datasets import LUMIERE_RATING_COLUMN, LUMIERE_RATIONALE_COLUMN
+from MedOpenClawLib.bench.modules.camelyon17.synthetic import asap_xml
+from MedOpenClawLib.bench.modules.lumiere.synthetic import LUMIERE_RATING_COLUMN, LUMIERE_RATIONALE_COLUMN
+from MedOpenClawLib.bench.modules.nsclc.synthetic import METADATA_COLUMNS, _series_datasets, tumour_seg
 from MedOpenClawLib.bench.synthetic.chest import Grid
 from MedOpenClawLib.bench.synthetic.common import uid_for, write_nifti
-from MedOpenClawLib.bench.synthetic.slides import asap_xml, write_pyramid
-from MedOpenClawLib.bench.synthetic.thorax import METADATA_COLUMNS, _series_datasets, tumour_seg
+from MedOpenClawLib.bench.synthetic.slide_layout import write_pyramid
 
 SEED = 5
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import nibabel as nib
 import numpy as np
 
-from MedOpenClawLib.audit import AuditTrace
-from MedOpenClawLib.session import build_slicer_registry
+from MedOpenClawLib.apps.radiology import build_slicer_registry
+from MedOpenClawLib.core.audit import AuditTrace
 
 SHAPE = (32, 32, 16)
 SPACING = (1.0, 1.0, 2.0)

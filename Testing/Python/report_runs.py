@@ -8,8 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
-from MedOpenClawLib.bench.cases import Case, GroundTruth, PackageWriter
-from MedOpenClawLib.bench.loaders.common import localization_record, questions_for
+from MedOpenClawLib.bench.cases import Case, GroundTruth
+from MedOpenClawLib.bench.kit.loading import localization_record
+from MedOpenClawLib.bench.modules import get
+from MedOpenClawLib.bench.package import PackageWriter
 from MedOpenClawLib.bench.synthetic.common import write_nifti
 
 LESION_IJK = (slice(26, 32), slice(17, 23), slice(8, 12))  # patient right (R > 0) of a 40x40x20 2-mm grid
@@ -19,7 +21,7 @@ VOLUME_AFFINE = np.array([[2.0, 0, 0, -40.0], [0, 2.0, 0, -40.0], [0, 0, 2.0, -2
 def lesion_case(root: Path) -> Path:
     """A ucsf-pdgm package with one case: T1c and FLAIR volumes with a bright lesion on the patient's right, and
     the hidden mask stored flipped left-right (another affine, same anatomy), as real masks sometimes are."""
-    writer = PackageWriter(root / "cases", "ucsf-pdgm", root)
+    writer = PackageWriter(root / "cases", get("ucsf-pdgm"), root)
     case_id = "CASE-1"
     rng = np.random.default_rng(3)
     head = np.zeros((40, 40, 20), dtype=np.int16)
@@ -34,7 +36,8 @@ def lesion_case(root: Path) -> Path:
     flipped_affine[0, 0] = -2.0
     flipped_affine[0, 3] = -40.0 + 2.0 * 39
     mask_path = write_nifti(writer.hidden_dir(case_id) / "mask.nii.gz", mask[::-1].copy(), flipped_affine)
-    case = Case("ucsf-pdgm", case_id, f"data/{case_id}", [f"data/{case_id}"], questions=questions_for("ucsf-pdgm"))
+    case = Case("ucsf-pdgm", case_id, f"data/{case_id}", [f"data/{case_id}"],
+                questions=list(get("ucsf-pdgm").questions))
     writer.add(case, GroundTruth("ucsf-pdgm", case_id, {"answer": "A"},
                                  localization=localization_record(mask_path, f"{case_id}_T1c")))
     writer.finish()
@@ -99,7 +102,7 @@ def nsclc_details(values: list[float]) -> dict:
 
 
 def lumiere_details(values: list[bool | None]) -> dict:
-    from MedOpenClawLib.bench.labels import LUMIERE_EVIDENCE_FIELDS
+    from MedOpenClawLib.bench.modules.lumiere.labels import LUMIERE_EVIDENCE_FIELDS
 
     return {"fields": dict(zip(LUMIERE_EVIDENCE_FIELDS, values))}
 

@@ -22,7 +22,7 @@ COHORT_PREFIX = "synthetic-"
 
 def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
     """``cache_dir``, else ``MEDOPENCLAW_CACHE``, else ``~/.cache/medopenclaw``; absolute."""
-    from .. import settings
+    from ..core import settings
 
     root = cache_dir or settings.value("MEDOPENCLAW_CACHE") or Path.home() / ".cache" / "medopenclaw"
     return Path(root).expanduser().resolve()
@@ -34,11 +34,12 @@ def cohort_fingerprint() -> str:
     with): a change never reuses a stale cohort."""
     package = Path(__file__).resolve().parent
     digest = hashlib.sha256()
-    for path in sorted([*(package / "synthetic").glob("*.py"), *(package / "loaders").glob("*.py"),
-                        *(package / "modules").glob("*.py"), package / "labels.py", package / "cases.py",
-                        package / "truth_check.py", package / "integrity.py", package / "scoring" / "geometry.py",
+    for path in sorted([*(package / "synthetic").glob("*.py"), *(package / "kit").glob("*.py"),
+                        *(package / "modules").rglob("*.py"), package / "spec.py", package / "cases.py",
+                        package / "package.py", package / "truth_check.py", package / "integrity.py",
+                        package / "scoring" / "geometry.py",
                         package.parent / "viewer" / "dicom_series.py"]):
-        digest.update(path.name.encode() + b"\0" + path.read_bytes())
+        digest.update(path.relative_to(package.parent).as_posix().encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()[:12]
 
 
@@ -71,8 +72,8 @@ def synthetic_cases(module: str, seed: int = 0, cases: int | None = None, cache_
 
 
 def _generate(module: str, config, root: Path, step: str) -> None:
-    from .loaders import prepare
     from .modules import get
+    from .package import prepare
     from .progress import Activity
     from .synthetic.cohort import write_cohort
 
@@ -82,7 +83,8 @@ def _generate(module: str, config, root: Path, step: str) -> None:
         cases = f"{config.cases} case" + "s" * (config.cases != 1)
         with Activity(f"cohort {module} {step}".rstrip() + f": generating {cases} ({root.name})"):
             write_cohort(staging / "raw", config, modules=[module])
-            prepare(module, staging / "raw" / get(module).dataset_dir, staging / "cases")
+            spec = get(module)
+            prepare(spec, staging / "raw" / spec.dataset_dir, staging / "cases")
         package.parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging / "cases", package)
     finally:

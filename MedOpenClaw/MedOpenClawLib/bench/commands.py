@@ -16,9 +16,9 @@ from collections import Counter
 from pathlib import Path
 
 from ..cli import COUNT, NON_NEGATIVE, Number, user_path
-from ..sinks import json_text, terminal_text
+from ..core.sinks import json_text, terminal_text
 from .cases import CaseFormatError
-from .modules import get, names
+from .modules import ModuleSpec, get, names
 
 EXTENSION_MODULES = ("MedOpenClawLib.bench.run_command",)
 
@@ -153,9 +153,9 @@ def _add_prepare(subparsers) -> None:
     parser.set_defaults(func=_run_prepare)
 
 
-def prepare_options(args) -> dict:
+def prepare_options(args, spec: ModuleSpec) -> dict:
     """The loader options of ``bench prepare``: each cohort filter is an explicit flag of its module."""
-    return {name: getattr(args, name) for name in get(args.module).loader_options}
+    return {name: getattr(args, name) for name in spec.loader_options}
 
 
 def filter_table_text(manifest: dict) -> str:
@@ -181,10 +181,11 @@ def filter_table_text(manifest: dict) -> str:
 
 
 def _run_prepare(args) -> int:
-    from .loaders import prepare
+    from .package import prepare
 
+    spec = get(args.module)
     try:
-        manifest = prepare(args.module, args.source, args.out, **prepare_options(args))
+        manifest = prepare(spec, args.source, args.out, **prepare_options(args, spec))
     except (CaseFormatError, OSError) as error:  # the staged package is gone, --out is as it was
         return _fail(str(error))
     print("\n".join(terminal_text(line) for line in filter_table_text(manifest).splitlines()), file=sys.stderr)
@@ -210,7 +211,7 @@ def _add_parse(subparsers) -> None:
 
 
 def _run_parse(args) -> int:
-    from .parsers import parse_response
+    from .kit.parsing import parse_response
 
     _print_json(parse_response(args.module, sys.stdin.read()))
     return 0

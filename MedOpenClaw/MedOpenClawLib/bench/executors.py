@@ -16,15 +16,15 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from ..audit import fresh_path, read_anchor
-from ..names import confined
+from ..core.audit import fresh_path, read_anchor
+from ..core.names import confined
 from ..worker.client import WorkerEnvironment, WorkerProcess
 from ..worker.protocol import WorkerError, WorkerFault
 from .agents.base import Agent, AgentContext
 from .cases import Case, load_ground_truth
 from .episode import EpisodeConfig, EpisodeOutcome, EpisodePrompt, run_episode
 from .integrity import CaseIntegrityError
-from .modules import PATHOLOGY, RADIOLOGY, get
+from .modules import PATHOLOGY, RADIOLOGY
 from .outcomes import timeout_fault
 from .preload import Attachments, PathologyRounds, PreloadError, montage_prompt, preload
 from .tasks import EpisodeTask, RunConfig, offered_tools
@@ -42,7 +42,7 @@ class WorkerUnavailable(Exception):
 def worker_slicer(config: RunConfig) -> str | None:
     """The 3D Slicer a run's workers use: ``--slicer`` hosts radiology episodes only. Slicer's Python has no slide
     reader (openslide/tiffslide), so pathology episodes run on the headless worker, whose Python reads slides."""
-    return config.slicer if get(config.module).application == RADIOLOGY else None
+    return config.slicer if config.spec.application == RADIOLOGY else None
 
 
 def local_worker(config: RunConfig, directory: Path) -> WorkerProcess:
@@ -117,7 +117,8 @@ class EpisodeJob:
                   "repeat": task.repeat, "attempt": attempt, "agent": config.agent, "track": config.track,
                   "provider": config.provider.public() if config.provider else None, "worker_pid": worker.pid,
                   "worker_node": worker.node}
-        application = get(config.module).application
+        spec = config.spec
+        application = spec.application
         env.start(application, [str(case.data_root)], "B" if config.track == "B" else "A",
                   config.max_rounds, str(trace_path), header, config.save_images)
         attachments = preload(env, case)
@@ -129,7 +130,7 @@ class EpisodeJob:
         max_rounds = 0 if track_c else config.max_rounds
         agent = self.make_agent(task)
         truth = load_ground_truth(config.cases_dir, case.case_id) if agent.privileged else None
-        agent.reset(AgentContext(module=config.module, case=case, tools=tools, max_rounds=max_rounds,
+        agent.reset(AgentContext(module=config.module, spec=spec, case=case, tools=tools, max_rounds=max_rounds,
                                  one_call_per_round=pathology, ground_truth=truth, seed=config.seed + task.repeat))
         if track_c:
             prompt = montage_prompt(case, env, attachments)

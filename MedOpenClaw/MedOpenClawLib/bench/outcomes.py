@@ -30,9 +30,9 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..names import confined
+from ..core.names import confined
+from ..core.sinks import write_json
 from ..providers.messages import Usage
-from ..sinks import write_json
 
 SCORED, INVALID, ERROR, REJECTED = "scored", "invalid", "error", "rejected"
 PROVIDER_FAILURES = (ERROR, REJECTED)

@@ -15,7 +15,7 @@ import threading
 import time
 from typing import TextIO
 
-from ..sinks import one_line
+from ..core.sinks import one_line
 from .episode import EpisodeOutcome
 from .outcomes import ERROR, INVALID, Tally
 from .tasks import EpisodeTask

@@ -18,7 +18,7 @@ from string import Template
 
 from .cases import Case
 
-PROMPT_DIR = Path(__file__).resolve().parent.parent / "resources" / "prompts"
+PROMPT_DIR = Path(__file__).resolve().parent.parent / "resources" / "prompts"  # the templates modules share
 SCENE_INVENTORY_PLACEHOLDER = "<<SCENE_INVENTORY>>"
 TOOL_TEXT = re.compile(r"\[tools\](.*?)\[/tools\]", re.DOTALL)
 NO_TOOLS_BLOCK = (
@@ -27,8 +27,8 @@ NO_TOOLS_BLOCK = (
 )
 
 
-def _template(name: str, tools: bool = True) -> Template:
-    text = (PROMPT_DIR / name).read_text(encoding="utf-8").rstrip("\n")
+def _template(path: Path, tools: bool = True) -> Template:
+    text = path.read_text(encoding="utf-8").rstrip("\n")
     return Template(TOOL_TEXT.sub(r"\1" if tools else "", text))
 
 
@@ -89,7 +89,8 @@ def build_prompt(module: str, case: Case, budget: int = 20, scene_inventory: str
     if spec.application == PATHOLOGY:
         system = _template(spec.system_prompt).substitute(fields)
     else:
-        fields["budget_block"] = _template("radiology_common.txt").substitute(fields) if tools else NO_TOOLS_BLOCK
+        common = _template(PROMPT_DIR / "radiology_common.txt")
+        fields["budget_block"] = common.substitute(fields) if tools else NO_TOOLS_BLOCK
         system = _template(spec.system_prompt, tools).substitute(fields)
     task = _template(spec.task_prompt, tools).substitute(fields)
     return system, task
@@ -104,6 +105,6 @@ def fill_scene_inventory(task_text: str, scene_inventory: str) -> str:
 
 def pathology_round_text(task_text: str, case_summary: str, direct_state: str, gui_state: str) -> str:
     """The per-round QuPath observation message of App. H.2 (the screenshot is attached by the caller)."""
-    return _template("pathology.round.txt").substitute(
+    return _template(PROMPT_DIR / "pathology.round.txt").substitute(
         task=task_text, case_summary=case_summary, direct_state=direct_state, gui_state=gui_state
     )

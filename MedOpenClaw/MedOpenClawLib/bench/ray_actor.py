@@ -13,7 +13,7 @@ import socket
 import tempfile
 from pathlib import Path
 
-from ..names import UnsafeName, plain_files
+from ..core.names import UnsafeName, plain_files
 from ..worker.client import WorkerProcess
 from ..worker.protocol import WorkerError, WorkerFault, WorkerHung
 from .integrity import sha256_of

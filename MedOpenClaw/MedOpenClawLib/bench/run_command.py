@@ -14,14 +14,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..cli import COUNT, NON_NEGATIVE, SECONDS, Number, executable, user_path
+from ..core.sinks import terminal_text
 from ..providers.kinds import KINDS
-from ..sinks import terminal_text
 from .cohort_cache import synthetic_cases
 from .model_families import FAMILIES
 from .run_summary import print_summary
+from .spec import OFFLINE_AGENT_NAMES
 
 MODEL_AGENTS = ("model", "montage")  # agents that call a model provider
-OFFLINE_AGENT_NAMES = ("oracle", "heuristic", "random")  # agents.OFFLINE_AGENTS, named without importing them
 
 
 def agent_factory(args, provider) -> Callable:
@@ -160,7 +160,7 @@ def combined_summary(summaries: dict[str, dict]) -> dict:
 
 
 def _run(args) -> int:
-    from ..provenance import provenance
+    from ..core.provenance import provenance
     from ..providers import ProviderError, make_provider
     from .outcomes import EXIT_ERRORS, EXIT_USAGE, exit_status, write_json_atomic
     from .preload import module_prompt

@@ -10,7 +10,7 @@ import shlex
 from pathlib import Path
 from typing import TextIO
 
-from ..sinks import terminal_text
+from ..core.sinks import terminal_text
 
 COLUMNS = ("module", "n", "Task", "Strict", "Loc", "errors", "not run")
 

@@ -27,13 +27,14 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from ..provenance import finish
-from ..provenance import provenance as invocation_provenance
+from ..core.provenance import finish
+from ..core.provenance import provenance as invocation_provenance
 from .agents.base import Agent
 from .cases import Case, GroundTruth, load_cases, load_ground_truth, read_manifest
 from .concurrency import resolve_workers
 from .episode import EpisodePrompt
 from .executors import EpisodeJob, Executor, LocalExecutor, RoundListener
+from .kit.parsing import parse_response
 from .outcomes import (
     ERROR,
     REJECTED,
@@ -44,7 +45,6 @@ from .outcomes import (
     outcome_of,
     write_json_atomic,
 )
-from .parsers import parse_response
 from .preload import Attachments
 from .progress import Progress
 from .scoring import aggregate, score_case
@@ -221,7 +221,7 @@ class BenchmarkRunner:
 
     def audit(self, record: dict, parsed: dict) -> dict | None:
         """The trace audit of a finished episode (evidence provenance and findings); None without a trace."""
-        from ..audit import read_trace
+        from ..core.audit import read_trace
         from ..trace_audit import audit_records
 
         if not record.get("trace"):
@@ -230,7 +230,7 @@ class BenchmarkRunner:
             records = read_trace(self.out / record["trace"])
         except (OSError, UnicodeDecodeError, ValueError) as error:
             return {"error": f"trace unreadable: {error}", "findings": []}
-        return audit_records(records, self.config.module, parsed).to_json()
+        return audit_records(records, self.config.spec, parsed).to_json()
 
     # ------------------------------------------------------------------ score
     def ground_truth(self, case_id: str) -> GroundTruth:
@@ -245,7 +245,7 @@ class BenchmarkRunner:
     def summarize(self, tasks: list[EpisodeTask], tally: Tally | None = None, stopped: str | None = None) -> dict:
         """Aggregate every finished episode of the run (this invocation's and earlier ones) the same way; the
         outcome counts come from the same tally the progress line shows."""
-        from ..audit import read_trace
+        from ..core.audit import read_trace
         from ..trace_audit import summarize_audits
 
         if tally is None:

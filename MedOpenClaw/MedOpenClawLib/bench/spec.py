@@ -10,13 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any
-
-from ...catalog import APPLICATIONS
-
-# the application a module's cases open in (the action catalog's vocabulary); also the ``kind`` a worker
-# environment is started with
-RADIOLOGY, PATHOLOGY = APPLICATIONS  # 3D Slicer (volumes), QuPath (whole-slide images)
 
 # localization rules (MedFlow-Bench Table 4): what the module's Loc column checks
 LOC_RAS_IN_MASK = "ras_in_mask"  # an answered RAS point inside the hidden lesion mask
@@ -24,8 +19,13 @@ LOC_WSI_POINT = "wsi_point"  # an answered level-0 slide coordinate inside a ref
 LOC_NONE = "none"  # the module defines no Loc (LUMIERE)
 LOCALIZATION_RULES = (LOC_RAS_IN_MASK, LOC_WSI_POINT, LOC_NONE)
 
-OFFLINE_AGENT_NAMES = ("oracle", "heuristic", "random")  # every spec has a plan for each
+# the offline agents (agents.OFFLINE_AGENTS builds them); every spec has a plan for each
+OFFLINE_AGENT_NAMES = ("oracle", "heuristic", "random")
+PAPER_TABLES = ("table1", "table2", "table5")  # the paper's per-module tables a module can join
 SCORE_METRICS = ("task", "strict", "loc")
+
+
+OPTIONAL = ("no_lesion_answer",)  # the fields that may hold None
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class ModuleSpec:
 
     name: str  # the id on the command line and in every case package ("ucsf-pdgm")
     title: str  # column group of the report tables ("Brain MRI")
-    application: str  # RADIOLOGY or PATHOLOGY
+    application: str  # core.applications: RADIOLOGY or PATHOLOGY (its cases open there; a worker's kind)
     # --- data: the dataset loader, its cohort filters and the embedded synthetic dataset
     loader: Callable[..., None]  # prepare_x(source, PackageWriter, **options)
     loader_options: tuple[str, ...]  # `bench prepare` flags (argparse dests) passed to the loader
@@ -61,8 +61,11 @@ class ModuleSpec:
     truth_checks: tuple[Callable[..., list], ...]  # (case, truth) -> contradictions, beyond the answer check
     # --- the task: questions, prompts, the answer format
     questions: tuple[Any, ...]  # cases.Question, in display order
-    system_prompt: str  # template file under resources/prompts/
-    task_prompt: str
+    # the first question's option that says there is no lesion (the whole label, e.g. "No tumor"): such an answer
+    # has no localization; None where every case has one
+    no_lesion_answer: str | None
+    system_prompt: Path  # its App. H templates (string.Template; [tools]...[/tools] only with tools)
+    task_prompt: Path
     format_options: Callable[..., str]  # (case) -> the option block of the task prompt
     parse: Callable[[str], dict]  # raw final response -> canonical parsed answer (never raises)
     answered: Callable[[dict], bool]  # whether a parsed response holds an answer at all
@@ -70,6 +73,7 @@ class ModuleSpec:
     # writes the truth, and scripts a reference or constant-probe answer
     write_answer: Callable[..., str]
     # --- scoring and the report
+    tables: tuple[str, ...]  # the paper's tables the module joins (PAPER_TABLES), with their model averages
     score: Callable[..., None]  # (truth, parsed, CaseScore) -> fills task/strict/loc/gates (Table 4 rule)
     localization: str  # one of LOCALIZATION_RULES
     sub_metrics: tuple[SubMetric, ...]  # aggregated beside Task/Strict/Loc
@@ -89,6 +93,16 @@ class ModuleSpec:
         """The score columns the module defines (Loc only where it has a localization rule)."""
         return tuple(metric for metric in SCORE_METRICS if metric != "loc" or self.has_loc)
 
+    def read_answer(self, text: str | None) -> dict:
+        """The module's parse of one raw final response; never raises (a parser defect becomes an error entry,
+        so it cannot crash a whole scoring run)."""
+        try:
+            return self.parse(text if isinstance(text, str) else "")
+        except Exception as error:
+            empty = self.parse("")
+            empty["errors"] = [f"parser failure: {type(error).__name__}: {error}"]
+            return empty
+
     def plan(self, agent_name: str) -> Callable:
         """The offline agent's plan for this module; a clear error for an agent the spec does not know."""
         if agent_name not in self.plans:
@@ -98,8 +112,9 @@ class ModuleSpec:
 
 
 def unset_fields(spec: ModuleSpec) -> list[str]:
-    """Fields of ``spec`` holding None: every field must be set (an empty tuple is a value)."""
-    return [item.name for item in fields(spec) if getattr(spec, item.name) is None]
+    """Fields of ``spec`` holding None: every field must be set (an empty tuple is a value; ``no_lesion_answer``
+    may be None)."""
+    return [item.name for item in fields(spec) if getattr(spec, item.name) is None and item.name not in OPTIONAL]
 
 
 def imported_on_call(module: str, function: str) -> Callable:

@@ -10,9 +10,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..apps import entries, paper_tools
 from .cases import Case, package_image_space
 from .model_families import default_family
-from .modules import PATHOLOGY, get
+from .modules import PATHOLOGY, ModuleSpec, get
 
 if TYPE_CHECKING:  # the CLI reads TRACKS at --help time: no HTTP client import for that
     from ..providers import ProviderConfig
@@ -66,8 +67,6 @@ OPERATION_GROUPS = {
 
 def operator_names() -> frozenset[str]:
     """The Track B operators (role ``operator`` in the action catalog, ``resources/actions.json``)."""
-    from ..catalog import entries
-
     return frozenset(entry["name"] for entry in entries() if entry.get("role") == "operator")
 
 
@@ -104,15 +103,6 @@ def check_toolset(toolset: str) -> None:
         raise ValueError(f"toolset must be one of {', '.join(TOOLSETS)}, got {toolset!r}")
 
 
-def model_visible(application: str) -> tuple[str, ...]:
-    """Tables 9 and 10: the tools the paper's agents see (Track B adds the operators a run enables)."""
-    if application == PATHOLOGY:
-        from ..pathology.actions import MODEL_VISIBLE_ACTIONS
-    else:
-        from ..viewer.actions import MODEL_VISIBLE_ACTIONS
-    return MODEL_VISIBLE_ACTIONS
-
-
 def offered_tools(tools: list[dict], application: str, toolset: str,
                   operators: tuple[str, ...] | None = None) -> list[dict]:
     """The environment's ``tools`` an episode offers: ``paper`` keeps Table 9/10's and the Track B operators,
@@ -121,7 +111,7 @@ def offered_tools(tools: list[dict], application: str, toolset: str,
     check_toolset(toolset)
     every_operator = operator_names()
     hidden = every_operator - set(operators) if operators else frozenset()
-    visible = set(model_visible(application)) | every_operator if toolset == "paper" else None
+    visible = set(paper_tools(application)) | every_operator if toolset == "paper" else None
     return [tool for tool in tools if tool["name"] not in hidden and (visible is None or tool["name"] in visible)]
 
 
@@ -176,6 +166,12 @@ class RunConfig:
         self.out = Path(self.out).resolve()
         if not 1 <= self.repeats <= MAX_REPEATS:
             raise ValueError(f"repeats must be from 1 to {MAX_REPEATS} episodes per case, not {self.repeats}")
+
+    @property
+    def spec(self) -> ModuleSpec:
+        """The run's module: looked up here, where a run starts, and handed down from here (the config itself
+        stays a plain picklable value that executors carry to their workers)."""
+        return get(self.module)
 
     def identity(self) -> dict:
         """What a resumed run must share with the first invocation (not how many workers, timeouts, ...)."""

@@ -9,7 +9,7 @@ agents against an impossible reference -- and one such case must not abort the r
 Rules (each a function below, used by the loaders, the synthetic generators and this checker):
 
 - answers: every question of the case has an answer that is one of its options, and ``labels`` names the same
-  option; "No tumor" answers have no localization and tumour answers have one.
+  option; the spec's no-lesion answer ("No tumor") has no localization and tumour answers have one.
 - localization: the mask exists and is non-empty; ``ras_ranges`` equal the mask's (half-voxel rule);
   ``reference_ras`` lies in the mask; ``reference_key_slices`` lie in the ranges; ``source_volume_name`` is
   one of the case's volumes.
@@ -23,14 +23,18 @@ Rules (each a function below, used by the loaders, the synthetic generators and 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .cases import Case, GroundTruth
 
+if TYPE_CHECKING:
+    from .spec import ModuleSpec
+
 MEASURABLE_MM = 10.0  # RANO (Wen et al. 2010): two perpendicular diameters of an enhancing lesion >= 10 mm
 MEASURABLE_SLICES = 2  # ... visible on two or more axial slices
 LESION_FLOOR_MM = 5.0  # below this longest diameter a mask component is segmentation noise, not a lesion
-NO_TUMOR = "No tumor"
 RANGE_TOLERANCE_MM = 1e-3
 LESION_FIELDS = ("current_target_lesion", "new_target_lesion", "current_non_target_lesion", "new_non_target_lesion")
 
@@ -126,24 +130,25 @@ def _answer_problems(case: Case, truth: GroundTruth) -> list[str]:
     return problems
 
 
-def _says_no_tumor(case: Case, truth: GroundTruth) -> bool:
-    """Whether the answer key says there is no lesion: a "No tumor" option chosen for the first question."""
-    if not case.questions:
+def says_no_lesion(case: Case, truth: GroundTruth, spec: ModuleSpec) -> bool:
+    """Whether the answer key says there is no lesion: the option its spec names ``no_lesion_answer`` (the
+    whole label, e.g. "No tumor") chosen for the first question."""
+    if not case.questions or spec.no_lesion_answer is None:
         return False
     question = case.questions[0]
     value = truth.answers.get(question.qid)
-    return dict(question.options).get(value, value) == NO_TUMOR
+    return dict(question.options).get(value, value) == spec.no_lesion_answer
 
 
-def localization_problems(case: Case, truth: GroundTruth) -> list[str]:
+def localization_problems(case: Case, truth: GroundTruth, spec: ModuleSpec) -> list[str]:
     """The lesion-mask localization block of the modules scored by RAS point and key slices."""
     from .scoring.geometry import key_slice_in_range, mask_from_file
 
     block = truth.localization
     if block is None:
-        return [] if _says_no_tumor(case, truth) else ["a tumour answer has no localization"]
-    if _says_no_tumor(case, truth):
-        return ["a 'No tumor' answer has a lesion localization"]
+        return [] if says_no_lesion(case, truth, spec) else ["a tumour answer has no localization"]
+    if says_no_lesion(case, truth, spec):
+        return [f"a {spec.no_lesion_answer!r} answer has a lesion localization"]
     problems = []
     if case.volumes and block.get("source_volume_name") not in {volume.name for volume in case.volumes}:
         problems.append(f"source_volume_name {block.get('source_volume_name')!r} is not a volume of the case")
@@ -172,7 +177,7 @@ def enhancing_label_of(truth: GroundTruth) -> int:
     return int((truth.labels.get("segmentation_labels") or {}).get("enhancing", 2))
 
 
-def lumiere_problems(case: Case, truth: GroundTruth) -> list[str]:
+def lumiere_problems(case: Case, truth: GroundTruth, spec: ModuleSpec) -> list[str]:
     """The LUMIERE lesion-state fields against the hidden segmentations and against each other."""
     enhancing_label = enhancing_label_of(truth)
     hidden = truth.hidden_dir
@@ -194,7 +199,7 @@ def lumiere_problems(case: Case, truth: GroundTruth) -> list[str]:
     return problems
 
 
-def region_problems(case: Case, truth: GroundTruth) -> list[str]:
+def region_problems(case: Case, truth: GroundTruth, spec: ModuleSpec) -> list[str]:
     """Pathology reference points: inside their own region (holes honoured) and outside every exclusion."""
     from .scoring.geometry import area_covers, evidence_area, region_geometry
 
@@ -211,7 +216,7 @@ def region_problems(case: Case, truth: GroundTruth) -> list[str]:
     return problems
 
 
-def camelyon_problems(case: Case, truth: GroundTruth) -> list[str]:
+def camelyon_problems(case: Case, truth: GroundTruth, spec: ModuleSpec) -> list[str]:
     """A CAMELYON17 presence answer that matches its metastasis category, and no tumour on a negative slide."""
     problems = []
     category = truth.answers.get("largest_metastasis")
@@ -223,21 +228,20 @@ def camelyon_problems(case: Case, truth: GroundTruth) -> list[str]:
     return problems
 
 
-def slide_size_problems(case: Case, truth: GroundTruth) -> list[str]:
+def slide_size_problems(case: Case, truth: GroundTruth, spec: ModuleSpec) -> list[str]:
     size = truth.slide_size
     if size and len(size) == 2 and min(size) > 0:
         return []
     return [f"slide_size {size} is not a positive width and height"]
 
 
-def check_ground_truth(case: Case, truth: GroundTruth) -> list[str]:
-    """Every contradiction between ``truth`` and what its masks/labels imply (empty when consistent).
+def check_ground_truth(case: Case, truth: GroundTruth, spec: ModuleSpec) -> list[str]:
+    """Every contradiction between ``truth`` and what its masks/labels imply (empty when consistent): the answer
+    check and the module's own rules (its spec's ``truth_checks``, e.g. its localization block).
 
     ``truth.hidden_dir`` must point at the case's hidden directory (where masks and segmentations are).
     """
-    from .modules import get
-
     problems = _answer_problems(case, truth)
-    for check in get(case.module).truth_checks:  # the module's own rules, e.g. its localization block
-        problems += check(case, truth)
+    for check in spec.truth_checks:
+        problems += check(case, truth, spec)
     return problems

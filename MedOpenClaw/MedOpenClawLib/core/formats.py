@@ -1,81 +1,18 @@
-"""One catalog of every action the runtime offers -- radiology (viewer, evidence, Track-B operators) and pathology
-(the QuPath-style actions) -- and the one place that writes it out for a front-end or a document.
-
-The actions are declared beside their handlers (:class:`~.registry.Toolset`); this module lists them per
-application and serializes a description one way per target: the provider-neutral ``{name, description,
-parameters}`` (what ``providers/`` turns into a vendor's dialect), an MCP tool, the REST listing and the README
-table. ``resources/actions.json`` is the same listing generated from the toolsets
-(``python scripts/update_catalog.py``; a test fails when it is stale), so a front-end can list its tools without
-importing the viewer (importing Slicer's libraries alone takes seconds) -- how ``mcp`` answers ``tools/list``
-before its viewer has started.
-"""
+"""How an action is written out for a front-end or a document: the catalog entry (also the REST ``describe``
+format), the provider-neutral ``{name, description, parameters}`` (what ``providers/`` turns into a vendor's
+dialect), an MCP tool and the README table; and the check that a schema is portable to every consumer."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from functools import lru_cache
-from pathlib import Path
 
-from .registry import ActionSpec, Toolset
-
-# the one vocabulary of application kinds: catalog entries, session_config "app", worker builders, module specs
-APPLICATIONS = ("radiology", "pathology")
-RADIOLOGY, PATHOLOGY = APPLICATIONS
-# what traces written before that vocabulary call them in session_config "app"
-FORMER_APPLICATION_NAMES = {"slicer": RADIOLOGY, "wsi": PATHOLOGY}
-TRACKS = ("A", "B")
-CATALOG_PATH = Path(__file__).resolve().parent / "resources" / "actions.json"
-
-
-def toolsets(application: str, track: str) -> list[Toolset]:
-    """The toolsets a session of ``application`` on ``track`` is built from (imports the viewer)."""
-    if application == "radiology":
-        from .session import toolsets_for
-
-        return toolsets_for(track)
-    if application == "pathology":
-        from .pathology.actions import PATHOLOGY
-
-        return [PATHOLOGY]
-    raise ValueError(f"application must be one of {', '.join(APPLICATIONS)}, got {application!r}")
-
-
-def application_named(name: object) -> str:
-    """The application a trace's ``app`` names (older traces say ``slicer``/``wsi``); ValueError for others."""
-    application = FORMER_APPLICATION_NAMES.get(name, name) if isinstance(name, str) else name
-    if application not in APPLICATIONS:
-        raise ValueError(f"unknown application {name!r}; expected one of {', '.join(APPLICATIONS)}")
-    return application
+from .toolset import ActionSpec
 
 
 def describe(application: str, spec: ActionSpec) -> dict:
     """The catalog entry of one action (also the REST ``describe`` format)."""
     return {"application": application, **spec.describe()}
-
-
-def generate() -> list[dict]:
-    """Every declared action of every application, from the toolsets themselves (slow: imports the viewer)."""
-    return [describe(application, action) for application in APPLICATIONS
-            for toolset in toolsets(application, "B") for action in toolset.actions]
-
-
-@lru_cache(maxsize=1)
-def _entries() -> tuple[dict, ...]:
-    return tuple(json.loads(CATALOG_PATH.read_text(encoding="utf-8")))
-
-
-def entries(application: str | None = None, track: str | None = None) -> list[dict]:
-    """Catalog entries (from ``resources/actions.json``), optionally of one application and offered on one track."""
-    if application is not None and application not in APPLICATIONS:
-        raise ValueError(f"application must be one of {', '.join(APPLICATIONS)}, got {application!r}")
-    return [json.loads(json.dumps(entry)) for entry in _entries()
-            if application in (None, entry["application"]) and (track is None or track in entry["tracks"])]
-
-
-def specs(application: str, track: str) -> list[ActionSpec]:
-    """The actions a session of ``application`` offers on ``track``, without importing its viewer."""
-    return [ActionSpec.from_description(entry) for entry in entries(application, track)]
 
 
 # ------------------------------------------------------------------------------------------------ serializers
@@ -88,33 +25,13 @@ def mcp_tool(spec: ActionSpec) -> dict:
     return {"name": spec.name, "description": spec.description, "inputSchema": spec.parameters}
 
 
-def vendor_tool(dialect: str):
-    """One action in a model API's dialect, by the providers' one converter of neutral tools."""
-
-    def convert(spec: ActionSpec, application: str) -> dict:
-        from .providers import tool_schemas
-
-        if dialect == "anthropic":
-            return tool_schemas.anthropic_tools([neutral_tool(spec)])[0]
-        return tool_schemas.openai_tools([neutral_tool(spec)], dialect=dialect)[0]
-
-    return convert
-
-
-# format name -> how one action is written in it
+# format name -> how one action is written in it (the vendors' dialects are added by :mod:`..apps`, which knows
+# the providers' converter)
 FORMATS = {
     "describe": lambda spec, application: describe(application, spec),
     "neutral": lambda spec, application: neutral_tool(spec),
     "mcp": lambda spec, application: mcp_tool(spec),
-    "openai": vendor_tool("openai"),
-    "gemini": vendor_tool("gemini"),
-    "anthropic": vendor_tool("anthropic"),
 }
-
-
-def serialize(fmt: str, spec: ActionSpec, application: str) -> dict:
-    """One action of ``application`` written in ``fmt`` (one of :data:`FORMATS`)."""
-    return FORMATS[fmt](spec, application)
 
 
 def markdown_table(items: Iterable[dict]) -> str:

@@ -16,7 +16,7 @@ import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
 
-from . import __version__
+from .. import __version__
 from .redaction import QUERY_SECRET_WORDS, REDACTED, is_secret_name, redact_text
 
 DISTRIBUTIONS = ("slicer-core", "vtk")  # the viewer stack a result depends on

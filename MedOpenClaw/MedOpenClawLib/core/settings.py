@@ -13,7 +13,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .providers.kinds import KINDS
+from ..providers.kinds import KINDS  # the provider kinds name their settings (issue 35): a layer exception
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def value(name: str, environ: Mapping[str, str] | None = None) -> str:
     """The variable's value with surrounding blanks removed ("" when unset); ``environ`` replaces the process
     environment (tests, a child's environment). Undeclared names raise KeyError."""
     if name not in BY_NAME:
-        raise KeyError(f"{name} is not a declared MedOpenClaw setting (MedOpenClawLib/settings.py)")
+        raise KeyError(f"{name} is not a declared MedOpenClaw setting (MedOpenClawLib/core/settings.py)")
     return (os.environ if environ is None else environ).get(name, "").strip()
 
 

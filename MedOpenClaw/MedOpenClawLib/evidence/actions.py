@@ -10,11 +10,11 @@ import re
 import numpy as np
 import slicer
 
-from ..arguments import BOX_1000, IMAGE_ID, LABEL, POINT_1000, POINT_1000_ITEM, RAS, SIZE, VIEW, VOLUME
-from ..audit import fresh_path, sha256_file
-from ..registry import Toolset
-from ..result import ActionError, Result
-from ..sinks import write_json
+from ..core.arguments import BOX_1000, IMAGE_ID, LABEL, POINT_1000, POINT_1000_ITEM, RAS, SIZE, VIEW, VOLUME
+from ..core.audit import fresh_path, sha256_file
+from ..core.result import ActionError, Result
+from ..core.sinks import write_json
+from ..core.toolset import Toolset
 from ..viewer.actions import render, screen_points_to_ras, with_reference
 from ..viewer.geometry import CANONICAL_AXIS, VIEWS, lies_inside
 

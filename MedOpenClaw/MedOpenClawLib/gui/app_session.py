@@ -11,12 +11,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .. import settings
-from ..audit import AuditTrace, fresh_path
-from ..policy import TRACKS, DataRootPolicy
-from ..registry import ActionRegistry
+from ..apps.radiology import build_slicer_registry
+from ..core import settings
+from ..core.audit import AuditTrace, fresh_path
+from ..core.policy import TRACKS, DataRootPolicy
+from ..core.registry import ActionRegistry
 from ..server.rest import RestService, new_token
-from ..session import build_slicer_registry
 from .loopback_server import LoopbackRestServer
 
 

@@ -1,7 +1,7 @@
 """The audit-log table behind the MedOpenClaw panel: rows, filtering and record details, without Qt.
 
-Records are the dictionaries of :class:`MedOpenClawLib.audit.AuditTrace` (live) or of a trace file read back
-(:func:`MedOpenClawLib.audit.read_trace`). The Qt table only shows :meth:`AuditTableModel.rows`.
+Records are the dictionaries of :class:`MedOpenClawLib.core.audit.AuditTrace` (live) or of a trace file read back
+(:func:`MedOpenClawLib.core.audit.read_trace`). The Qt table only shows :meth:`AuditTableModel.rows`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..audit import AuditTrace, state_at
+from ..core.audit import AuditTrace, state_at
 
 COLUMNS = ("seq", "time", "actor", "action", "arguments", "status", "duration")
 ARGUMENTS_PREVIEW_CHARS = 80

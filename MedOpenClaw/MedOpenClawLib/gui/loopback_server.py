@@ -14,7 +14,7 @@ import socket
 from dataclasses import dataclass
 from http import HTTPStatus
 
-from ..hygiene import bounded_message
+from ..core.hygiene import bounded_message
 from ..server.rest import (
     CONNECTION_TIMEOUT_S,
     LISTEN_BACKLOG,

@@ -10,7 +10,7 @@ import os
 import zipfile
 from pathlib import Path
 
-from ..audit import VerifyReport, read_trace, verify_trace
+from ..core.audit import VerifyReport, read_trace, verify_trace
 from ..replay import ReplayReport, replay_trace
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..audit import state_at
-from ..registry import ActionRegistry
+from ..core.audit import state_at
+from ..core.registry import ActionRegistry
 
 VIEWS = ("axial", "sagittal", "coronal")
 OFFSET_TOLERANCE_MM = 0.01

@@ -17,11 +17,11 @@ import numpy as np
 import pydicom
 import pydicom.errors
 
-from ..arguments import IMAGE_ID, NAME, POINTS_1000, POINTS_RAS, SIZE, VIEW, VOLUME, VOLUME_GIVEN, VOLUME_REF
-from ..audit import fresh_path, sha256_file
-from ..dependencies import require
-from ..registry import Toolset
-from ..result import ActionError, Result, add_warning
+from ..core.arguments import IMAGE_ID, NAME, POINTS_1000, POINTS_RAS, SIZE, VIEW, VOLUME, VOLUME_GIVEN, VOLUME_REF
+from ..core.audit import fresh_path, sha256_file
+from ..core.dependencies import require
+from ..core.result import ActionError, Result, add_warning
+from ..core.toolset import Toolset
 from ..viewer.actions import render, screen_points_to_ras, target_views
 from . import brainsfit, scene_nodes, vista3d
 from .artifacts import VolumeArtifact

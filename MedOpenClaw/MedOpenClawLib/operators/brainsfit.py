@@ -6,7 +6,7 @@ Parameter names are the CLIs' own; the settings match the headless SimpleITK pat
 
 from __future__ import annotations
 
-from ..result import ActionError
+from ..core.result import ActionError
 from .registration import RegistrationSettings
 
 TRANSFORM_TYPES = {"rigid": "Rigid", "affine": "Rigid,Affine"}

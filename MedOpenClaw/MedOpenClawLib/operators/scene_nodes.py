@@ -11,7 +11,7 @@ import numpy as np
 import vtk
 from vtk.util import numpy_support
 
-from ..result import ActionError
+from ..core.result import ActionError
 from ..viewer.geometry import VIEWS, ijk_to_ras, numpy_to_vtk_matrix, vtk_to_numpy_matrix
 from ..viewer.loading import set_node_image
 from .artifacts import ArtifactGraph, SegmentationArtifact, TransformArtifact, VolumeArtifact, grid_key

@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import settings
+from ..core import settings
 from .image import ImageVolume
 
 BUNDLE_SETTING = "MEDOPENCLAW_VISTA3D_BUNDLE"

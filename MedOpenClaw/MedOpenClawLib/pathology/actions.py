@@ -1,6 +1,6 @@
 """The QuPath registry's named operations (MedFlow-Bench App. B, Table 10) as audited actions over a PathologyViewer.
 
-``build_pathology_registry`` gives the runner an :class:`~MedOpenClawLib.registry.ActionRegistry` whose context
+``build_pathology_registry`` gives the runner an :class:`~MedOpenClawLib.core.registry.ActionRegistry` whose context
 (:class:`PathologyContext`) holds the viewer, the session policy and the episode's evidence (captured and
 recorded views), and produces the per-round observation (screenshot + App. H.2 state summaries).
 """
@@ -12,13 +12,14 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .. import catalog
-from ..arguments import COORDINATE_1000, WSI_LABEL
-from ..audit import AuditTrace, fresh_path, sha256_bytes
-from ..policy import DataRootPolicy, SessionPolicy
-from ..registry import ActionRegistry, Toolset
-from ..result import ActionError, RenderedImage, Result, warning
-from ..sinks import write_json
+from ..core.applications import PATHOLOGY as PATHOLOGY_APP
+from ..core.arguments import COORDINATE_1000, WSI_LABEL
+from ..core.audit import AuditTrace, fresh_path, sha256_bytes
+from ..core.policy import DataRootPolicy, SessionPolicy
+from ..core.registry import ActionRegistry
+from ..core.result import ActionError, RenderedImage, Result, warning
+from ..core.sinks import write_json
+from ..core.toolset import Toolset
 from .cases import resolve_case_image, resolve_slide
 from .geometry import MIN_DOWNSAMPLE, PAN_DIRECTIONS, PAN_UNITS, ZOOM_DIRECTIONS, ZOOM_UNITS, ViewState
 from .render import normalised_rect
@@ -26,8 +27,7 @@ from .summaries import direct_state_summary, gui_state_summary
 from .viewer import IMAGE_TYPES, MAX_SLEEP_SECONDS, HeadlessWsiViewer, PathologyViewer, describe_view, view_record
 
 PATHOLOGY = Toolset("pathology")
-# Table 10: the direct tools MedFlow-Bench's BRACS / CAMELYON17 agents see; the rest serve recovery and setup.
-MODEL_VISIBLE_ACTIONS = ("zoom", "pan", "focus_qupath", "capture_viewer", "viewer_point_to_wsi_coordinate")
+# paper=True marks Table 10, the direct tools MedFlow-Bench's pathology agents see; the rest serve recovery and setup
 
 
 @dataclass
@@ -169,6 +169,7 @@ def set_image_type(context: PathologyContext, image_type: str) -> Result:
         "y": COORDINATE_1000,
     },
     required=["amount"],
+    paper=True,
 )
 def zoom(context: PathologyContext, amount: float, unit: str, direction: str | None = None, x: float | None = None,
          y: float | None = None) -> Result:
@@ -189,6 +190,7 @@ def zoom(context: PathologyContext, amount: float, unit: str, direction: str | N
         "x": COORDINATE_1000,
         "y": COORDINATE_1000,
     },
+    paper=True,
 )
 def pan(context: PathologyContext, unit: str, direction: str | None = None, amount: float | None = None,
         x: float | None = None, y: float | None = None) -> Result:
@@ -196,7 +198,8 @@ def pan(context: PathologyContext, unit: str, direction: str | None = None, amou
     return Result(True, context.view_data(notes=_limit_notes(state)))
 
 
-@PATHOLOGY.action("focus_qupath", "session", "Bring the viewer to the foreground and return its current state.")
+@PATHOLOGY.action("focus_qupath", "session", "Bring the viewer to the foreground and return its current state.",
+                  paper=True)
 def focus_qupath(context: PathologyContext) -> Result:
     context.viewer.focus_qupath()
     return Result(True, context.view_data())
@@ -208,6 +211,7 @@ def focus_qupath(context: PathologyContext) -> Result:
     "Capture the current viewer screenshot and store it as a labelled evidence artifact.",
     properties={"label": WSI_LABEL},
     required=["label"],
+    paper=True,
 )
 def capture_viewer(context: PathologyContext, label: str) -> Result:
     context.policy.check_evidence_room(len(context.captures) + len(context.recorded_views))
@@ -241,6 +245,7 @@ def capture_viewer(context: PathologyContext, label: str) -> Result:
     "pixel coordinates; use the returned x, y as localizations in the final answer.",
     properties={"x": COORDINATE_1000, "y": COORDINATE_1000},
     required=["x", "y"],
+    paper=True,
 )
 def viewer_point_to_wsi_coordinate(context: PathologyContext, x: float, y: float) -> Result:
     wsi_x, wsi_y = context.viewer.viewer_point_to_wsi_coordinate(x, y)
@@ -308,6 +313,6 @@ def build_pathology_registry(
     policy = SessionPolicy(track=track, max_rounds=max_rounds, data_roots=DataRootPolicy(list(data_roots)))
     context = PathologyContext(viewer if viewer is not None else HeadlessWsiViewer(), policy, artifact_dir)
     state = context.viewer.view_state()
-    config = {"app": catalog.PATHOLOGY, "track": track, "max_rounds": max_rounds,
+    config = {"app": PATHOLOGY_APP, "track": track, "max_rounds": max_rounds,
               "data_roots": policy.data_roots.to_json(), "viewport": [state.viewport_width, state.viewport_height]}
     return ActionRegistry(context, [PATHOLOGY], trace, config)

@@ -12,8 +12,8 @@ import re
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from ..policy import DataRootPolicy
-from ..result import ActionError
+from ..core.policy import DataRootPolicy
+from ..core.result import ActionError
 
 SLIDE_SUFFIXES = (".svs", ".tif", ".tiff", ".ndpi", ".mrxs", ".scn", ".svslide", ".bif", ".vms", ".vmu")
 PROJECT_FILE = "project.qpproj"

@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from ..result import ActionError
+from ..core.result import ActionError
 
 MIN_DOWNSAMPLE = 0.25
 ZOOM_STEP_FACTOR = math.sqrt(2.0)

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import settings
-from ..hygiene import text_problem
-from ..result import ActionError, RenderedImage
+from ..core import settings
+from ..core.hygiene import text_problem
+from ..core.result import ActionError, RenderedImage
 from .geometry import ViewState
 from .slide import SlideInfo
 

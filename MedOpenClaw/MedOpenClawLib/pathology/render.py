@@ -11,7 +11,7 @@ import math
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from ..result import RenderedImage
+from ..core.result import RenderedImage
 from .geometry import NORMALISED_SPAN, ViewState
 from .slide import Slide, SlideInfo
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..result import ActionError
+from ..core.result import ActionError
 
 TILE_SIZE = 512
 DEFAULT_CACHE_BYTES = 256 * 1024 * 1024

@@ -13,7 +13,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..result import ActionError, RenderedImage
+from ..core.result import ActionError, RenderedImage
 from . import geometry
 from .geometry import ViewState
 from .render import THUMBNAIL_SIZE, overlay_layout, render_view

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from .. import settings
-from ..redaction import redact_url, redact_value
+from ..core import settings
+from ..core.redaction import redact_url, redact_value
 from .conversation import DEFAULT_IMAGE_HISTORY, DEFAULT_TOOL_HISTORY, ConversationPolicy
 from .http import RetryPolicy
 from .kinds import ProviderKind, provider_kind

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import requests
 
-from ..redaction import redact_text
+from ..core.redaction import redact_text
 from .messages import loads_bounded
 from .streaming import sse_events
 

@@ -6,10 +6,15 @@ import argparse
 import json
 import threading
 
-from .. import catalog, settings
-from ..catalog import APPLICATIONS, FORMATS, TRACKS
+from .. import apps
+from ..apps import FORMATS
+from ..bench.modules import known
 from ..cli import NON_NEGATIVE, PORT, existing_directory, user_path
-from ..registry import ActionSpec
+from ..core import settings
+from ..core.applications import APPLICATIONS, TRACKS
+from ..core.formats import markdown_table
+from ..core.toolset import ActionSpec
+from ..trace_audit.commands import add_audit_command
 from .sessions import add_session_arguments, close_session, prepare_session_arguments, session_registry
 
 # the viewer (slicer, vtk) is imported by the commands that run it, so `--help` and `trace verify` stay light
@@ -44,9 +49,7 @@ def add_commands(subparsers) -> None:
     verify.add_argument("--anchor", type=user_path, default=None,
                         help="a JSON file with the anchor: a sidecar, or an episode result.json (its trace_anchor)")
     verify.set_defaults(func=run_verify)
-    from ..trace_audit.commands import add_audit_command  # light: registering imports no rule
-
-    add_audit_command(trace_commands)
+    add_audit_command(trace_commands, known)
 
 
 def run_serve(args: argparse.Namespace) -> int:
@@ -87,11 +90,11 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def run_tools(args: argparse.Namespace) -> int:
-    entries = catalog.entries(None if args.app == "all" else args.app, args.track)
+    entries = apps.entries(None if args.app == "all" else args.app, args.track)
     if args.format == "markdown":
-        print(catalog.markdown_table(entries))
+        print(markdown_table(entries))
         return 0
-    print(json.dumps([catalog.serialize(args.format, ActionSpec.from_description(entry), entry["application"])
+    print(json.dumps([apps.serialize(args.format, ActionSpec.from_description(entry), entry["application"])
                       for entry in entries], indent=2))
     return 0
 
@@ -120,7 +123,7 @@ def expected_anchor(args: argparse.Namespace) -> dict | None:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from ..audit import verify_trace
+    from ..core.audit import verify_trace
 
     report = verify_trace(args.trace, anchor=expected_anchor(args))
     print(json.dumps(report.to_json()))

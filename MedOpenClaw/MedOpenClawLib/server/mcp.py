@@ -31,7 +31,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from .. import __version__, settings
+from MedOpenClawLib import __version__
+
+from ..core import settings
 
 INSTRUCTIONS = {
     "radiology": "Named, audited 3D viewer actions. Screen points are 0..999 from the top-left of the displayed "
@@ -188,7 +190,7 @@ def build_server(sessions, application: str = "radiology"):
     from mcp.server.lowlevel import Server
     from mcp.shared.exceptions import MCPError
 
-    from ..result import ActionError, Result
+    from ..core.result import ActionError, Result
 
     names = {action.name for action in sessions.listing}
     tools = tool_definitions(sessions.listing)
@@ -424,7 +426,7 @@ def loopback_socket(port: int) -> socket.socket:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from .. import catalog
+    from .. import apps
     from .rest import SceneThreadExecutor, new_token
     from .sessions import client_trace_path, prepare_session_arguments, session_registry
 
@@ -433,7 +435,7 @@ def _run(args: argparse.Namespace) -> int:
     writer = protocol_stdout() if args.transport == "stdio" else None
     if args.transport == "stdio":
         import_only_the_server_parts()
-    listing = catalog.specs(args.app, args.track)
+    listing = apps.specs(args.app, args.track)
     front_end = f"mcp-{args.transport}"
     scene = SceneThreadExecutor()
     if args.transport == "stdio" or args.in_process:

@@ -36,10 +36,10 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
-from .. import catalog
-from ..hygiene import bounded_message
-from ..registry import ACTORS, ActionRegistry
-from ..result import ActionError, Base64Text, Result
+from .. import apps
+from ..core.hygiene import bounded_message
+from ..core.registry import ACTORS, ActionRegistry
+from ..core.result import ActionError, Base64Text, Result
 
 SESSION_HEADER = "MedOpenClaw-Session"
 MAX_BODY_BYTES = 1 << 20
@@ -183,9 +183,9 @@ class RestService:
         path = parsed.path.rstrip("/")
         if path == "/v1/tools" and method == "GET":
             fmt = parse_qs(parsed.query).get("format", ["describe"])[0]
-            if fmt not in catalog.FORMATS:
-                return error_response(400, "invalid_argument", f"format must be one of {', '.join(catalog.FORMATS)}")
-            return Response(200, [catalog.serialize(fmt, action, self.application) for action in registry.actions()])
+            if fmt not in apps.FORMATS:
+                return error_response(400, "invalid_argument", f"format must be one of {', '.join(apps.FORMATS)}")
+            return Response(200, [apps.serialize(fmt, action, self.application) for action in registry.actions()])
         if path == "/v1/state" and method == "GET":
             return Response(200, registry.state())
         if path == "/v1/trace" and method == "GET":

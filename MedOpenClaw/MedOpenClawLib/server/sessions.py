@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..audit import AuditTrace
-from ..catalog import APPLICATIONS
-from ..policy import PACKAGE_DATA, PACKAGE_HIDDEN, PACKAGE_MANIFEST, is_package
-from ..result import ActionError
+from ..core.applications import APPLICATIONS
+from ..core.audit import AuditTrace
+from ..core.policy import PACKAGE_DATA, PACKAGE_HIDDEN, PACKAGE_MANIFEST, is_package
+from ..core.result import ActionError
 
 SCAN_DEPTH, SCAN_ENTRIES = 4, 20_000  # how far a data root is searched for packages and slides
 VOLUME_SUFFIXES = (".nii", ".nii.gz", ".nrrd", ".nhdr", ".mha", ".mhd", ".dcm")
@@ -195,7 +195,7 @@ def build_in_process(application: str, data_roots: list[str], track: str, trace:
         from ..pathology.actions import build_pathology_registry
 
         return build_pathology_registry(data_roots, track=track, trace=trace, max_rounds=max_rounds)
-    from ..session import build_slicer_registry
+    from ..apps.radiology import build_slicer_registry
 
     return build_slicer_registry(data_roots, track=track, trace=trace, max_rounds=max_rounds)
 

@@ -2,7 +2,7 @@
 
 A native crash (a VTK/ITK segfault or abort) or a hang while one call runs must not take the server down with
 it. :class:`SupervisedRegistry` offers what the front-ends use of an
-:class:`~MedOpenClawLib.registry.ActionRegistry` (tool listing, ``call``, ``state``, ``trace``) and forwards
+:class:`~MedOpenClawLib.core.registry.ActionRegistry` (tool listing, ``call``, ``state``, ``trace``) and forwards
 each call to a benchmark worker process (:mod:`..worker`, same protocol) hosting the viewer and the real
 registry. The parent owns the audit trace: the child's records are re-chained into it, so a child dying
 mid-write can never corrupt it.
@@ -29,11 +29,12 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
-from .. import catalog
-from ..audit import AuditTrace, read_trace
-from ..hygiene import bounded_message, refused_input
-from ..registry import ActionSpec, ToolCatalog, call_identity, hygiene_refusal, unrecordable_reason
-from ..result import ActionError, Result
+from .. import apps
+from ..core.audit import AuditTrace, read_trace
+from ..core.hygiene import bounded_message, refused_input
+from ..core.registry import ToolCatalog, call_identity, hygiene_refusal, unrecordable_reason
+from ..core.result import ActionError, Result
+from ..core.toolset import ActionSpec
 from ..worker import client as worker
 from ..worker.client import WorkerProcess
 from ..worker.protocol import ATTACHMENTS, WorkerError, WorkerFault, WorkerGarbled, WorkerHung
@@ -137,7 +138,7 @@ class SupervisedRegistry(ToolCatalog):
         self.spare = spare
         self._spare: SpareViewer | None = None
         self._worker: WorkerProcess | None = None
-        self._actions = {spec.name: spec for spec in catalog.specs(viewer, track)}
+        self._actions = {spec.name: spec for spec in apps.specs(viewer, track)}
         self.track, self.config, self._state = track, {}, {}
         self._booted = threading.Event()
         self._boot_thread: threading.Thread | None = None

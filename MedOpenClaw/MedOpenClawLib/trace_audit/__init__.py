@@ -11,25 +11,36 @@ alone (no ground truth, no viewer): :func:`audit_records` returns
 - ``milestones``: the module's advanced-operation workflow milestones, and ``final_view`` / ``final_mask`` for
   stability across repeats (:func:`.milestones.stability`).
 
-Per-module knowledge is the ``audit`` field (a :class:`.specs.AuditSpec`) of each ``bench/modules`` spec. The
-rules are documented in each module's docstring and in ``docs/trace-audit.md``.
+Per-module knowledge is handed in by the caller: a benchmark module's spec (:class:`ModuleKnowledge`; the bench's
+``ModuleSpec`` is one) gives its ``audit`` field (a :class:`.specs.AuditSpec`) and its answer parser. This package
+imports nothing of the bench. The rules are documented in each module's docstring and in ``docs/trace-audit.md``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from .detectors import detect
 from .findings import CODES, SEVERITIES, FieldProvenance, Finding
 from .milestones import final_mask, final_view, milestone_findings, milestones, stability
 from .provenance import evidence_provenance
-from .specs import spec_for
+from .specs import GENERIC, AuditSpec
 from .timeline import Timeline
 
-__all__ = ["CODES", "SEVERITIES", "AuditReport", "FieldProvenance", "Finding", "audit_records",
-           "format_report", "stability",
-           "summarize_audits"]
+__all__ = ["CODES", "SEVERITIES", "AuditReport", "FieldProvenance", "Finding", "ModuleKnowledge", "audit_records",
+           "audit_timeline", "format_report", "stability", "summarize_audits"]
 FORMAT = 1
+
+
+class ModuleKnowledge(Protocol):
+    """What the audit needs of a benchmark module: its name, its ``audit`` rules and its answer parser."""
+
+    name: str
+    audit: AuditSpec
+
+    def read_answer(self, text: str | None) -> dict: ...
 
 
 @dataclass
@@ -72,19 +83,25 @@ def _evidence_findings(timeline: Timeline, provenance: list[FieldProvenance]) ->
     return findings
 
 
-def audit_records(records: list, module: str | None = None, parsed: dict | None = None) -> AuditReport:
-    """Audit one episode's trace records; ``parsed`` is the parsed final answer (parsed from the trace's final
-    text with the module's parser when omitted), ``module`` defaults to the trace header's."""
-    timeline = Timeline(records)
-    module = module or timeline.module
-    spec = spec_for(module)
+def audit_records(records: Iterable, module: ModuleKnowledge | None = None, parsed: dict | None = None) -> AuditReport:
+    """Audit one episode's trace records under ``module``'s rules (the generic rules only without one);
+    ``parsed`` is the parsed final answer (parsed from the trace's final text with the module's parser when
+    omitted)."""
+    return audit_timeline(Timeline(records), module, parsed)
+
+
+def audit_timeline(timeline: Timeline, module: ModuleKnowledge | None = None,
+                   parsed: dict | None = None) -> AuditReport:
+    """:func:`audit_records` of a trace already read (its header names the module a caller looks up)."""
+    spec = module.audit if module is not None else GENERIC
     if parsed is None:
-        parsed = parse_answer(module, timeline.final_text)
+        parsed = module.read_answer(timeline.final_text) if module is not None else {}
+    name = module.name if module is not None else timeline.module
     provenance = evidence_provenance(timeline, spec.evidence, parsed if isinstance(parsed, dict) else {})
     progress = milestones(timeline, spec)
     findings = _evidence_findings(timeline, provenance) + detect(timeline, spec) + milestone_findings(progress)
     findings.sort(key=lambda finding: (min(finding.records, default=-1), finding.code))
-    return AuditReport(module, provenance, findings, progress, final_view(timeline), final_mask(timeline))
+    return AuditReport(name, provenance, findings, progress, final_view(timeline), final_mask(timeline))
 
 
 def summarize_audits(audits: list) -> dict:
@@ -95,13 +112,6 @@ def summarize_audits(audits: list) -> dict:
                           for audit in audited) for code in CODES}
     return {"episodes": len(audited), "with_findings": sum(bool(audit["findings"]) for audit in audited),
             "by_code": per_code}
-
-
-def parse_answer(module: str | None, text: str | None) -> dict:
-    from ..bench.modules import names
-    from ..bench.parsers import parse_response
-
-    return parse_response(module, text) if module in names() else {}
 
 
 def format_report(report: AuditReport) -> str:

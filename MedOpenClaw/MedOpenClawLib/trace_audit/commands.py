@@ -6,14 +6,19 @@ from __future__ import annotations
 import argparse
 import json
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..cli import user_path
 
+if TYPE_CHECKING:
+    from . import ModuleKnowledge
 
-def add_audit_command(trace_commands) -> None:
-    """Register ``audit`` under the ``trace`` command's sub-parsers."""
+
+def add_audit_command(trace_commands, module_spec: Callable[[str | None], ModuleKnowledge | None]) -> None:
+    """Register ``audit`` under the ``trace`` command's sub-parsers; ``module_spec`` gives the spec of a module
+    name (None for a name no module defines): the caller's, so this package imports nothing of the bench."""
     audit = trace_commands.add_parser(
         "audit", help="evidence provenance and failure-mode findings (F1-F4, G5) of a trace or a bench run")
     audit.add_argument("trace", type=user_path, help="an episode trace (.jsonl), or a bench run directory")
@@ -21,12 +26,12 @@ def add_audit_command(trace_commands) -> None:
     audit.add_argument("--json", action="store_true", help="print the report as JSON")
     audit.add_argument("--fail-on", choices=("high", "medium", "low"), default=None,
                        help="exit 1 when a finding of this severity or worse is present")
-    audit.set_defaults(func=run_audit)
+    audit.set_defaults(func=run_audit, module_spec=module_spec)
 
 
 def _records(path: Path) -> Iterator:
     """The trace's records one at a time (the audit keeps what it needs, not the whole trace)."""
-    from ..audit import iter_trace
+    from ..core.audit import iter_trace
 
     try:
         yield from iter_trace(path)
@@ -34,10 +39,17 @@ def _records(path: Path) -> Iterator:
         raise ValueError(f"{path} is not a readable trace: {error}") from error
 
 
-def _run_reports(run: Path, module: str | None) -> list[tuple[dict, dict]]:
-    """(episode result, audit JSON) of every episode of a run directory that has a trace."""
-    from . import audit_records
+def _audit(records: Iterator, args: argparse.Namespace, parsed: dict | None = None):
+    """The audit of ``records`` under the module ``--module`` names, else the trace header's."""
+    from . import audit_timeline
+    from .timeline import Timeline
 
+    timeline = Timeline(records)
+    return audit_timeline(timeline, args.module_spec(args.module or timeline.module), parsed)
+
+
+def _run_reports(run: Path, args: argparse.Namespace) -> list[tuple[dict, dict]]:
+    """(episode result, audit JSON) of every episode of a run directory that has a trace."""
     reports = []
     for path in sorted(run.glob("episodes/*/result.json")):
         try:
@@ -47,7 +59,7 @@ def _run_reports(run: Path, module: str | None) -> list[tuple[dict, dict]]:
         if not isinstance(result, dict) or not isinstance(result.get("trace"), str):
             continue
         parsed = ((result.get("score") or {}).get("details") or {}).get("parsed")
-        report = audit_records(_records(run / result["trace"]), module, parsed)
+        report = _audit(_records(run / result["trace"]), args, parsed)
         reports.append((result, {**report.to_json(), "trace_dir": str((run / result["trace"]).parent)}))
     if not reports:
         raise ValueError(f"{run} holds no episode with a trace (episodes/*/result.json)")
@@ -82,14 +94,14 @@ def _run_text(document: dict) -> str:
 
 
 def run_audit(args: argparse.Namespace) -> int:
-    from . import SEVERITIES, audit_records, format_report
+    from . import SEVERITIES, format_report
 
     if args.trace.is_dir():
-        document = _run_document(_run_reports(args.trace, args.module))
+        document = _run_document(_run_reports(args.trace, args))
         print(json.dumps(document, indent=1, sort_keys=True) if args.json else _run_text(document))
         findings = [finding for episode in document["episodes"] for finding in episode["findings"]]
     else:
-        report = audit_records(_records(args.trace), args.module)
+        report = _audit(_records(args.trace), args)
         print(json.dumps(report.to_json(), indent=1, sort_keys=True) if args.json else format_report(report))
         findings = [finding.to_json() for finding in report.findings]
     if args.fail_on is None:

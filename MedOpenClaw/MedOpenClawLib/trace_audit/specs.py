@@ -39,9 +39,3 @@ class AuditSpec:
 
 
 GENERIC = AuditSpec("radiology", single_study)  # an unknown module: the generic rules only
-
-
-def spec_for(module: str | None) -> AuditSpec:
-    from ..bench.modules import get, names
-
-    return get(module).audit if module in names() else GENERIC

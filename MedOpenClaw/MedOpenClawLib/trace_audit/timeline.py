@@ -21,9 +21,9 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from ..arguments import canonical_arguments
-from ..audit import StateDeltaError, StateReplay
-from ..result import ActionError
+from ..core.arguments import canonical_arguments
+from ..core.audit import StateDeltaError, StateReplay
+from ..core.result import ActionError
 
 # canonical RAS axis index per view (axial = S, sagittal = R, coronal = A), as in viewer.geometry.CANONICAL_AXIS
 AXIS_INDEX = {"axial": 2, "sagittal": 0, "coronal": 1}

@@ -9,9 +9,20 @@ from __future__ import annotations
 import numpy as np
 
 from .. import __version__
-from ..arguments import BBOX_1000, IMAGE_ID, OFFSET_MM, POINT_1000, RAS, SIZE, VIEW, VOLUME, VOLUME_GIVEN, VOLUME_REF
-from ..registry import Toolset
-from ..result import ActionError, Result, add_warning, warning
+from ..core.arguments import (
+    BBOX_1000,
+    IMAGE_ID,
+    OFFSET_MM,
+    POINT_1000,
+    RAS,
+    SIZE,
+    VIEW,
+    VOLUME,
+    VOLUME_GIVEN,
+    VOLUME_REF,
+)
+from ..core.result import ActionError, Result, add_warning, warning
+from ..core.toolset import Toolset
 from .engine import FUSION_MODES, LAYOUTS
 from .geometry import AXIS_LETTER, VIEWS, bbox_center, ijk_to_ras
 from .loading import discover_sources
@@ -19,11 +30,8 @@ from .presets import PRESET_NAMES, preset_window_level
 from .rendering import montage, render_view
 
 VIEWER = Toolset("viewer")
-# Table 9: the tools MedFlow-Bench's radiology agents see (in its order); the evidence-capture actions
+# paper=True marks Table 9, the tools MedFlow-Bench's radiology agents see; the evidence-capture actions
 # (evidence/actions.py) serve the copilot, REST and MCP clients, and `bench run --toolset extended`
-MODEL_VISIBLE_ACTIONS = ("ping", "open_case", "select_volume", "observe", "scroll", "zoom", "fit", "set_slice_offset",
-                         "get_slice_offset_range", "recover_standard_views", "image_coords_to_ras",
-                         "get_viewer_state", "wl", "window_preset", "jump", "set_layout", "fusion")
 
 
 
@@ -78,7 +86,7 @@ def with_reference(data: dict, reference: dict) -> dict:
     return merged
 
 
-@VIEWER.action("ping", "session", "Check that the viewer is responding.")
+@VIEWER.action("ping", "session", "Check that the viewer is responding.", paper=True)
 def ping(ctx) -> Result:
     return Result(ok=True, data={"pong": True, "version": __version__, "track": ctx.policy.track,
                                  "volumes": len(ctx.engine.volume_nodes())})
@@ -96,6 +104,7 @@ def ping(ctx) -> Result:
                      "instead of replacing them (a new case starts from a clean scene)"},
      "size": SIZE},
     required=["dicom_dir"],
+    paper=True,
 )
 def open_case(ctx, dicom_dir: str, keep_loaded: bool, size: int, spacing: float | None = None, slice_planes=None,
               view_layout=None) -> Result:
@@ -126,6 +135,7 @@ def open_case(ctx, dicom_dir: str, keep_loaded: bool, size: int, spacing: float 
     "Select a loaded volume (e.g. another MRI sequence, CT or PET) and return the recovered standard views.",
     {**VOLUME, "view": VIEW, "size": SIZE},
     anyOf=VOLUME_GIVEN,
+    paper=True,
 )
 def select_volume(ctx, size: int, volume_id=None, volume_name=None, view=None) -> Result:
     node = ctx.engine.find_volume(volume_id, volume_name)
@@ -136,6 +146,7 @@ def select_volume(ctx, size: int, volume_id=None, volume_name=None, view=None) -
 @VIEWER.action(
     "observe", "viewer", "Return the current axial, sagittal and coronal views, or one selected view.",
     {"view": VIEW, "size": SIZE, "include_metadata": {"type": "boolean", "default": False}},
+    paper=True,
 )
 def observe(ctx, size: int, include_metadata: bool, view=None) -> Result:
     views = target_views(ctx, view)
@@ -154,6 +165,7 @@ def observe(ctx, size: int, include_metadata: bool, view=None) -> Result:
      "output": {"type": "string", "enum": ["keyframes", "cine"], "default": "keyframes"},
      "size": SIZE},
     required=["view", "direction"],
+    paper=True,
 )
 def scroll(ctx, view, direction, num_slices: int, output: str, size: int, step=None) -> Result:
     engine = ctx.engine
@@ -186,6 +198,7 @@ def scroll(ctx, view, direction, num_slices: int, output: str, size: int, step=N
     {"view": VIEW, "factor": {"type": "number", "exclusiveMinimum": 0.05, "maximum": 20},
      "center_1000": POINT_1000, "image_id": IMAGE_ID, "size": SIZE},
     required=["view", "factor"],
+    paper=True,
 )
 def zoom(ctx, view, factor, size: int, center_1000=None, image_id=None) -> Result:
     ctx.engine.find_volume()
@@ -200,7 +213,7 @@ def zoom(ctx, view, factor, size: int, center_1000=None, image_id=None) -> Resul
 
 
 @VIEWER.action("fit", "viewer", "Fit a slice view to the full volume, keeping its slice offset.",
-               {"view": VIEW, "size": SIZE}, required=["view"])
+               {"view": VIEW, "size": SIZE}, required=["view"], paper=True)
 def fit(ctx, view, size: int) -> Result:
     ctx.engine.find_volume()
     ctx.engine.fit(view)
@@ -211,6 +224,7 @@ def fit(ctx, view, size: int) -> Result:
     "set_slice_offset", "viewer",
     "Set a view's slice position in canonical RAS millimetres (axial=S, sagittal=R, coronal=A).",
     {"view": VIEW, "offset": OFFSET_MM, "size": SIZE}, required=["view", "offset"],
+    paper=True,
 )
 def set_slice_offset(ctx, view, offset, size: int) -> Result:
     value = ctx.engine.set_offset(view, float(offset))
@@ -219,7 +233,7 @@ def set_slice_offset(ctx, view, offset, size: int) -> Result:
 
 @VIEWER.action("get_slice_offset_range", "viewer",
                "Return the valid minimum and maximum slice offsets (canonical RAS mm) and the slice step.",
-               {"view": VIEW}, required=["view"])
+               {"view": VIEW}, required=["view"], paper=True)
 def get_slice_offset_range(ctx, view) -> Result:
     low, high, step = ctx.engine.offset_range(view)
     return Result(ok=True, data={"view": view, "axis": AXIS_LETTER[view], "min_mm": round(low, 3),
@@ -229,7 +243,7 @@ def get_slice_offset_range(ctx, view) -> Result:
 
 @VIEWER.action("recover_standard_views", "viewer",
                "Restore axial, sagittal and coronal views around the centre of a volume (default the active one).",
-               {**VOLUME, "size": SIZE})
+               {**VOLUME, "size": SIZE}, paper=True)
 def recover_standard_views(ctx, size: int, volume_id=None, volume_name=None) -> Result:
     node = ctx.engine.find_volume(volume_id, volume_name)
     if node is not ctx.engine.active_volume():
@@ -246,6 +260,7 @@ def recover_standard_views(ctx, size: int, volume_id=None, volume_name=None) -> 
     "last image returned for the view (or the image named by image_id).",
     {"view": VIEW, "point_1000": POINT_1000, "bbox_1000": BBOX_1000, "image_id": IMAGE_ID, **VOLUME},
     required=["view"],
+    paper=True,
 )
 def image_coords_to_ras(ctx, view, point_1000=None, bbox_1000=None, image_id=None, volume_id=None,
                         volume_name=None) -> Result:
@@ -268,6 +283,7 @@ def image_coords_to_ras(ctx, view, point_1000=None, bbox_1000=None, image_id=Non
     "get_viewer_state", "viewer", "Return the active volume, slice offsets, fusion state and loaded volumes.",
     {"include_volumes": {"type": "boolean", "default": True}, "include_fusion": {"type": "boolean", "default": True},
      "include_slice_positions": {"type": "boolean", "default": True}},
+    paper=True,
 )
 def get_viewer_state(ctx, include_volumes, include_fusion, include_slice_positions) -> Result:
     state = ctx.state()
@@ -289,6 +305,7 @@ def get_viewer_state(ctx, include_volumes, include_fusion, include_slice_positio
      "auto": {"type": "boolean"}, **VOLUME, "size": SIZE},
     anyOf=[{"required": ["window"]}, {"required": ["level"]}, {"required": ["auto"], "properties": {
         "auto": {"const": True}}}],
+    paper=True,
 )
 def wl(ctx, size: int, view=None, window=None, level=None, auto=None, volume_id=None, volume_name=None) -> Result:
     if auto and (window is not None or level is not None):
@@ -302,6 +319,7 @@ def wl(ctx, size: int, view=None, window=None, level=None, auto=None, volume_id=
     "window_preset", "viewer", "Apply a modality window preset (e.g. ct_lung, ct_mediastinal, pet_auto).",
     {"preset": {"type": "string", "enum": list(PRESET_NAMES)}, "view": VIEW, **VOLUME, "size": SIZE},
     required=["preset"],
+    paper=True,
 )
 def window_preset(ctx, preset, size: int, view=None, volume_id=None, volume_name=None) -> Result:
     node = ctx.engine.find_volume(volume_id, volume_name)
@@ -312,7 +330,7 @@ def window_preset(ctx, preset, size: int, view=None, volume_id=None, volume_name
 
 
 @VIEWER.action("jump", "viewer", "Centre the linked views on a RAS point; returns the updated views.",
-               {"ras": RAS, "view": VIEW, "size": SIZE}, required=["ras"])
+               {"ras": RAS, "view": VIEW, "size": SIZE}, required=["ras"], paper=True)
 def jump(ctx, ras, size: int, view=None) -> Result:
     ctx.engine.jump(ras)
     offsets = {name: round(ctx.engine.offset(name), 3) for name in VIEWS}
@@ -320,7 +338,7 @@ def jump(ctx, ras, size: int, view=None) -> Result:
 
 
 @VIEWER.action("set_layout", "viewer", "Set a standard Slicer layout; returns the views it shows.",
-               {"layout": {"type": "string", "enum": list(LAYOUTS)}, "size": SIZE}, required=["layout"])
+               {"layout": {"type": "string", "enum": list(LAYOUTS)}, "size": SIZE}, required=["layout"], paper=True)
 def set_layout(ctx, layout, size: int) -> Result:
     ctx.engine.set_layout(layout)
     ctx.engine.find_volume()
@@ -338,6 +356,7 @@ def set_layout(ctx, layout, size: int) -> Result:
      "mode": {"type": "string", "enum": list(FUSION_MODES), "default": "blend"},
      "view": VIEW, "size": SIZE},
     required=["background_volume_ref"],
+    paper=True,
 )
 def fusion(ctx, background_volume_ref, foreground_opacity: float, mode: str, size: int, foreground_volume_ref=None,
            view=None) -> Result:

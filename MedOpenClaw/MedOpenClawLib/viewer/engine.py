@@ -13,7 +13,7 @@ import numpy as np
 import slicer
 from vtk.util import numpy_support
 
-from ..result import ActionError
+from ..core.result import ActionError
 from .application import SlicerApplication
 from .geometry import (
     CANONICAL_AXIS,
@@ -108,7 +108,7 @@ class ViewerEngine:
         return nodes, warnings
 
     def find_volume(self, volume_id: str | None = None, volume_name: str | None = None, required: bool = True):
-        """The one volume resolver of every action (the convention of :mod:`MedOpenClawLib.arguments`): the active
+        """The one volume resolver of every action (the convention of :mod:`MedOpenClawLib.core.arguments`): the active
         volume when neither is given; ``volume_id`` a node id; ``volume_name`` a name (exact, then case-insensitive)
         or, failing that, a node id (a ``<role>_volume_ref`` is resolved as a ``volume_name``)."""
         if volume_id is None and volume_name is None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..result import ActionError
+from ..core.result import ActionError
 from .geometry import AXIS_LETTER, screen_to_xy, xy_to_pixel
 
 # geometries kept for explicit image ids; older ones are refused with a clear error

@@ -20,10 +20,10 @@ import SimpleITK as sitk
 import vtk
 from vtk.util import numpy_support
 
-from ..hygiene import preview
-from ..names import name_problem
-from ..policy import DataRootPolicy
-from ..result import ActionError
+from ..core.hygiene import preview
+from ..core.names import name_problem
+from ..core.policy import DataRootPolicy
+from ..core.result import ActionError
 from .dicom_series import LPS_TO_RAS, VolumePlan, resample_along_normal, split_series
 from .native_messages import captured_native_messages
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..result import ActionError
+from ..core.result import ActionError
 
 # name -> (window, level, colour table)
 FIXED_PRESETS = {

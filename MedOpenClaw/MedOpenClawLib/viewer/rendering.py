@@ -9,7 +9,7 @@ import math
 import numpy as np
 from PIL import Image, ImageDraw, ImageFont
 
-from ..result import RenderedImage
+from ..core.result import RenderedImage
 from .engine import ViewerEngine
 from .geometry import AXIS_LETTER
 from .image_geometry import SliceImageGeometry

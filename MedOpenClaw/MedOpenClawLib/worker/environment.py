@@ -5,8 +5,8 @@ The worker service wraps its registry in this class; tests drive a registry thro
 
 from __future__ import annotations
 
-from ..catalog import neutral_tool
-from ..registry import ActionRegistry
+from ..core.formats import neutral_tool
+from ..core.registry import ActionRegistry
 
 
 def neutral_tools(registry: ActionRegistry) -> list[dict]:

@@ -14,9 +14,9 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
-from .. import settings
-from ..audit import AuditTrace
-from ..registry import ActionRegistry
+from ..core import settings
+from ..core.audit import AuditTrace
+from ..core.registry import ActionRegistry
 from ..replay import replay_records
 from .environment import LocalEnvironment
 from .lifecycle import exit_with_parent
@@ -31,7 +31,7 @@ def build_radiology(data_roots: list[str], track: str, trace: AuditTrace, max_ro
     One application per worker, cleared between episodes: creating the logic classes anew costs about a second
     per episode, and tearing down a headless application whose scene held markups crashes VTK (segfault).
     """
-    from ..session import build_slicer_registry
+    from ..apps.radiology import build_slicer_registry
     from ..viewer.application import SlicerApplication
 
     if not _SLICER_APP:

@@ -14,7 +14,7 @@ from agents_cases import write_ucsf_package
 from MedOpenClawLib.bench import integrity, modules
 from MedOpenClawLib.bench.cases import GroundTruth, load_cases, load_ground_truth
 from MedOpenClawLib.bench.integrity import CaseIntegrityError, verify_case_files
-from MedOpenClawLib.bench.loaders import prepare
+from MedOpenClawLib.bench.package import prepare
 from MedOpenClawLib.bench.synthetic.cohort import CohortConfig, write_cohort
 from MedOpenClawLib.bench.truth_check import check_ground_truth, lesion_fields
 from MedOpenClawLib.cli import main
@@ -78,18 +78,18 @@ def test_case_without_file_records_is_refused(package):
 def test_checker_names_each_contradiction(package):
     case = load_cases(package)[0]
     truth = load_ground_truth(package, case.case_id)
-    assert check_ground_truth(case, truth) == []
+    assert check_ground_truth(case, truth, modules.get(case.module)) == []
     body = truth.to_json()
     body["localization"]["ras_ranges"]["S"][1] += 5.0
     body["localization"]["reference_ras"] = [999.0, 999.0, 999.0]
     body["labels"]["answer"] = "No tumor"
     broken = GroundTruth.from_json(body, truth.hidden_dir)
-    problems = check_ground_truth(case, broken)
+    problems = check_ground_truth(case, broken, modules.get(case.module))
     assert any("ras_ranges[S]" in p for p in problems) and any("reference_ras" in p for p in problems)
     assert any("label says 'No tumor'" in p for p in problems)
     body = truth.to_json()
     body["localization"] = None
-    assert check_ground_truth(case, GroundTruth.from_json(body, truth.hidden_dir)) == [
+    assert check_ground_truth(case, GroundTruth.from_json(body, truth.hidden_dir), modules.get(case.module)) == [
         "a tumour answer has no localization"]
 
 
@@ -128,7 +128,7 @@ def test_default_synthetic_lumiere_cohort_is_consistent_and_a_contradiction_excl
     truths = {case.case_id: load_ground_truth(tmp_path / "cases", case.case_id) for case in cases}
     for case in cases:
         truth = truths[case.case_id]
-        assert check_ground_truth(case, truth) == []
+        assert check_ground_truth(case, truth, modules.get(case.module)) == []
         assert truth.evidence_fields["non_measurable_lesion"] == truth.evidence_fields["current_non_target_lesion"]
     counts = Counter(truth.labels["answer"] for truth in truths.values())
     filtered = prepare("lumiere", raw / modules.get("lumiere").dataset_dir, tmp_path / "filtered", min_label_cases=2)

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from MedOpenClawLib.bench.parsers import parse_response
+from MedOpenClawLib.bench.kit.parsing import parse_response
 
 UCSF_FULL = """Rationale: ring-enhancing **mass** with necrosis.
 

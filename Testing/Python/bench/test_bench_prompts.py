@@ -9,12 +9,12 @@ import pytest
 
 from MedOpenClawLib.bench.cases import Case, load_cases
 from MedOpenClawLib.bench.commands import add_commands
-from MedOpenClawLib.bench.loaders.common import questions_for
+from MedOpenClawLib.bench.modules import get
 from MedOpenClawLib.bench.prompts import SCENE_INVENTORY_PLACEHOLDER, build_prompt, fill_scene_inventory
 
 
 def _case(module: str, **brief) -> Case:
-    return Case(module, "X-1", "data/X-1", ["data/X-1"], questions=questions_for(module), brief=brief)
+    return Case(module, "X-1", "data/X-1", ["data/X-1"], questions=list(get(module).questions), brief=brief)
 
 
 def test_ucsf_prompt_has_options_evidence_block_and_budget():

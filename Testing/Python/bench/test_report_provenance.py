@@ -25,7 +25,7 @@ from MedOpenClawLib.bench.report.plots import mark_zero_and_undefined
 from MedOpenClawLib.bench.run_command import _modules, combined_summary, module_list
 from MedOpenClawLib.bench.tasks import parse_limit, select_cases
 from MedOpenClawLib.cli import build_parser, main
-from MedOpenClawLib.provenance import finish, provenance, redact_argv, source_revision, summary
+from MedOpenClawLib.core.provenance import finish, provenance, redact_argv, source_revision, summary
 from MedOpenClawLib.providers.config import ProviderConfig
 
 

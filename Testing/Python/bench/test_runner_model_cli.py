@@ -8,9 +8,9 @@ import json
 from agents_cases import write_ucsf_package
 from agents_fakes import FakeModelServer, Scripted, openai_reply
 
-from MedOpenClawLib.audit import read_trace, verify_trace
 from MedOpenClawLib.bench.cases import load_ground_truth
 from MedOpenClawLib.cli import main
+from MedOpenClawLib.core.audit import read_trace, verify_trace
 
 SECRET = "sk-cli-test-DO-NOT-LEAK-42"
 

@@ -16,13 +16,13 @@ import time
 import pytest
 from agents_cases import write_ucsf_package
 
-from MedOpenClawLib.audit import verify_trace
 from MedOpenClawLib.bench.agents.oracle import OracleAgent
 from MedOpenClawLib.bench.preload import module_prompt
 from MedOpenClawLib.bench.ray_actor import WorkerHost, pack_tree, tree_records
 from MedOpenClawLib.bench.ray_executor import RayExecutor
 from MedOpenClawLib.bench.runner import BenchmarkRunner, RunConfig
 from MedOpenClawLib.cli import main
+from MedOpenClawLib.core.audit import verify_trace
 
 ray = pytest.importorskip("ray")
 cluster_utils = pytest.importorskip("ray.cluster_utils")

@@ -15,12 +15,12 @@ import time
 import pytest
 from agents_cases import write_ucsf_package
 
-from MedOpenClawLib.audit import read_trace, verify_trace
 from MedOpenClawLib.bench.agents.oracle import OracleAgent
 from MedOpenClawLib.bench.agents.random_agent import RandomAgent
 from MedOpenClawLib.bench.episode import EpisodePrompt
 from MedOpenClawLib.bench.runner import BenchmarkRunner, RunConfig
 from MedOpenClawLib.bench.tasks import MAX_REPEATS
+from MedOpenClawLib.core.audit import read_trace, verify_trace
 from MedOpenClawLib.worker.client import headless_command
 from MedOpenClawLib.worker.protocol import TOKEN_ENV
 

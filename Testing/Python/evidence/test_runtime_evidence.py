@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from runtime_data import lesion_center_ras, oblique_lps_affine, phantom, write_nifti
 
-from MedOpenClawLib.audit import AuditTrace, sha256_file, verify_trace
-from MedOpenClawLib.session import build_slicer_registry
+from MedOpenClawLib.apps.radiology import build_slicer_registry
+from MedOpenClawLib.core.audit import AuditTrace, sha256_file, verify_trace
 
 
 @pytest.fixture()

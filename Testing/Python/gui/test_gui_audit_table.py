@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from MedOpenClawLib.audit import AuditTrace, state_at
+from MedOpenClawLib.core.audit import AuditTrace, state_at
 from MedOpenClawLib.gui.audit_table import AuditFilter, AuditTableModel, LiveAuditFeed
 from MedOpenClawLib.gui.view_restore import plan_restore, restore_view
 

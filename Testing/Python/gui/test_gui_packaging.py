@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from MedOpenClawLib import dependencies
-from MedOpenClawLib.dependencies import FEATURES, import_name, install, missing_for, missing_requirements, require
-from MedOpenClawLib.result import ActionError
+from MedOpenClawLib.core import dependencies
+from MedOpenClawLib.core.dependencies import FEATURES, import_name, install, missing_for, missing_requirements, require
+from MedOpenClawLib.core.result import ActionError
 
 ROOT = Path(__file__).resolve().parents[3]
 CMAKE = (ROOT / "CMakeLists.txt").read_text()
@@ -177,7 +177,7 @@ class Block(importlib.abc.MetaPathFinder):
         if name.split(".")[0] in BLOCKED:
             raise ModuleNotFoundError(f"No module named {name!r}")
 sys.meta_path.insert(0, Block())
-from MedOpenClawLib.session import build_slicer_registry
+from MedOpenClawLib.apps.radiology import build_slicer_registry
 registry = build_slicer_registry([], track="B")
 results = {name: registry.call(name, arguments).error for name, arguments in (
     ("export_dicom_seg", {"segmentation_name": "x"}),

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from MedOpenClawLib.audit import AuditTrace, verify_trace
+from MedOpenClawLib.core.audit import AuditTrace, verify_trace
 from MedOpenClawLib.gui.app_session import AppSession, new_session_directory
 
 

@@ -13,9 +13,9 @@ import torch
 from operator_phantoms import lesion_volume, phantom_volume, rotation_matrix
 from runtime_data import call_error, call_ok, write_dicom_series
 
-from MedOpenClawLib.audit import AuditTrace, state_at, verify_trace
+from MedOpenClawLib.apps.radiology import build_slicer_registry
+from MedOpenClawLib.core.audit import AuditTrace, state_at, verify_trace
 from MedOpenClawLib.operators import scene_nodes, vista3d
-from MedOpenClawLib.session import build_slicer_registry
 
 TRUTH = np.eye(4)
 TRUTH[:3, :3] = rotation_matrix((6.0, 0.0, -5.0))

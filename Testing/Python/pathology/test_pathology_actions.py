@@ -7,12 +7,15 @@ import json
 import pytest
 from pathology_slides import REGIONS, SLIDE_SIZE
 
-from MedOpenClawLib.audit import AuditTrace, action_states, verify_trace
-from MedOpenClawLib.pathology.actions import MODEL_VISIBLE_ACTIONS, PathologyContext, build_pathology_registry
+from MedOpenClawLib import apps
+from MedOpenClawLib.core.audit import AuditTrace, action_states, verify_trace
+from MedOpenClawLib.pathology.actions import PathologyContext, build_pathology_registry
 from MedOpenClawLib.pathology.summaries import direct_state_summary, gui_state_summary
 from MedOpenClawLib.pathology.viewer import HeadlessWsiViewer
 
 CASE = "case_regions"
+
+TABLE_10 = {"zoom", "pan", "focus_qupath", "capture_viewer", "viewer_point_to_wsi_coordinate"}  # MedFlow-Bench
 
 
 @pytest.fixture
@@ -35,8 +38,8 @@ def test_registry_offers_every_named_operation(registry):
         "load_case", "load_image", "set_image_type", "zoom", "pan", "focus_qupath", "capture_viewer",
         "viewer_point_to_wsi_coordinate", "record_view_as_evidence", "sleep", "close",
     ]
-    assert set(MODEL_VISIBLE_ACTIONS) <= set(names)
-    tools = {tool["function"]["name"]: tool["function"]["parameters"] for tool in registry.tools("openai")}
+    assert {action.name for action in registry.actions() if action.paper} == TABLE_10
+    tools = {tool["function"]["name"]: tool["function"]["parameters"] for tool in apps.tools(registry, "openai")}
     assert tools["viewer_point_to_wsi_coordinate"]["required"] == ["x", "y"]
     assert set(tools["zoom"]["properties"]) == {"direction", "amount", "unit", "x", "y"}
     assert isinstance(registry.context, PathologyContext)

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from pathology_slides import REGIONS
 
+from MedOpenClawLib.core.result import ActionError
 from MedOpenClawLib.pathology.actions import build_pathology_registry
 from MedOpenClawLib.pathology.viewer import HeadlessWsiViewer, PathologyViewer
-from MedOpenClawLib.result import ActionError
 
 if shutil.which("javac") is None or shutil.which("java") is None:
     pytest.skip("javac/java not found: the QuPath bridge cannot be built or run", allow_module_level=True)

@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from pathology_slides import BACKGROUND, MPP, REGIONS, SLIDE_SIZE
 
+from MedOpenClawLib.core.result import ActionError
 from MedOpenClawLib.pathology import geometry
 from MedOpenClawLib.pathology.geometry import MIN_DOWNSAMPLE, ViewState
 from MedOpenClawLib.pathology.render import overlay_layout, render_field
 from MedOpenClawLib.pathology.slide import Slide
 from MedOpenClawLib.pathology.viewer import HeadlessWsiViewer, PathologyViewer
-from MedOpenClawLib.result import ActionError
 
 VIEWPORT = (640, 480)
 

@@ -75,8 +75,8 @@ def reply(wire: str, body: dict) -> dict:
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory):
     """One small synthetic NSCLC case package."""
-    from MedOpenClawLib.bench.loaders import prepare
     from MedOpenClawLib.bench.modules import get
+    from MedOpenClawLib.bench.package import prepare
     from MedOpenClawLib.bench.synthetic.cohort import CohortConfig, write_cohort
 
     root = tmp_path_factory.mktemp("cohort")

@@ -11,12 +11,12 @@ import pytest
 from agents_fakes import FakeModelServer, Scripted, openai_reply, toy_registry
 from model_servers import PROFILES, LimitedModelServer, Profile, ScriptedVLM
 
-from MedOpenClawLib.audit import AuditTrace, read_trace
 from MedOpenClawLib.bench.agents.base import AgentContext
 from MedOpenClawLib.bench.agents.model import ModelAgent
 from MedOpenClawLib.bench.episode import EpisodeConfig, EpisodePrompt, feedback_text, run_episode
 from MedOpenClawLib.bench.run_command import add_bench_subcommand
 from MedOpenClawLib.cli import main
+from MedOpenClawLib.core.audit import AuditTrace, read_trace
 from MedOpenClawLib.providers import ImageInput, Message, ProviderConfig, ProviderError, RetryPolicy, make_provider
 from MedOpenClawLib.providers.conversation import (
     DEFAULT_IMAGE_HISTORY,
@@ -104,9 +104,9 @@ def test_old_rounds_become_one_line_each_at_drop_points_and_old_image_ids_still_
     points so cached prefixes hold; an old image's 0..999 point still resolves by its id."""
     from runtime_data import call_ok, oblique_lps_affine, phantom, write_nifti
 
+    from MedOpenClawLib.apps.radiology import build_slicer_registry
     from MedOpenClawLib.bench.episode import SUPERSEDED_STATE
     from MedOpenClawLib.providers import ToolCall
-    from MedOpenClawLib.session import build_slicer_registry
 
     root = tmp_path / "data"
     root.mkdir()
@@ -213,10 +213,10 @@ def test_every_catalog_tool_converts_to_openai_strict_mode_and_is_accepted(tmp_p
     full and concise; in an episode the model's nulls for arguments it does not give never reach the registry."""
     from model_servers import strict_problem
 
-    from MedOpenClawLib import catalog
+    from MedOpenClawLib import apps
     from MedOpenClawLib.providers.tool_schemas import concise, drop_strict_nulls, openai_tools, strict_optional
 
-    tools = [{key: entry[key] for key in ("name", "description", "parameters")} for entry in catalog.entries()]
+    tools = [{key: entry[key] for key in ("name", "description", "parameters")} for entry in apps.entries()]
     for converted in (openai_tools(tools, "openai-strict"), openai_tools(concise(tools), "openai-strict")):
         problems = {tool["function"]["name"]: strict_problem(tool["function"]["parameters"], ())
                     for tool in converted if tool["function"]["strict"] is not True
@@ -330,15 +330,15 @@ E2E = {"ucsf-pdgm": "anthropic", "lumiere": "vllm-32k", "nsclc": "mistral", "bra
 def cohort(tmp_path_factory):
     """A small private synthetic cohort of every module (the cached demo cohort is rebuilt whenever a loader
     changes; this one is coarse and built once for these tests)."""
-    from MedOpenClawLib.bench.loaders import prepare
     from MedOpenClawLib.bench.modules import get
+    from MedOpenClawLib.bench.package import prepare
     from MedOpenClawLib.bench.synthetic.cohort import CohortConfig, write_cohort
 
     root = tmp_path_factory.mktemp("cohort")
     config = CohortConfig(seed=7, cases=2, mri_spacing_mm=4, slide_size=(1024, 768), ct_size=96, workers=1)
     write_cohort(root / "raw", config, modules=sorted(E2E))
     for module in E2E:
-        prepare(module, root / "raw" / get(module).dataset_dir, root / "cases" / module)
+        prepare(get(module), root / "raw" / get(module).dataset_dir, root / "cases" / module)
     return root / "cases"
 
 

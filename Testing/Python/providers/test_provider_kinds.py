@@ -7,8 +7,8 @@ import argparse
 
 import pytest
 
-from MedOpenClawLib import settings
 from MedOpenClawLib.bench.run_command import add_bench_subcommand
+from MedOpenClawLib.core import settings
 from MedOpenClawLib.providers import Provider, ProviderConfig, make_provider
 from MedOpenClawLib.providers.kinds import KINDS
 from MedOpenClawLib.providers.limits import PROFILE_NAMES

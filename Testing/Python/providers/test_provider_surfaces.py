@@ -132,10 +132,10 @@ def test_openai_responses_episode_round_trips_reasoning_items_and_tool_images(tm
     every request validates against the SDK's ResponseCreateParams; usage and truncation are read."""
     from agents_fakes import toy_registry
 
-    from MedOpenClawLib.audit import AuditTrace
     from MedOpenClawLib.bench.agents.base import AgentContext
     from MedOpenClawLib.bench.agents.model import ModelAgent
     from MedOpenClawLib.bench.episode import EpisodeConfig, EpisodePrompt, run_episode
+    from MedOpenClawLib.core.audit import AuditTrace
     from MedOpenClawLib.worker.environment import LocalEnvironment
 
     reasoning = {"type": "reasoning", "id": "rs_1", "summary": [{"type": "summary_text", "text": "look first"}],

@@ -18,10 +18,10 @@ from agents_fakes import FakeModelServer, Scripted, toy_registry
 from anthropic.types import message_create_params
 from openai.types.chat import completion_create_params
 
-from MedOpenClawLib.audit import AuditTrace, read_trace
 from MedOpenClawLib.bench.agents.base import AgentContext
 from MedOpenClawLib.bench.agents.model import ModelAgent
 from MedOpenClawLib.bench.episode import EpisodeConfig, EpisodePrompt, run_episode
+from MedOpenClawLib.core.audit import AuditTrace, read_trace
 from MedOpenClawLib.providers import ProviderConfig, RetryPolicy, make_provider
 from MedOpenClawLib.providers.pricing import Price
 from MedOpenClawLib.worker.environment import LocalEnvironment

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from runtime_data import call_error, call_ok, oblique_lps_affine, phantom, write_nifti
 
+from MedOpenClawLib.apps.radiology import build_slicer_registry
+from MedOpenClawLib.core.result import ActionError
 from MedOpenClawLib.pathology.slide import MAX_NATIVE_TILE_PIXELS, Slide
-from MedOpenClawLib.result import ActionError
-from MedOpenClawLib.session import build_slicer_registry
 from MedOpenClawLib.viewer import loading
 
 NRRD_HEADER = ("NRRD0004\ntype: uint8\ndimension: 3\nsizes: 4 4 4\nspace: left-posterior-superior\n"

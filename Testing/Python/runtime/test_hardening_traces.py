@@ -10,10 +10,10 @@ import shutil
 
 from runtime_data import call_ok
 
-from MedOpenClawLib.audit import AuditTrace, anchor_path, read_trace, record_hash, verify_trace
+from MedOpenClawLib.apps.radiology import build_slicer_registry
 from MedOpenClawLib.cli import main
+from MedOpenClawLib.core.audit import AuditTrace, anchor_path, read_trace, record_hash, verify_trace
 from MedOpenClawLib.replay import replay_trace
-from MedOpenClawLib.session import build_slicer_registry
 
 
 def _trace(tmp_path, data_root):

@@ -1,12 +1,12 @@
-"""The one redaction (MedOpenClawLib.redaction): secrets by name, by place in a URL and by value, in text and in
+"""The one redaction (MedOpenClawLib.core.redaction): secrets by name, by place in a URL and by value, in text and in
 JSON-like values, in linear time."""
 
 from __future__ import annotations
 
 import pytest
 
+from MedOpenClawLib.core.redaction import is_secret_name, redact_text, redact_url, redact_value
 from MedOpenClawLib.providers import ProviderConfig
-from MedOpenClawLib.redaction import is_secret_name, redact_text, redact_url, redact_value
 
 
 @pytest.mark.parametrize(("url", "expected"), [

@@ -1,4 +1,4 @@
-"""The shared argument schemas (MedOpenClawLib.arguments): every action of every application declares a view,
+"""The shared argument schemas (MedOpenClawLib.core.arguments): every action of every application declares a view,
 size, image_id, screen point, RAS point, label or volume with the one schema, volumes follow one convention
 (volume_id / volume_name for the volume acted on, <role>_volume_ref for a volume in a role) resolved by one
 resolver, arguments renamed since are read under their current names, and defaults are written once, in the
@@ -12,11 +12,14 @@ import jsonschema
 import pytest
 from test_runtime_registry import CountingContext
 
-from MedOpenClawLib import arguments, catalog
+from MedOpenClawLib import apps
+from MedOpenClawLib.apps.radiology import build_slicer_registry
+from MedOpenClawLib.core import arguments
+from MedOpenClawLib.core.applications import APPLICATIONS
+from MedOpenClawLib.core.registry import ActionRegistry
+from MedOpenClawLib.core.result import ActionError, Result
+from MedOpenClawLib.core.toolset import Toolset
 from MedOpenClawLib.pathology.geometry import NORMALISED_SPAN
-from MedOpenClawLib.registry import ActionRegistry, Toolset
-from MedOpenClawLib.result import ActionError, Result
-from MedOpenClawLib.session import build_slicer_registry
 
 SHARED = {
     "view": arguments.VIEW, "size": arguments.SIZE, "image_id": arguments.IMAGE_ID, "ras": arguments.RAS,
@@ -28,7 +31,7 @@ LABELS = {"radiology": arguments.LABEL, "pathology": arguments.WSI_LABEL}
 
 
 def properties():
-    for entry in catalog.generate():
+    for entry in apps.generate():
         for name, schema in entry["parameters"]["properties"].items():
             yield entry, name, schema
 
@@ -52,7 +55,7 @@ def test_volumes_follow_one_convention():
             assert schema == arguments.VOLUME_REF or schema.items() >= nullable.items(), entry["name"]
         else:
             assert name in arguments.VOLUME, f"{entry['name']}.{name}: neither volume_id/volume_name nor *_volume_ref"
-    for entry in catalog.generate():
+    for entry in apps.generate():
         given = {name for name in entry["parameters"]["properties"] if name in arguments.VOLUME}
         assert given in (set(), set(arguments.VOLUME)), f"{entry['name']} offers {given} of the volume pair"
 
@@ -69,7 +72,7 @@ def test_renamed_arguments_are_read_under_their_current_names():
     assert arguments.canonical_arguments("resample_volume", ["not", "an", "object"]) == ["not", "an", "object"]
     with pytest.raises(ActionError, match="give reference_volume_ref only"):
         arguments.canonical_arguments("resample_volume", {"reference_volume": "a", "reference_volume_ref": "b"})
-    current = {entry["name"]: set(entry["parameters"]["properties"]) for entry in catalog.generate()}
+    current = {entry["name"]: set(entry["parameters"]["properties"]) for entry in apps.generate()}
     for action, renamed in arguments.RENAMED.items():
         assert set(renamed.values()) <= current[action] and not set(renamed) & current[action], action
 
@@ -91,8 +94,8 @@ def test_one_resolver_takes_a_name_or_a_node_id_wherever_a_volume_is_named(data_
 
 
 def handlers():
-    for application in catalog.APPLICATIONS:
-        for toolset in catalog.toolsets(application, "B"):
+    for application in APPLICATIONS:
+        for toolset in apps.toolsets(application, "B"):
             yield from toolset.actions
 
 

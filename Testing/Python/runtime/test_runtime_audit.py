@@ -7,7 +7,9 @@ import json
 import pytest
 from runtime_data import lesion_center_ras, oblique_lps_affine, phantom, write_nifti
 
-from MedOpenClawLib.audit import (
+from MedOpenClawLib.apps.radiology import build_slicer_registry
+from MedOpenClawLib.cli import main
+from MedOpenClawLib.core.audit import (
     AuditTrace,
     action_states,
     anchor_path,
@@ -16,8 +18,6 @@ from MedOpenClawLib.audit import (
     record_hash,
     verify_trace,
 )
-from MedOpenClawLib.cli import main
-from MedOpenClawLib.session import build_slicer_registry
 
 THIRTY_ACTIONS = [
     ("ping", {}), ("select_volume", {"volume_name": "T1c"}), ("observe", {"size": 128}),

@@ -9,24 +9,27 @@ import json
 import pytest
 from agents_fakes import ToyContext, toy_tools
 
-from MedOpenClawLib import catalog, cli
-from MedOpenClawLib.audit import AuditTrace
-from MedOpenClawLib.registry import ActionRegistry, Toolset
-from MedOpenClawLib.result import Result
+from MedOpenClawLib import apps, cli
+from MedOpenClawLib.core.applications import APPLICATIONS
+from MedOpenClawLib.core.audit import AuditTrace
+from MedOpenClawLib.core.formats import portability_problems
+from MedOpenClawLib.core.registry import ActionRegistry
+from MedOpenClawLib.core.result import Result
+from MedOpenClawLib.core.toolset import Toolset
 from MedOpenClawLib.server.mcp import RESULT_SCHEMA
 
 
 def test_every_action_of_every_application_is_listed():
-    entries = catalog.entries()
-    assert {entry["application"] for entry in entries} == set(catalog.APPLICATIONS)
-    pathology = {entry["name"] for entry in catalog.entries("pathology")}
+    entries = apps.entries()
+    assert {entry["application"] for entry in entries} == set(APPLICATIONS)
+    pathology = {entry["name"] for entry in apps.entries("pathology")}
     assert {"load_image", "zoom", "pan", "capture_viewer", "viewer_point_to_wsi_coordinate",
             "record_view_as_evidence", "focus_qupath"} <= pathology
-    radiology_b = {spec.name for spec in catalog.specs("radiology", "B")}
+    radiology_b = {spec.name for spec in apps.specs("radiology", "B")}
     assert {"open_case", "vista3d_segment"} <= radiology_b
-    assert "vista3d_segment" not in {spec.name for spec in catalog.specs("radiology", "A")}
+    assert "vista3d_segment" not in {spec.name for spec in apps.specs("radiology", "A")}
     with pytest.raises(ValueError, match="application must be one of"):
-        catalog.entries("dermatology")
+        apps.entries("dermatology")
 
 
 def test_medopenclaw_tools_lists_both_applications(capsys):
@@ -35,7 +38,7 @@ def test_medopenclaw_tools_lists_both_applications(capsys):
     assert "| `open_case` | radiology |" in table and "| `capture_viewer` | pathology |" in table
     assert cli.main(["tools", "--app", "pathology", "--format", "neutral"]) == 0
     tools = json.loads(capsys.readouterr().out)
-    assert {tool["name"] for tool in tools} == {entry["name"] for entry in catalog.entries("pathology")}
+    assert {tool["name"] for tool in tools} == {entry["name"] for entry in apps.entries("pathology")}
     assert set(tools[0]) == {"name", "description", "parameters"}
     assert cli.main(["tools", "--app", "radiology", "--track", "A", "--format", "mcp"]) == 0
     assert "vista3d_segment" not in {tool["name"] for tool in json.loads(capsys.readouterr().out)}
@@ -46,13 +49,13 @@ def test_medopenclaw_tools_lists_both_applications(capsys):
     assert set(json.loads(capsys.readouterr().out)[0]) == {"name", "description", "input_schema"}
 
 
-@pytest.mark.parametrize("entry", catalog.entries(), ids=lambda entry: f"{entry['application']}:{entry['name']}")
+@pytest.mark.parametrize("entry", apps.entries(), ids=lambda entry: f"{entry['application']}:{entry['name']}")
 def test_every_schema_is_portable(entry):
-    assert catalog.portability_problems(entry["parameters"]) == []
+    assert portability_problems(entry["parameters"]) == []
 
 
 def test_the_result_schema_is_portable():
-    assert catalog.portability_problems(RESULT_SCHEMA, where="#") == []
+    assert portability_problems(RESULT_SCHEMA, where="#") == []
 
 
 @pytest.mark.parametrize(("schema", "problem"), [
@@ -67,7 +70,7 @@ def test_the_result_schema_is_portable():
     ({"type": "string"}, "must be an object"),
 ])
 def test_unportable_schemas_are_named(schema, problem):
-    assert any(problem in line for line in catalog.portability_problems(schema))
+    assert any(problem in line for line in portability_problems(schema))
 
 
 def rules_registry() -> ActionRegistry:
@@ -112,7 +115,7 @@ def test_each_pathology_action_has_one_name_in_python_and_java():
               / "medopenclaw" / "qupath" / "BridgeEntryPoint.java").read_text()
     methods = re.findall(r'public String (\w+)\([^)]*\) \{\s*return core\.execute\("(\w+)", args\(([^)]*)\)', source)
     operations = set(re.findall(r'"(\w+)"', re.search(r"OPERATIONS = Set\.of\(([^)]*)\)", source).group(1)))
-    actions = {entry["name"]: entry for entry in catalog.entries("pathology")}
+    actions = {entry["name"]: entry for entry in apps.entries("pathology")}
     assert {action for _, action, _ in methods} == set(actions)
     assert operations == {method for method, _, _ in methods}
     for method, action, arguments in methods:

@@ -13,7 +13,7 @@ from pathlib import Path
 import tomllib
 from packaging.requirements import Requirement
 
-from MedOpenClawLib.dependencies import BUNDLED_UPGRADES, FEATURES, MIN_PYTHON
+from MedOpenClawLib.core.dependencies import BUNDLED_UPGRADES, FEATURES, MIN_PYTHON
 
 ROOT = Path(__file__).resolve().parents[3]
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))

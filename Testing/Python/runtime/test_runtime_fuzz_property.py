@@ -33,9 +33,9 @@ from action_fuzz import write_layout as write_fuzz_layout
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from MedOpenClawLib.apps.radiology import build_slicer_registry
 from MedOpenClawLib.pathology.actions import build_pathology_registry
 from MedOpenClawLib.pathology.viewer import HeadlessWsiViewer
-from MedOpenClawLib.session import build_slicer_registry
 
 KINDS = {
     "A": [action.name for action in build_slicer_registry([], track="A").actions()],

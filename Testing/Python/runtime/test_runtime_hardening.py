@@ -21,13 +21,14 @@ from runtime_data import (
     write_nifti,
 )
 
-from MedOpenClawLib.audit import AuditTrace, read_trace, state_at, verify_trace
-from MedOpenClawLib.hygiene import MAX_DEPTH, check_arguments
-from MedOpenClawLib.policy import DataRootPolicy, SessionPolicy
-from MedOpenClawLib.registry import ActionRegistry, Toolset
+from MedOpenClawLib.apps.radiology import build_slicer_registry
+from MedOpenClawLib.core.audit import AuditTrace, read_trace, state_at, verify_trace
+from MedOpenClawLib.core.hygiene import MAX_DEPTH, check_arguments
+from MedOpenClawLib.core.policy import DataRootPolicy, SessionPolicy
+from MedOpenClawLib.core.registry import ActionRegistry
+from MedOpenClawLib.core.result import ActionError, Result
+from MedOpenClawLib.core.toolset import Toolset
 from MedOpenClawLib.replay import replay_trace
-from MedOpenClawLib.result import ActionError, Result
-from MedOpenClawLib.session import build_slicer_registry
 
 FORMAT_LABELS = ["%s", "%n", "%s%s%s%s%n", "%N-%d %x %p"]
 
@@ -50,7 +51,7 @@ def test_printf_directives_in_labels_reach_no_format_string(tmp_path, data_root)
     label used as the name crashed the process (SIGSEGV). Run in a child so a regression fails, not aborts."""
     script = textwrap.dedent(f"""
         import json, sys
-        from MedOpenClawLib.session import build_slicer_registry
+        from MedOpenClawLib.apps.radiology import build_slicer_registry
         registry = build_slicer_registry([{str(data_root)!r}])
         assert registry.call("open_case", {{"dicom_dir": {str(data_root)!r}, "size": 64}}).ok
         centre = registry.call("image_coords_to_ras", {{"view": "axial", "point_1000": [500, 500]}}).data["ras"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from MedOpenClawLib import catalog
+from MedOpenClawLib import apps
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -22,9 +22,9 @@ def test_catalog_and_readme_tool_tables_are_generated_from_the_toolsets():
     spec = importlib.util.spec_from_file_location("update_catalog", ROOT / "scripts" / "update_catalog.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    generated = catalog.generate()
+    generated = apps.generate()
     stale = "stale: run python scripts/update_catalog.py"
-    assert module.catalog_text(generated) == catalog.CATALOG_PATH.read_text(encoding="utf-8"), f"catalog {stale}"
+    assert module.catalog_text(generated) == apps.CATALOG_PATH.read_text(encoding="utf-8"), f"catalog {stale}"
     text = (ROOT / "README.md").read_text()
     sections = [match.group("application", "track") for match in module.SECTION.finditer(text)]
     assert sections == [("radiology", "A"), ("radiology", "B"), ("pathology", "A")], "README lost a tools marker"

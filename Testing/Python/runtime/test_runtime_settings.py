@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from MedOpenClawLib import settings
-from MedOpenClawLib.provenance import environment_secrets
+from MedOpenClawLib.core import settings
+from MedOpenClawLib.core.provenance import environment_secrets
 
 ROOT = Path(__file__).resolve().parents[3]
 SOURCES = [path for package in ("MedOpenClaw", "MedCopilot") for path in (ROOT / package).rglob("*.py")]
@@ -22,7 +22,7 @@ NOT_VARIABLES = {"MEDOPENCLAW_BRIDGE_PORT"}  # the QuPath bridge's stdout marker
 def test_only_the_settings_module_reads_medopenclaw_variables():
     offenders = []
     for path in SOURCES:
-        if path.name == "settings.py" and path.parent.name == "MedOpenClawLib":
+        if path.name == "settings.py" and path.parent.name == "core":
             continue
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if "MEDOPENCLAW_" in line and READS.search(line):

@@ -9,9 +9,10 @@ import pytest
 from runtime_data import call_ok, phantom, write_nifti
 from test_runtime_registry import CountingContext
 
-from MedOpenClawLib.registry import ActionRegistry, Toolset
-from MedOpenClawLib.result import Result, add_warning, warning
-from MedOpenClawLib.session import build_slicer_registry
+from MedOpenClawLib.apps.radiology import build_slicer_registry
+from MedOpenClawLib.core.registry import ActionRegistry
+from MedOpenClawLib.core.result import Result, add_warning, warning
+from MedOpenClawLib.core.toolset import Toolset
 
 
 def warning_toolset(data: dict) -> Toolset:

@@ -29,10 +29,11 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 
-from MedOpenClawLib import catalog
-from MedOpenClawLib.audit import AuditTrace, read_trace
-from MedOpenClawLib.registry import ActionRegistry, Toolset
-from MedOpenClawLib.result import Result
+from MedOpenClawLib import apps
+from MedOpenClawLib.core.audit import AuditTrace, read_trace
+from MedOpenClawLib.core.registry import ActionRegistry
+from MedOpenClawLib.core.result import Result
+from MedOpenClawLib.core.toolset import Toolset
 from MedOpenClawLib.server import mcp as mcp_server
 
 REPO = Path(__file__).resolve().parents[3]
@@ -107,7 +108,7 @@ def test_stdio_serves_the_pathology_viewer_for_slides(slide_root, slide_path, tm
             init = await session.initialize()
             assert "whole-slide" in init.instructions
             tools = {tool.name: tool for tool in (await session.list_tools()).tools}
-            assert set(tools) == {entry["name"] for entry in catalog.entries("pathology", "A")}
+            assert set(tools) == {entry["name"] for entry in apps.entries("pathology", "A")}
             assert "open_case" not in tools and tools["zoom"].input_schema["required"] == ["amount"]
             loaded = await session.call_tool("load_image", {"image_path": slide_path})
             assert not loaded.is_error and loaded.structured_content["data"]["state"]["image"]

@@ -14,7 +14,7 @@ from pathlib import Path
 from test_mcp_sdk import ENV, http_server
 from test_runtime_data_roots import write_volume
 
-from MedOpenClawLib import catalog
+from MedOpenClawLib import apps
 
 
 def drive(node_clients: Path, plan: dict) -> dict:
@@ -39,7 +39,7 @@ def test_pathology_tools_are_listed_and_called_on_a_slide(node_clients, slide_ro
         {"tool": "viewer_point_to_wsi_coordinate", "arguments": {"x": 500, "y": 500}},
     ]))
     assert report["server"]["name"] == "medopenclaw"
-    assert set(report["tools"][0]) == {entry["name"] for entry in catalog.entries("pathology", "A")}
+    assert set(report["tools"][0]) == {entry["name"] for entry in apps.entries("pathology", "A")}
     loaded, zoomed, captured, point = report["results"]
     assert not any(result["isError"] for result in report["results"])
     assert loaded["structuredContent"]["data"]["state"]["image"] and zoomed["structuredContent"]["ok"]

@@ -19,10 +19,10 @@ from mcp.client import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from test_mcp_sdk import ENV, http_client
 
-from MedOpenClawLib.policy import DataRootPolicy
-from MedOpenClawLib.result import ActionError
+from MedOpenClawLib.apps.radiology import build_headless_slicer_registry
+from MedOpenClawLib.core.policy import DataRootPolicy
+from MedOpenClawLib.core.result import ActionError
 from MedOpenClawLib.server.sessions import SCAN_DEPTH, choose_application, served_roots
-from MedOpenClawLib.session import build_headless_slicer_registry
 
 
 def write_volume(path: Path) -> Path:

@@ -15,9 +15,9 @@ import time
 import pytest
 from runtime_data import oblique_lps_affine, phantom, write_nifti
 
+from MedOpenClawLib.apps.radiology import build_slicer_registry
 from MedOpenClawLib.server import rest
 from MedOpenClawLib.server.rest import BackgroundRestServer
-from MedOpenClawLib.session import build_slicer_registry
 
 TOKEN = "limits-token"
 AUTH = f"Authorization: Bearer {TOKEN}\r\n"
@@ -234,7 +234,7 @@ def test_the_process_exits_cleanly_after_serving_a_scene(tmp_path):
     script = f"""
 import socket
 from MedOpenClawLib.server.rest import BackgroundRestServer
-from MedOpenClawLib.session import build_slicer_registry
+from MedOpenClawLib.apps.radiology import build_slicer_registry
 registry = build_slicer_registry([{str(root)!r}])
 assert registry.call("open_case", {{"dicom_dir": "CT.nii.gz", "size": 64}}).ok
 with BackgroundRestServer(registry, "t") as running:

@@ -11,8 +11,8 @@ import requests
 from runtime_data import oblique_lps_affine, phantom, write_nifti
 
 import MedOpenClawLib
+from MedOpenClawLib.apps.radiology import build_slicer_registry
 from MedOpenClawLib.server.rest import BackgroundRestServer, RestService
-from MedOpenClawLib.session import build_slicer_registry
 
 TOKEN = "test-token-123"
 
@@ -117,7 +117,7 @@ def test_views_are_encoded_losslessly_once_and_relayed_as_sent(monkeypatch, fast
     import numpy as np
     from PIL import Image
 
-    from MedOpenClawLib.result import RenderedImage, Result
+    from MedOpenClawLib.core.result import RenderedImage, Result
 
     if not fast:
         monkeypatch.setitem(sys.modules, "isal", None)  # as in Slicer's own Python: zlib deflates
@@ -147,7 +147,7 @@ def test_a_response_splices_its_own_base64_and_is_the_json_the_encoder_writes():
 
     import numpy as np
 
-    from MedOpenClawLib.result import RenderedImage, Result
+    from MedOpenClawLib.core.result import RenderedImage, Result
     from MedOpenClawLib.server.rest import Response
 
     pixels = np.arange(64 * 48, dtype=np.uint16).reshape(48, 64).astype(np.uint8)
@@ -170,7 +170,7 @@ def test_sessions_of_their_own_are_separate_bounded_and_expire():
 
     from agents_fakes import toy_registry
 
-    from MedOpenClawLib.audit import AuditTrace
+    from MedOpenClawLib.core.audit import AuditTrace
     from MedOpenClawLib.server.rest import SESSION_HEADER
     from MedOpenClawLib.server.sessions import SessionPool
 
@@ -233,7 +233,7 @@ def test_a_server_with_one_scene_has_no_sessions(server):
 def test_a_session_keeps_its_slot_until_its_viewer_is_gone():
     """30 open/end cycles with max_sessions 1: while a session's viewer is being stopped, its slot is still
     taken (a new session is refused), so never more than one viewer is alive; the bound itself is bounded."""
-    from MedOpenClawLib.result import ActionError
+    from MedOpenClawLib.core.result import ActionError
     from MedOpenClawLib.server.sessions import MAX_SESSIONS, SessionPool
 
     alive, peak, refused = [0], [0], []

@@ -18,11 +18,11 @@ import pytest
 import requests
 from runtime_data import lesion_center_ras, oblique_lps_affine
 
-from MedOpenClawLib.audit import AuditTrace, read_trace, verify_trace
+from MedOpenClawLib.apps.radiology import build_slicer_registry
+from MedOpenClawLib.core.audit import AuditTrace, read_trace, verify_trace
 from MedOpenClawLib.replay import images_without_pixels, replay_trace
 from MedOpenClawLib.server.rest import Response
 from MedOpenClawLib.server.supervisor import VIEWER_CRASHED, VIEWER_UNAVAILABLE, SupervisedRegistry
-from MedOpenClawLib.session import build_slicer_registry
 
 DOUBLES = Path(__file__).resolve().parents[1]  # Testing/Python: the shared doubles
 

@@ -18,8 +18,9 @@ import anyio
 import pytest
 from mcp.client import Client
 
-from MedOpenClawLib import catalog
-from MedOpenClawLib.registry import ActionSpec
+from MedOpenClawLib import apps
+from MedOpenClawLib.core.applications import APPLICATIONS
+from MedOpenClawLib.core.toolset import ActionSpec
 from MedOpenClawLib.server import mcp as mcp_server
 
 VENDOR_SCHEMA = {"openai": ("function", "parameters"), "gemini": ("function", "parameters"),
@@ -39,7 +40,7 @@ def strict_problems(script: Path, items: list[dict]) -> list[dict]:
 
 def listed_tools(application: str) -> list[dict]:
     """tools/list as an MCP client receives it from the server (the SDK's own client, in memory)."""
-    listing = catalog.specs(application, "B")
+    listing = apps.specs(application, "B")
     server = mcp_server.build_server(mcp_server.SharedSession(Future(), lambda function: Future(), listing),
                                      application)
 
@@ -53,17 +54,17 @@ def listed_tools(application: str) -> list[dict]:
 
 def test_every_listed_tool_schema_compiles_in_ajv_strict_mode(ajv):
     items = []
-    for application in catalog.APPLICATIONS:
+    for application in APPLICATIONS:
         for tool in listed_tools(application):
             items += [{"where": f"mcp:{application}:{tool['name']}:{key}", "schema": tool[key]}
                       for key in ("inputSchema", "outputSchema")]
-        for entry in catalog.entries(application, "B"):
+        for entry in apps.entries(application, "B"):
             for fmt, path in VENDOR_SCHEMA.items():
-                schema = catalog.serialize(fmt, ActionSpec.from_description(entry), application)
+                schema = apps.serialize(fmt, ActionSpec.from_description(entry), application)
                 for key in path:
                     schema = schema[key]
                 items.append({"where": f"{fmt}:{application}:{entry['name']}", "schema": schema})
-    assert len(items) > 4 * len(catalog.entries(None, "B"))
+    assert len(items) > 4 * len(apps.entries(None, "B"))
     assert strict_problems(ajv, items) == []
 
 

@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 from agents_fakes import FakeModelServer, Scripted, openai_reply
 from operator_phantoms import phantom_volume, rotation_matrix
+from trace_builder import audit_trace
 
-from MedOpenClawLib.audit import AuditTrace, read_trace
+from MedOpenClawLib.apps.radiology import build_slicer_registry
 from MedOpenClawLib.bench.agents.base import AgentContext, ScriptedAgent
 from MedOpenClawLib.bench.agents.model import ModelAgent
 from MedOpenClawLib.bench.episode import EpisodeConfig, EpisodePrompt, run_episode
+from MedOpenClawLib.core.audit import AuditTrace, read_trace
 from MedOpenClawLib.providers import ProviderConfig, RetryPolicy, make_provider
-from MedOpenClawLib.session import build_slicer_registry
-from MedOpenClawLib.trace_audit import audit_records
 from MedOpenClawLib.worker.environment import LocalEnvironment
 
 MOTION = np.eye(4)
@@ -71,7 +71,7 @@ def episode(case, tmp_path, module: str, agent, max_rounds: int = 12):
     env = LocalEnvironment(registry)
     agent.reset(AgentContext(module=module, case=None, tools=env.tools(), max_rounds=max_rounds))
     run_episode(agent, env, EpisodePrompt("system", "task"), EpisodeConfig(max_rounds=max_rounds))
-    return audit_records(read_trace(trace_path), module)
+    return audit_trace(read_trace(trace_path), module)
 
 
 def rules(report) -> list[str]:

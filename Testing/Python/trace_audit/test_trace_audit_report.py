@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 
-from trace_builder import TraceBuilder
+from trace_builder import TraceBuilder, audit_trace
 
 from MedOpenClawLib.bench.report import write_report
 from MedOpenClawLib.bench.report.milestones import milestone_plots
 from MedOpenClawLib.bench.report.runs import load_run
 from MedOpenClawLib.bench.report.tables.findings import build as findings_table
 from MedOpenClawLib.cli import main
-from MedOpenClawLib.trace_audit import audit_records
 
 LUMIERE = ("OLD_CT1", "OLD_FLAIR", "CURRENT_CT1", "CURRENT_FLAIR")
 TOOLS = ("register_volumes", "apply_transform", "resample_volume", "fusion")
@@ -45,7 +44,7 @@ def write_run(root, with_audit: bool) -> None:
                   "trace": f"episodes/P1__r{repeat}/trace-1.jsonl", "outcome": {"status": "completed"},
                   "score": {"task": 1.0, "strict": 1.0, "loc": None, "details": {"parsed": {}}}}
         if with_audit:
-            result["audit"] = audit_records(records, "lumiere").to_json()
+            result["audit"] = audit_trace(records, "lumiere").to_json()
         (folder / "result.json").write_text(json.dumps(result))
 
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from trace_builder import TraceBuilder, geometry, image
+from trace_builder import TraceBuilder, audit_trace, geometry, image
 
 from MedOpenClawLib.cli import main
-from MedOpenClawLib.trace_audit import audit_records, stability
+from MedOpenClawLib.trace_audit import stability
 from MedOpenClawLib.trace_audit.provenance import reported_measurements
 
 ANSWER = "ANSWER: B"
@@ -38,7 +38,7 @@ def test_evidence_shown_within_half_a_slice_and_converted_is_grounded_with_its_r
     shown = trace.call("jump", {"ras": [0, 0, 10]}, {}, [image("axial", 10.9), image("coronal", 0.0)])
     converted = trace.call("image_coords_to_ras", {"view": "axial", "point_1000": [500, 500]},
                            {"ras": [0.4, -0.3, 10.9]})
-    report = audit_records(trace.answer(evidence_answer(ras=(0.0, 0.0, 10.5))).records)
+    report = audit_trace(trace.answer(evidence_answer(ras=(0.0, 0.0, 10.5))).records)
     assert codes(report) == []
     assert field(report, "key_slice_axial_mm").records == [shown]  # 0.9 mm from a 2 mm slice: within half
     assert field(report, "key_slice_sagittal_mm").records == [2]  # the baseline image of the prompt
@@ -49,7 +49,7 @@ def test_evidence_shown_within_half_a_slice_and_converted_is_grounded_with_its_r
 def test_slices_and_points_never_shown_are_ungrounded():
     trace = TraceBuilder(tools=("observe",)).prompt([image("axial", 0.0), image("sagittal", 0.0)])
     trace.call("observe", {}, {}, [image("coronal", 0.0)])
-    report = audit_records(trace.answer(evidence_answer(axial=3.2, ras=(5.0, 7.0, 40.0))).records)
+    report = audit_trace(trace.answer(evidence_answer(axial=3.2, ras=(5.0, 7.0, 40.0))).records)
     assert codes(report) == ["EV.ungrounded", "EV.ungrounded"]
     assert [item.field for item in report.provenance if not item.grounded] == ["key_slice_axial_mm", "ras"]
     assert all(finding.records == (report.findings[0].records[0],) for finding in report.findings)
@@ -59,12 +59,12 @@ def test_slices_and_points_never_shown_are_ungrounded():
 def test_a_ras_point_on_a_shown_slice_is_grounded_and_one_off_the_image_is_not():
     trace = TraceBuilder(tools=("observe",)).prompt()
     seq = trace.call("set_slice_offset", {"view": "axial", "offset": 10}, {}, [image("axial", 10.0)])
-    on_slice = audit_records(trace.answer(evidence_answer(ras=(30.0, -40.0, 10.4))).records)
+    on_slice = audit_trace(trace.answer(evidence_answer(ras=(30.0, -40.0, 10.4))).records)
     assert field(on_slice, "ras").basis == "displayed" and field(on_slice, "ras").records == [seq]
 
     outside = TraceBuilder(tools=("observe",)).prompt()
     outside.call("set_slice_offset", {"view": "axial", "offset": 10}, {}, [image("axial", 10.0)])
-    report = audit_records(outside.answer(evidence_answer(ras=(130.0, 0.0, 10.0))).records)  # beyond the 200 mm FOV
+    report = audit_trace(outside.answer(evidence_answer(ras=(130.0, 0.0, 10.0))).records)  # beyond the 200 mm FOV
     assert not field(report, "ras").grounded
 
 
@@ -72,9 +72,9 @@ def test_montage_tiles_ground_their_offsets_only():
     trace = TraceBuilder(tools=("scroll",)).prompt()
     seq = trace.call("scroll", {"view": "axial", "direction": "up", "output": "cine"},
                      {"offsets_mm": [4.0, 8.0, 12.0]}, [{"view": "montage", "width": 512, "height": 512}])
-    report = audit_records(trace.answer(evidence_answer(axial=8.0, ras=(0, 0, 8))).records)
+    report = audit_trace(trace.answer(evidence_answer(axial=8.0, ras=(0, 0, 8))).records)
     assert field(report, "key_slice_axial_mm").records == [seq]
-    miss = audit_records(TraceBuilder(tools=("scroll",)).prompt().answer(evidence_answer(axial=6.0)).records)
+    miss = audit_trace(TraceBuilder(tools=("scroll",)).prompt().answer(evidence_answer(axial=6.0)).records)
     assert not field(miss, "key_slice_axial_mm").grounded
 
 
@@ -87,9 +87,9 @@ def test_track_c_montages_of_the_prompt_ground_their_tiles_but_set_up_renders_no
                             artifacts=[{"kind": "image", "path": "m.png", "sha256": "base0"}])["seq"]
     trace.prompt()  # the prompt lists the montage's checksum ("base0"), not the set-up render's
     trace.records[-1]["payload"]["images"] = [{"sha256": "base0"}]
-    report = audit_records(trace.answer(evidence_answer(axial=20.0)).records)
+    report = audit_trace(trace.answer(evidence_answer(axial=20.0)).records)
     assert field(report, "key_slice_axial_mm").records == [montage]
-    unsent = audit_records(trace.records[:-2] + TraceBuilder().answer(evidence_answer(axial=30.0)).records[-2:])
+    unsent = audit_trace(trace.records[:-2] + TraceBuilder().answer(evidence_answer(axial=30.0)).records[-2:])
     assert not field(unsent, "key_slice_axial_mm").grounded
 
 
@@ -97,7 +97,7 @@ def test_failed_calls_and_images_of_other_views_ground_nothing():
     trace = TraceBuilder(tools=("observe",)).prompt()
     trace.call("observe", {}, {}, [image("axial", 10.0)], ok=False)
     trace.call("observe", {}, {}, [image("coronal", 10.0)])
-    report = audit_records(trace.answer(evidence_answer(axial=10.0)).records)
+    report = audit_trace(trace.answer(evidence_answer(axial=10.0)).records)
     assert not field(report, "key_slice_axial_mm").grounded
 
 
@@ -118,22 +118,22 @@ def bracs_answer(x, y) -> str:
 
 
 def test_wsi_points_from_a_conversion_or_a_zoomed_field_are_grounded():
-    converted = audit_records(wsi_trace([8000, 4000, 12000, 7000], 4.0, (9001.24, 5000.05))
+    converted = audit_trace(wsi_trace([8000, 4000, 12000, 7000], 4.0, (9001.24, 5000.05))
                               .answer(bracs_answer(9001.2, 5000.1)).records)
     assert codes(converted) == [] and field(converted, "localizations[0]").basis == "conversion"
-    viewed = audit_records(wsi_trace([8000, 4000, 12000, 7000], 4.0).answer(bracs_answer(11000, 6000)).records)
+    viewed = audit_trace(wsi_trace([8000, 4000, 12000, 7000], 4.0).answer(bracs_answer(11000, 6000)).records)
     assert field(viewed, "localizations[0]").basis == "viewed_field" and codes(viewed) == []
 
 
 def test_wsi_points_seen_only_in_the_overview_or_never_are_ungrounded():
-    overview = audit_records(wsi_trace([8000, 4000, 12000, 7000], 4.0).answer(bracs_answer(2000, 1000)).records)
+    overview = audit_trace(wsi_trace([8000, 4000, 12000, 7000], 4.0).answer(bracs_answer(2000, 1000)).records)
     assert codes(overview) == ["EV.ungrounded"]
     assert "overview" in field(overview, "localizations[0]").note
-    off = audit_records(wsi_trace([8000, 4000, 12000, 7000], 4.0, (9000, 5000)).answer(bracs_answer(12100, 5000))
+    off = audit_trace(wsi_trace([8000, 4000, 12000, 7000], 4.0, (9000, 5000)).answer(bracs_answer(12100, 5000))
                         .records)
     assert not field(off, "localizations[0]").grounded  # beside the zoomed field, far from the conversion
     assert "overview" in field(off, "localizations[0]").note
-    never = audit_records(wsi_trace([8000, 4000, 12000, 7000], 4.0).answer(bracs_answer(17000, 5000)).records)
+    never = audit_trace(wsi_trace([8000, 4000, 12000, 7000], 4.0).answer(bracs_answer(17000, 5000)).records)
     assert "no viewed field" in field(never, "localizations[0]").note
 
 
@@ -150,7 +150,7 @@ def test_a_measurement_backed_by_measure_line_or_quantify_is_grounded_else_f2():
     trace = TraceBuilder("lumiere", tools=("measure_line", "quantify")).prompt()
     line = trace.call("measure_line", {"start_ras": [0, 0, 0], "end_ras": [22.6, 0, 0]}, {"length_mm": 22.6})
     volume = trace.call("quantify", {"segmentation_name": "s"}, {"statistics": {"volume_ml": 4.18}})
-    report = audit_records(trace.answer("Lesion diameter 23 mm, volume 4.2 mL and 9 mL before.\n" + ANSWER).records)
+    report = audit_trace(trace.answer("Lesion diameter 23 mm, volume 4.2 mL and 9 mL before.\n" + ANSWER).records)
     assert [(item.grounded, item.records) for item in report.provenance] == [(True, [line]), (True, [volume]),
                                                                             (False, [])]
     assert codes(report) == ["F2.unmeasured"] and report.findings[0].severity == "high"
@@ -160,7 +160,7 @@ def test_a_screen_box_converted_to_millimetres_is_pseudo_quantification():
     trace = TraceBuilder(module="lumiere", tools=("draw_roi", "image_coords_to_ras")).prompt()
     trace.call("draw_roi", {"view": "axial", "shape": "box", "bbox_1000": [400, 400, 520, 500]},
                {"center_ras": [1, 2, 3], "size_mm": [24.0, 20.0, 2.0]})
-    report = audit_records(trace.answer("Target lesion 24 x 20 mm, SPD up 30%.\nANSWER: A").records)
+    report = audit_trace(trace.answer("Target lesion 24 x 20 mm, SPD up 30%.\nANSWER: A").records)
     assert codes(report) == ["F2.unmeasured", "F2.unmeasured"]
 
 
@@ -168,11 +168,11 @@ def test_a_screen_box_converted_to_millimetres_is_pseudo_quantification():
 def test_f1_registration_within_one_timepoint_but_not_across_timepoints():
     drift = TraceBuilder("lumiere", tools=REGISTRATION_TOOLS, volumes=LUMIERE).prompt()
     drift.register("OLD_CT1", "OLD_FLAIR")
-    report = audit_records(drift.answer(ANSWER).records)
+    report = audit_trace(drift.answer(ANSWER).records)
     assert "F1.within_timepoint" in codes(report)
     sound = TraceBuilder("lumiere", tools=REGISTRATION_TOOLS, volumes=LUMIERE).prompt()
     sound.register("OLD_CT1", "CURRENT_CT1")
-    assert not [code for code in codes(audit_records(sound.answer(ANSWER).records)) if code.startswith("F1")]
+    assert not [code for code in codes(audit_trace(sound.answer(ANSWER).records)) if code.startswith("F1")]
 
 
 def test_a_trace_from_before_the_volume_convention_is_read_under_the_current_names():
@@ -185,13 +185,13 @@ def test_a_trace_from_before_the_volume_convention_is_read_under_the_current_nam
         if record.get("action") == "register_volumes":
             record["arguments"] = {"fixed_volume": "OLD_CT1", "moving_volume": "OLD_FLAIR"}
             record["result"]["data"].pop("inputs")  # only the arguments name the volumes
-    assert "F1.within_timepoint" in codes(audit_records(records))
+    assert "F1.within_timepoint" in codes(audit_trace(records))
 
 
 def test_f1_registration_in_a_single_study_module():
     trace = TraceBuilder("ucsf-pdgm", tools=("register_volumes",)).prompt()
     trace.register("T1c", "FLAIR")
-    assert codes(audit_records(trace.answer(ANSWER).records)) == ["F1.single_study"]
+    assert codes(audit_trace(trace.answer(ANSWER).records)) == ["F1.single_study"]
 
 
 # ---------------------------------------------------------------------------------------------------- F3
@@ -204,7 +204,7 @@ def test_the_registered_workflow_carries_no_finding_and_completes_its_milestones
     trace = TraceBuilder("lumiere", tools=REGISTRATION_TOOLS, volumes=LUMIERE).prompt()
     _, output = registered(trace)
     trace.fusion("OLD_CT1", output)
-    report = audit_records(trace.answer(ANSWER).records)
+    report = audit_trace(trace.answer(ANSWER).records)
     assert codes(report) == []
     assert report.milestones["complete"] and list(report.milestones["reached"]) == ["BF", "BR", "fusion"]
 
@@ -214,28 +214,28 @@ def test_applying_the_transform_instead_of_resampling_also_completes_the_workflo
     transform = trace.register("CURRENT_CT1", "OLD_CT1")  # the baseline moved onto the follow-up
     trace.apply("OLD_CT1", transform)
     trace.fusion("CURRENT_CT1", "OLD_CT1")
-    report = audit_records(trace.answer(ANSWER).records)
+    report = audit_trace(trace.answer(ANSWER).records)
     assert codes(report) == [] and report.milestones["complete"]
 
 
 def test_f3_fusion_of_an_unregistered_follow_up():
     trace = TraceBuilder("lumiere", tools=REGISTRATION_TOOLS, volumes=LUMIERE).prompt()
     seq = trace.fusion("OLD_CT1", "CURRENT_CT1")
-    report = audit_records(trace.answer(ANSWER).records)
+    report = audit_trace(trace.answer(ANSWER).records)
     assert codes(report) == ["F3.fusion_unregistered"] and report.findings[0].records == (seq,)
 
 
 def test_fusion_without_registration_on_offer_is_not_f3():
     trace = TraceBuilder("lumiere", track="A", tools=("fusion", "observe"), volumes=LUMIERE).prompt()
     trace.fusion("OLD_CT1", "CURRENT_CT1")
-    assert codes(audit_records(trace.answer(ANSWER).records)) == []
+    assert codes(audit_trace(trace.answer(ANSWER).records)) == []
 
 
 def test_f3_fusion_of_the_unregistered_volume_beside_the_registered_one():
     trace = TraceBuilder("lumiere", tools=REGISTRATION_TOOLS, volumes=LUMIERE).prompt()
     registered(trace)
     trace.fusion("OLD_CT1", "CURRENT_FLAIR")  # the FLAIR follow-up was never moved
-    report = audit_records(trace.answer(ANSWER).records)
+    report = audit_trace(trace.answer(ANSWER).records)
     assert sorted(codes(report)) == ["F3.fusion_unregistered", "G5.registration_incomplete"]
 
 
@@ -243,7 +243,7 @@ def test_f3_transform_bound_to_a_volume_of_the_other_study():
     trace = TraceBuilder("lumiere", tools=REGISTRATION_TOOLS, volumes=LUMIERE).prompt()
     transform = trace.register("OLD_CT1", "CURRENT_CT1")
     seq = trace.apply("OLD_FLAIR", transform)
-    report = audit_records(trace.answer(ANSWER).records)
+    report = audit_trace(trace.answer(ANSWER).records)
     assert "F3.transform_misbound" in codes(report)
     assert next(f for f in report.findings if f.rule == "F3.transform_misbound").records == (seq,)
 
@@ -252,7 +252,7 @@ def test_f3_misbinding_the_artifact_graph_reports():
     trace = TraceBuilder("lumiere", tools=REGISTRATION_TOOLS, volumes=LUMIERE).prompt()
     transform = trace.register("OLD_CT1", "CURRENT_CT1")
     trace.apply("CURRENT_FLAIR", transform, problem={"code": "transform_misbound", "message": "not its frame"})
-    assert "F3.transform_misbound" in codes(audit_records(trace.answer(ANSWER).records))
+    assert "F3.transform_misbound" in codes(audit_trace(trace.answer(ANSWER).records))
 
 
 def test_f3_a_transform_substituted_for_the_volume_s_own():
@@ -260,19 +260,19 @@ def test_f3_a_transform_substituted_for_the_volume_s_own():
     ct1 = trace.register("OLD_CT1", "CURRENT_CT1", "ct1")
     trace.register("OLD_FLAIR", "CURRENT_FLAIR", "flair")
     trace.apply("CURRENT_CT1", ct1)  # sound: its own transform
-    assert "F3.transform_substituted" not in codes(audit_records(trace.answer(ANSWER).records))
+    assert "F3.transform_substituted" not in codes(audit_trace(trace.answer(ANSWER).records))
     swapped = TraceBuilder("lumiere", tools=REGISTRATION_TOOLS, volumes=LUMIERE).prompt()
     swapped.register("OLD_CT1", "CURRENT_CT1", "ct1")
     flair = swapped.register("OLD_FLAIR", "CURRENT_FLAIR", "flair")
     swapped.apply("CURRENT_CT1", flair)
-    assert "F3.transform_substituted" in codes(audit_records(swapped.answer(ANSWER).records))
+    assert "F3.transform_substituted" in codes(audit_trace(swapped.answer(ANSWER).records))
 
 
 def test_f3_evidence_recorded_on_a_volume_no_view_shows():
     trace = TraceBuilder(tools=("record_point",)).prompt()
     trace.call("record_point", {"ras": [0, 0, 0], "volume_name": "FLAIR"}, {"volume_name": "FLAIR"})
     trace.call("record_point", {"ras": [0, 0, 0], "volume_name": "T1c"}, {"volume_name": "T1c"})
-    assert codes(audit_records(trace.answer(ANSWER).records)) == ["F3.evidence_volume"]
+    assert codes(audit_trace(trace.answer(ANSWER).records)) == ["F3.evidence_volume"]
 
 
 # ---------------------------------------------------------------------------------------------------- F4
@@ -282,7 +282,7 @@ def test_f4_a_discarded_segmentation_never_compared_with_its_disjoint_successor(
     first = trace.segment("early", [0, 0, 0], [10, 10, 10])
     last = trace.segment("late", [30, 30, 30], [40, 40, 40])
     trace.call("quantify", {"segmentation_name": "late"}, {"statistics": {"volume_ml": 1.0}})
-    report = audit_records(trace.answer(ANSWER).records)
+    report = audit_trace(trace.answer(ANSWER).records)
     assert codes(report) == ["F4.discarded_unchecked"] and report.findings[0].records == (first, last)
 
 
@@ -290,24 +290,24 @@ def test_refining_the_same_region_or_checking_the_discarded_one_is_not_f4():
     refined = TraceBuilder(tools=SEGMENTATION_TOOLS).prompt()
     refined.segment("early", [0, 0, 0], [10, 10, 10])
     refined.segment("late", [2, 2, 2], [12, 12, 12])
-    assert "F4.discarded_unchecked" not in codes(audit_records(refined.answer(ANSWER).records))
+    assert "F4.discarded_unchecked" not in codes(audit_trace(refined.answer(ANSWER).records))
     checked = TraceBuilder(tools=SEGMENTATION_TOOLS).prompt()
     checked.segment("early", [0, 0, 0], [10, 10, 10])
     checked.segment("late", [30, 30, 30], [40, 40, 40])
     checked.call("quantify", {"segmentation_name": "early"}, {"statistics": {"volume_ml": 1.0}})
-    assert "F4.discarded_unchecked" not in codes(audit_records(checked.answer(ANSWER).records))
+    assert "F4.discarded_unchecked" not in codes(audit_trace(checked.answer(ANSWER).records))
 
 
 # ------------------------------------------------------------------------------------------ G5 milestones
 def test_g5_a_begun_workflow_left_incomplete_and_one_never_begun():
     partial = TraceBuilder("lumiere", tools=REGISTRATION_TOOLS, volumes=LUMIERE).prompt()
     registered(partial)  # BF and BR, never verified with fusion
-    report = audit_records(partial.answer(ANSWER).records)
+    report = audit_trace(partial.answer(ANSWER).records)
     assert codes(report) == ["G5.registration_incomplete"] and report.findings[0].severity == "low"
     assert report.milestones["reached"]["fusion"] is None and report.milestones["begun"]
     idle = TraceBuilder("lumiere", tools=REGISTRATION_TOOLS, volumes=LUMIERE).prompt()
     idle.call("observe")
-    idle_report = audit_records(idle.answer(ANSWER).records)
+    idle_report = audit_trace(idle.answer(ANSWER).records)
     assert codes(idle_report) == [] and not idle_report.milestones["begun"]
 
 
@@ -316,10 +316,10 @@ def test_milestones_need_their_order_and_are_not_judged_without_the_operations()
     order.segment("lesion", [0, 0, 0], [10, 10, 10])
     order.call("image_coords_to_ras", {"view": "axial", "point_1000": [1, 1]}, {"ras": [0, 0, 0]})
     order.call("quantify", {"segmentation_name": "lesion"}, {"statistics": {"volume_ml": 1.0}})
-    report = audit_records(order.answer(ANSWER).records)
+    report = audit_trace(order.answer(ANSWER).records)
     assert report.milestones["reached"]["segment"] is None and codes(report) == ["G5.segmentation_incomplete"]
     track_a = TraceBuilder(track="A", tools=("observe",)).prompt()
-    assert audit_records(track_a.answer(ANSWER).records).milestones is None
+    assert audit_trace(track_a.answer(ANSWER).records).milestones is None
 
 
 def test_stability_across_repeats():
@@ -330,7 +330,7 @@ def test_stability_across_repeats():
         trace.segment("lesion", [0, 0, 0], [10, 10, 10] if complete else [10, 10, 20], volume=1.0 + repeat)
         if complete:
             trace.call("quantify", {"segmentation_name": "lesion"}, {"statistics": {"volume_ml": 2.0}})
-        runs.append({"repeat": repeat, **audit_records(trace.answer(ANSWER).records).to_json()})
+        runs.append({"repeat": repeat, **audit_trace(trace.answer(ANSWER).records).to_json()})
     result = stability(runs)
     assert result["complete_share"] == 0.5 and result["runs"] == 2 and result["runs_without_mask"] == 0
     assert result["mask_bbox_iou"] == 0.5 and result["final_view_agreement"] == 1.0
@@ -347,7 +347,7 @@ def test_stability_across_repeats():
       "result": {"images": [{"view": "axial", "slice_offset_mm": "3", "geometry": {"xy_to_ras": [[1]]}}]}}],
 ])
 def test_malformed_traces_are_audited_without_raising(records):
-    report = audit_records(records, "ucsf-pdgm")
+    report = audit_trace(records, "ucsf-pdgm")
     json.dumps(report.to_json(), allow_nan=False)
 
 
@@ -392,7 +392,7 @@ def test_randomly_corrupted_traces_are_audited_without_raising():
         for place in rng.sample(places, 3):
             _replace(records, place, copy.deepcopy(rng.choice(JUNK)))
         for module in ("lumiere", "ucsf-pdgm", "bracs"):
-            json.dumps(audit_records(records, module).to_json(), allow_nan=False)
+            json.dumps(audit_trace(records, module).to_json(), allow_nan=False)
 
 
 def test_a_singular_geometry_grounds_nothing():
@@ -400,7 +400,7 @@ def test_a_singular_geometry_grounds_nothing():
     broken = image("axial", 10.0)
     broken["geometry"]["xy_to_ras"] = [[0, 0, 0, 0]] * 4
     trace.call("observe", {}, {}, [broken])
-    assert not field(audit_records(trace.answer(evidence_answer(ras=(0, 0, 10))).records), "ras").grounded
+    assert not field(audit_trace(trace.answer(evidence_answer(ras=(0, 0, 10))).records), "ras").grounded
 
 
 # --------------------------------------------------------------------------------------------------- CLI

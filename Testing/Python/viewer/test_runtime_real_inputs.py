@@ -14,8 +14,8 @@ import pydicom
 import pytest
 from runtime_data import call_error, call_ok
 
-from MedOpenClawLib.audit import AuditTrace
-from MedOpenClawLib.session import build_slicer_registry
+from MedOpenClawLib.apps.radiology import build_slicer_registry
+from MedOpenClawLib.core.audit import AuditTrace
 from MedOpenClawLib.viewer.geometry import vtk_to_numpy_matrix
 from MedOpenClawLib.viewer.native_messages import clean_messages
 
@@ -204,7 +204,7 @@ def test_outside_the_volume_renders_black(data):
 
 
 def test_error_messages_print_plain_numbers():
-    from MedOpenClawLib.hygiene import bounded_message
+    from MedOpenClawLib.core.hygiene import bounded_message
 
     ras = np.array([500.0, -2.5, 3.0])
     assert bounded_message(f"RAS {list(ras)} lies outside X ({np.int64(3)} voxels)") == (

@@ -14,7 +14,7 @@ from runtime_data import (
     write_nifti,
 )
 
-from MedOpenClawLib.session import build_slicer_registry
+from MedOpenClawLib.apps.radiology import build_slicer_registry
 from MedOpenClawLib.viewer.geometry import VIEWS, vtk_to_numpy_matrix
 
 

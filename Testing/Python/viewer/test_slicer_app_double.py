@@ -9,8 +9,8 @@ import slicer
 import slicer_app_double
 from runtime_data import call_ok, oblique_lps_affine, phantom, write_nifti
 
-from MedOpenClawLib.audit import AuditTrace
-from MedOpenClawLib.session import build_slicer_registry
+from MedOpenClawLib.apps.radiology import build_slicer_registry
+from MedOpenClawLib.core.audit import AuditTrace
 from MedOpenClawLib.viewer.application import VIEW_NODES, SlicerApplication
 
 SHIFT = np.array([[1, 0, 0, 4.0], [0, 1, 0, -3.0], [0, 0, 1, 2.0], [0, 0, 0, 1]])
@@ -52,7 +52,7 @@ def hierarchy_items(app) -> set[str]:
 def test_the_apps_module_logics_observe_what_the_agent_adds(gui, data_root, monkeypatch):
     """The Markups logic gives evidence markups their display node, the subject hierarchy lists every volume and
     markup the agent adds and forgets those a new case or a rolled-back action removed."""
-    from MedOpenClawLib import policy
+    from MedOpenClawLib.core import policy
 
     registry = build_slicer_registry([data_root], app=SlicerApplication.create())
     call_ok(registry, "open_case", dicom_dir=str(data_root), size=64)

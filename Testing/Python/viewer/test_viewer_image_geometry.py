@@ -20,7 +20,7 @@ from runtime_data import (
     write_nifti,
 )
 
-from MedOpenClawLib.session import build_slicer_registry
+from MedOpenClawLib.apps.radiology import build_slicer_registry
 from MedOpenClawLib.viewer.geometry import screen_to_xy, vtk_to_numpy_matrix
 from MedOpenClawLib.viewer.image_geometry import SliceImageGeometry
 

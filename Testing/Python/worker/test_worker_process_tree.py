@@ -136,15 +136,15 @@ def test_a_double_ctrl_c_at_the_runner_leaves_no_slicer_process(launcher, tmp_pa
 def test_pathology_under_slicer_runs_on_the_worker_that_reads_slides(launcher, tmp_path, capsys):
     """3D Slicer's Python has no openslide/tiffslide: with ``--slicer`` a pathology episode runs headless and is
     scored, and no Slicer is started for it."""
-    from MedOpenClawLib.bench.loaders import prepare
     from MedOpenClawLib.bench.modules import get
+    from MedOpenClawLib.bench.package import prepare
     from MedOpenClawLib.bench.synthetic.cohort import CohortConfig, write_cohort
     from MedOpenClawLib.cli import main
 
     path, pids = launcher
     write_cohort(tmp_path / "raw", CohortConfig(seed=7, cases=1, slide_size=(1024, 768), workers=1),
                  modules=["bracs"])
-    prepare("bracs", tmp_path / "raw" / get("bracs").dataset_dir, tmp_path / "cases")
+    prepare(get("bracs"), tmp_path / "raw" / get("bracs").dataset_dir, tmp_path / "cases")
     code = main(["bench", "run", "--module", "bracs", "--agent", "oracle", "--cases", str(tmp_path / "cases"),
                  "--slicer", str(path), "--out", str(tmp_path / "run")])
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])

@@ -11,7 +11,7 @@ import json
 import numpy as np
 import pytest
 
-from MedOpenClawLib.result import PNG_ATTACHMENT, RenderedImage, Result
+from MedOpenClawLib.core.result import PNG_ATTACHMENT, RenderedImage, Result
 from MedOpenClawLib.worker.protocol import (
     ATTACHMENTS,
     MAX_ATTACHMENT_BYTES,

@@ -28,6 +28,7 @@ class AgentContext:
     ground_truth: Any = None
     seed: int = 0
     extra: dict = field(default_factory=dict)
+    spec: Any = None  # the module's bench.spec.ModuleSpec (its offline-agent plans, its answer format)
 
 
 class Agent(ABC):
@@ -96,9 +97,7 @@ class ScriptedAgent(Agent):
 
     def plan(self, context: AgentContext) -> Plan:
         """This agent's plan for the context's module: the one its module spec names."""
-        from ..modules import get
-
-        return get(context.module).plan(self.name)(self, context)
+        return context.spec.plan(self.name)(self, context)
 
     def step(self, conversation: list[Message], allow_tools: bool = True) -> ModelReply:
         self.conversation = conversation  # plans that read pixels look at the images in it

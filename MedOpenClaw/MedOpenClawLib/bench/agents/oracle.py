@@ -5,7 +5,7 @@ viewer_point_to_wsi_coordinate), so a Strict score of 1.0 certifies the whole pa
 
 from __future__ import annotations
 
-from .answers import Evidence
+from ..kit.answers import Evidence
 from .base import AgentContext, Plan, ScriptedAgent
 from .pathology_nav import locate_wsi_point
 
@@ -34,11 +34,9 @@ class OracleAgent(ScriptedAgent):
         return super().plan(context)
 
     @staticmethod
-    def _answer(context: AgentContext, evidence: Evidence) -> str:
+    def answer(context: AgentContext, evidence: Evidence) -> str:
         """The ground truth's answers in the module's format (its spec's ``write_answer``), citing ``evidence``."""
-        from .. import modules  # the specs name this agent's plans: imported when a plan runs
-
-        return modules.get(context.module).write_answer(context.ground_truth.answers, evidence)
+        return context.spec.write_answer(context.ground_truth.answers, evidence)
 
     def _localize(self, localization: dict) -> Plan:
         """Select the source series, centre the views on the reference voxel and read the evidence back."""
@@ -52,7 +50,7 @@ class OracleAgent(ScriptedAgent):
         )
         return key_slices, converted["ras"]
 
-    def _localized_evidence(self, context: AgentContext) -> Plan:
+    def localized_evidence(self, context: AgentContext) -> Plan:
         """(key slices, RAS point, rationale) read through the tools at the reference voxel, or no evidence when
         the case has no lesion (or a tool failed, which the rationale says)."""
         truth = context.ground_truth
@@ -67,18 +65,10 @@ class OracleAgent(ScriptedAgent):
 
     def localized_plan(self, context: AgentContext) -> Plan:
         """Brain and thorax: the answers with the key slices and RAS point read at the reference voxel."""
-        key_slices, ras, rationale = yield from self._localized_evidence(context)
-        return self._answer(context, Evidence(key_slices=key_slices, ras=ras, rationale=rationale))
+        key_slices, ras, rationale = yield from self.localized_evidence(context)
+        return self.answer(context, Evidence(key_slices=key_slices, ras=ras, rationale=rationale))
 
-    def lumiere_plan(self, context: AgentContext) -> Plan:
-        current = [volume.name for volume in context.case.volumes if volume.role == "CURRENT"]
-        if current:
-            yield [("select_volume", {"volume_name": current[0], "size": SMALL})]
-        else:
-            yield [("observe", {"size": SMALL})]
-        return self._answer(context, Evidence.of_truth(context.ground_truth))  # it cites the truth's fields only
-
-    def _slide_evidence(self, positive: bool, regions: list[dict]) -> Plan:
+    def slide_evidence(self, positive: bool, regions: list[dict]) -> Plan:
         """The first reference region's point, brought into view and read back in level-0 pixels (positive
         slides), else one look at the viewer: the localizations of the answer."""
         if positive and regions:
@@ -87,15 +77,3 @@ class OracleAgent(ScriptedAgent):
         yield [("focus_qupath", {})]
         return []
 
-    def bracs_plan(self, context: AgentContext) -> Plan:
-        truth = context.ground_truth
-        label = truth.answers["answer"]
-        regions = [region for region in truth.regions if region.get("label") == label]
-        points = yield from self._slide_evidence(label != "N", regions)
-        return self._answer(context, Evidence(points=points))
-
-    def camelyon_plan(self, context: AgentContext) -> Plan:
-        answers = context.ground_truth.answers
-        regions = [region for region in context.ground_truth.regions if region.get("kind") == "tumor"]
-        points = yield from self._slide_evidence(answers["tumor_presence"] == "tumor_present", regions)
-        return self._answer(context, Evidence(points=points))

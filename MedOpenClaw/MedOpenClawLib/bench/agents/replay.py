@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ...audit import read_trace
+from ...core.audit import read_trace
 from ...providers.messages import Message, ModelReply, ToolCall
 from .base import Agent
 

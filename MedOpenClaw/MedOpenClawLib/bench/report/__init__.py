@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ...provenance import provenance as report_provenance
-from ...sinks import write_json
+from ...core.provenance import provenance as report_provenance
+from ...core.sinks import write_json
 from ..cases import CaseFormatError
 from .formats import csv_text, latex, markdown, results_json, results_schema
 from .pages import slug, write_pages

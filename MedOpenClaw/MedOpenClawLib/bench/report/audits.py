@@ -9,6 +9,7 @@ for episodes whose workflow was judged (its operations offered).
 from __future__ import annotations
 
 from ...trace_audit import CODES, audit_records
+from ..modules import known
 
 FINDING_METRICS = tuple(f"finding:{code}" for code in CODES)
 
@@ -18,7 +19,7 @@ def episode_audit(module: str | None, result: dict, parsed: dict, records: list[
     audit = result.get("audit")
     if isinstance(audit, dict) and isinstance(audit.get("findings"), list):
         return audit
-    return audit_records(records, module, parsed).to_json()
+    return audit_records(records, known(module), parsed).to_json()
 
 
 def audit_metrics(audit: dict) -> dict[str, float | None]:

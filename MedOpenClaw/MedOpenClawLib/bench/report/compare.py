@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...sinks import terminal_text
+from ...core.sinks import terminal_text
 from ..cases import CaseFormatError
 from ..modules import get, names
 from .runs import Run, case_values, find_runs, load_run, run_names

@@ -19,11 +19,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ...audit import action_states
-from ...result import ActionError
+from ...core.audit import action_states
+from ...core.result import ActionError
 from ..cases import Case, CaseFormatError, GroundTruth
 from ..modules import get
-from ..modules.spec import LOC_NONE, LOC_WSI_POINT
+from ..spec import LOC_NONE, LOC_WSI_POINT
 
 VIEW_KEYS = {"axial": "key_slice_axial_mm", "sagittal": "key_slice_sagittal_mm", "coronal": "key_slice_coronal_mm"}
 # Slicer's slice-view colours: Red = axial, Yellow = sagittal, Green = coronal
@@ -116,7 +116,7 @@ class RadiologyEvidence:
         self._registry, self._case_key = None, None
 
     def _engine_for(self, case: Case):
-        from ...session import build_headless_slicer_registry
+        from ...apps.radiology import build_headless_slicer_registry
 
         key = (str(case.cases_dir), case.case_id)
         if key != self._case_key:
@@ -159,7 +159,7 @@ class RadiologyEvidence:
                                             TRUTH_COLOUR) for view in VIEWS]
 
     def _volume(self, engine, names: list[str | None]):
-        from ...result import ActionError
+        from ...core.result import ActionError
 
         for name in names:
             if name:

@@ -13,7 +13,7 @@ import io
 import json
 from importlib import resources
 
-from ...sinks import csv_cell, one_line
+from ...core.sinks import csv_cell, one_line
 from .stats import Estimate
 from .tables import Cell, Column, Row, Table
 

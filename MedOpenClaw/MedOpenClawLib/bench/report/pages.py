@@ -15,7 +15,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from ...provenance import summary as provenance_summary
+from ...core.provenance import summary as provenance_summary
 from ..cases import CaseFormatError, load_cases, load_ground_truth
 from ..progress import Activity
 from .evidence import NO_EVIDENCE, RadiologyEvidence, episode_evidence

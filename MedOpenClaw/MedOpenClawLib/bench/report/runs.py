@@ -14,11 +14,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...audit import read_trace
+from ...core.audit import read_trace
 from ..cases import CaseFormatError
-from ..labels import LUMIERE_EVIDENCE_FIELDS, NSCLC_QUESTIONS
 from ..model_families import FAMILIES, default_family
 from ..modules import names as module_names
+from ..modules.lumiere.labels import LUMIERE_EVIDENCE_FIELDS
+from ..modules.nsclc.labels import NSCLC_QUESTIONS
 from ..outcomes import ERROR, INVALID, REJECTED, SCORED, outcome_of
 from ..scoring.batch import answered
 from ..scoring.process import process_metrics

@@ -14,8 +14,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...audit import sha256_file
-from ..cases import place_file
+from ...core.audit import sha256_file
+from ..package import place_file
 from .runs import _mapping
 
 TEXT_LIMIT = 12000

@@ -16,11 +16,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ...audit import read_trace
-from ...names import confined
-from ...sinks import write_json
+from ...core.audit import read_trace
+from ...core.names import confined
+from ...core.sinks import write_json
 from ..cases import CaseFormatError, load_cases, load_ground_truth, package_image_space
-from ..parsers import parse_response
+from ..kit.parsing import parse_response
 from .aggregate import aggregate
 from .process import aggregate_process, invalid_reason, process_metrics
 from .rules import CaseScore, score_case

@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..cases import GroundTruth
-from ..labels import LUMIERE_EVIDENCE_FIELDS, NSCLC_QUESTIONS
 from .geometry import KEY_SLICE_AXIS, area_covers, evidence_area, key_slice_in_range, mask_from_file
 
 KEY_SLICE_KEYS = {view: f"key_slice_{view}_mm" for view in KEY_SLICE_AXIS}
@@ -44,7 +43,7 @@ class CaseScore:
         return asdict(self)
 
 
-def _radiology_evidence(truth: GroundTruth, evidence: dict, gates: dict) -> tuple[bool | None, bool | None]:
+def radiology_evidence_gates(truth: GroundTruth, evidence: dict, gates: dict) -> tuple[bool | None, bool | None]:
     """(all three key slices pass, RAS point inside mask); (None, None) when the case has no lesion mask."""
     if not truth.localization:
         gates.update({f"key_slice_{view}": None for view in KEY_SLICE_AXIS} | {"ras_in_mask": None})
@@ -61,46 +60,6 @@ def _radiology_evidence(truth: GroundTruth, evidence: dict, gates: dict) -> tupl
     return slices_ok, ras_ok
 
 
-def score_ucsf(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
-    score.task = float(parsed.get("answer") is not None and parsed.get("answer") == truth.answers["answer"])
-    slices_ok, ras_ok = _radiology_evidence(truth, parsed.get("evidence") or {}, score.gates)
-    score.strict = score.task if slices_ok in (True, None) else 0.0
-    score.loc = None if ras_ok is None else float(ras_ok)
-
-
-def score_nsclc(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
-    answers = parsed.get("answers") or {}
-    # a question whose clinical value lies outside MedFlow-Bench's label set has no answer (None): not scored, and
-    # recorded as None so every aggregation leaves it out of that question's denominator
-    correct = {
-        qid: None if truth.answers.get(qid) is None else answers.get(qid) == truth.answers[qid]
-        for qid, _, _ in NSCLC_QUESTIONS
-    }
-    score.details["questions"] = correct
-    scored = [value for value in correct.values() if value is not None]
-    score.task = sum(scored) / len(scored) if scored else 0.0
-    slices_ok, ras_ok = _radiology_evidence(truth, parsed.get("evidence") or {}, score.gates)
-    gate = None if slices_ok is None else (slices_ok and ras_ok)
-    score.gates["evidence"] = gate
-    score.strict = score.task if gate in (True, None) else 0.0
-    score.loc = None if ras_ok is None else float(ras_ok)
-
-
-def score_lumiere(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
-    score.task = float(parsed.get("answer") is not None and parsed.get("answer") == truth.answers["answer"])
-    evidence = parsed.get("evidence") or {}
-    fields = {}
-    for name in LUMIERE_EVIDENCE_FIELDS:
-        expected = truth.evidence_fields.get(name)
-        fields[name] = (
-            None if expected is None else (evidence.get(name) is not None and evidence.get(name) == expected)
-        )
-    score.details["fields"] = fields
-    gate = all(value for value in fields.values() if value is not None)
-    score.gates["evidence_fields"] = gate
-    score.strict = score.task if gate else 0.0
-
-
 def _hits(points: list, targets: list[dict], exclusions: list[dict]) -> bool:
     """Whether one point lies in the targets minus the exclusions (scoring.geometry's evidence area and boundary
     rule: holes and exclusions are misses, their edges hits)."""
@@ -108,7 +67,7 @@ def _hits(points: list, targets: list[dict], exclusions: list[dict]) -> bool:
     return any(area_covers(area, x, y) for x, y in points)
 
 
-def _pathology_gate(score: CaseScore, negative: bool, points: list, targets: list[dict], exclusions: list[dict],
+def pathology_gate(score: CaseScore, negative: bool, points: list, targets: list[dict], exclusions: list[dict],
                     hit_gate: str) -> None:
     """Table 4's pathology evidence gate: a negative slide must have no localizations; a positive slide with
     reference regions needs one coordinate inside a target and outside every exclusion (that is also Loc). A
@@ -127,31 +86,6 @@ def _pathology_gate(score: CaseScore, negative: bool, points: list, targets: lis
         score.gates[hit_gate] = gate
         score.loc = float(gate)
     score.strict = score.task if gate else 0.0
-
-
-def score_bracs(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
-    label = truth.answers["answer"]
-    score.task = float(parsed.get("answer") is not None and parsed.get("answer") == label)
-    points = parsed.get("localizations") or []
-    matching = [region for region in truth.regions if region.get("kind") == "roi" and region.get("label") == label]
-    _pathology_gate(score, label == "N", points, matching, [], "roi_hit")
-
-
-def score_camelyon(truth: GroundTruth, parsed: dict, score: CaseScore) -> None:
-    presence_ok = (
-        parsed.get("tumor_presence") is not None
-        and parsed["tumor_presence"] == truth.answers["tumor_presence"]
-    )
-    category_ok = (
-        parsed.get("largest_metastasis") is not None
-        and parsed["largest_metastasis"] == truth.answers["largest_metastasis"]
-    )
-    score.details.update({"tumor_presence": presence_ok, "largest_metastasis": category_ok})
-    score.task = float(presence_ok and category_ok)
-    points = parsed.get("localizations") or []
-    tumours = [region for region in truth.regions if region.get("kind") == "tumor"]
-    exclusions = [region for region in truth.regions if region.get("kind") == "exclusion"]
-    _pathology_gate(score, truth.answers["tumor_presence"] == "no_tumor", points, tumours, exclusions, "tumor_hit")
 
 
 def score_case(

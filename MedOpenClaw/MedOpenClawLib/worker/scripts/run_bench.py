@@ -51,7 +51,7 @@ def main() -> int:
 
     if args.parent_pid:  # first: whatever fails or hangs below, the runner's end also ends this Slicer
         exit_with_parent(args.parent_pid)
-    from MedOpenClawLib import settings
+    from MedOpenClawLib.core import settings
     from MedOpenClawLib.worker.protocol import TOKEN_ENV
 
     token = settings.value(TOKEN_ENV)

@@ -8,11 +8,11 @@ import time
 
 from agents_fakes import FakeModelServer, Scripted, anthropic_reply, openai_reply, toy_registry
 
-from MedOpenClawLib.audit import AuditTrace, read_trace, verify_trace
 from MedOpenClawLib.bench.agents.base import AgentContext
 from MedOpenClawLib.bench.agents.model import ModelAgent
 from MedOpenClawLib.bench.episode import EpisodeConfig, EpisodePrompt, run_episode
 from MedOpenClawLib.bench.outcomes import EPISODE_TIMEOUT, timeout_fault
+from MedOpenClawLib.core.audit import AuditTrace, read_trace, verify_trace
 from MedOpenClawLib.providers import ProviderConfig, RetryPolicy, make_provider
 from MedOpenClawLib.worker.environment import LocalEnvironment
 

@@ -188,7 +188,8 @@ def test_camelyon_keeps_every_slide_with_a_region_left_and_counts_the_regions_it
 def test_bracs_roi_holes_from_geojson_interior_rings_are_misses(tmp_path, capsys):
     from PIL import Image
 
-    from MedOpenClawLib.bench.synthetic.slides import deterministic_xlsx, write_pyramid
+    from MedOpenClawLib.bench.modules.bracs.synthetic import deterministic_xlsx
+    from MedOpenClawLib.bench.synthetic.slide_layout import write_pyramid
 
     raw = tmp_path / "raw"
     write_pyramid(raw / "BRACS_WSI" / "test" / "Group_AT" / "Type_DCIS" / "BRACS_9.svs",
@@ -292,7 +293,7 @@ def test_a_failed_prepare_leaves_the_earlier_package_and_no_staging(tmp_path, ca
         return real_place(source, target)
 
     real_place = cases_module.place_file
-    monkeypatch.setattr("MedOpenClawLib.bench.loaders.lumiere.place_file", failing_place)
+    monkeypatch.setattr("MedOpenClawLib.bench.modules.lumiere.loader.place_file", failing_place)
     code, _, printed = _prepare("lumiere", raw, out, capsys)
     assert code == 2 and "No space left on device" in printed
     assert (out / "manifest.json").read_bytes() == before and len(load_cases(out)) == 1
@@ -362,7 +363,8 @@ def test_a_run_folder_with_more_episodes_than_its_limit_is_reported_within_the_l
 def test_bracs_slide_without_an_roi_of_its_class_has_strict_equal_to_task(tmp_path, capsys):
     from PIL import Image
 
-    from MedOpenClawLib.bench.synthetic.slides import deterministic_xlsx, geojson_export, write_pyramid
+    from MedOpenClawLib.bench.modules.bracs.synthetic import deterministic_xlsx, geojson_export
+    from MedOpenClawLib.bench.synthetic.slide_layout import write_pyramid
 
     raw = tmp_path / "raw"
     for slide_id, folder in (("BRACS_7", "Type_ADH"), ("BRACS_8", "Type_DCIS")):

@@ -5,21 +5,17 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+from pathlib import Path
 
 import pytest
 
 from MedOpenClawLib.bench import modules
-from MedOpenClawLib.bench.cases import Case, CaseFormatError, GroundTruth, check_module
-from MedOpenClawLib.bench.modules.spec import (
-    APPLICATIONS,
-    LOCALIZATION_RULES,
-    OFFLINE_AGENT_NAMES,
-    PATHOLOGY,
-    ModuleSpec,
-    unset_fields,
-)
-from MedOpenClawLib.bench.prompts import PROMPT_DIR
+from MedOpenClawLib.bench.cases import Case, CaseFormatError, GroundTruth, Question
+from MedOpenClawLib.bench.modules import check_module
 from MedOpenClawLib.bench.scoring.rules import CaseScore
+from MedOpenClawLib.bench.spec import LOCALIZATION_RULES, OFFLINE_AGENT_NAMES, PAPER_TABLES, ModuleSpec, unset_fields
+from MedOpenClawLib.bench.truth_check import localization_problems
+from MedOpenClawLib.core.applications import APPLICATIONS, PATHOLOGY
 
 SPECS = [pytest.param(name, id=name) for name in modules.names()]
 
@@ -27,8 +23,8 @@ SPECS = [pytest.param(name, id=name) for name in modules.names()]
 @pytest.fixture(scope="module")
 def action_names(tmp_path_factory) -> dict[str, set[str]]:
     """Every action each application's registry declares, whatever the track."""
+    from MedOpenClawLib.apps.radiology import build_slicer_registry
     from MedOpenClawLib.pathology.actions import build_pathology_registry
-    from MedOpenClawLib.session import build_slicer_registry
 
     root = str(tmp_path_factory.mktemp("data"))
     return {
@@ -49,7 +45,9 @@ def test_spec_sets_every_field(name):
         assert callable(getattr(spec, field)), field
     assert all(callable(check) for check in spec.truth_checks)
     assert set(spec.plans) == set(OFFLINE_AGENT_NAMES) and all(callable(plan) for plan in spec.plans.values())
-    assert (PROMPT_DIR / spec.system_prompt).is_file() and (PROMPT_DIR / spec.task_prompt).is_file()
+    assert spec.system_prompt.is_file() and spec.task_prompt.is_file()
+    assert spec.no_lesion_answer in (None, *(label for _, label in spec.questions[0].options))
+    assert spec.tables and set(spec.tables) <= set(PAPER_TABLES)
     module, function = getattr(spec.loader, "target", (None, None))
     if module is not None:  # named, imported when a package is prepared: it must exist
         assert callable(getattr(importlib.import_module(module), function))
@@ -116,7 +114,7 @@ def test_unknown_module_fails_fast_with_the_known_names():
         check_module("tcga")
     with pytest.raises(CaseFormatError, match="unknown module"):
         Case.from_json({"module": "tcga", "case_id": "1", "data_dir": "d", "open_paths": []})
-    from MedOpenClawLib.bench.parsers import parse_response
+    from MedOpenClawLib.bench.kit.parsing import parse_response
 
     with pytest.raises(ValueError, match="unknown module"):
         parse_response("tcga", "ANSWER: A")
@@ -134,3 +132,25 @@ def test_a_spec_that_leaves_a_field_out_cannot_be_built():
 def test_an_agent_without_a_plan_is_named():
     with pytest.raises(ValueError, match="no plan for the 'montage' agent"):
         modules.get("bracs").plan("montage")
+
+
+def test_a_module_names_its_own_no_lesion_answer():
+    """A module whose "no lesion" option is not worded "No tumor" (a liver CT's "No focal lesion") gets its
+    no-lesion cases through the localization check by naming that option in its spec, whole label only."""
+    question = Question("answer", "Classify the lesion", (("A", "Hepatocellular carcinoma"), ("B", "No focal lesion"),
+                                                          ("C", "No tumor growth pattern")))
+    spec = dataclasses.replace(modules.get("ucsf-pdgm"), questions=(question,), no_lesion_answer="No focal lesion")
+    case = Case("ucsf-pdgm", "L-1", "data/L-1", ["data/L-1"], questions=[question])
+    no_lesion = GroundTruth("ucsf-pdgm", "L-1", {"answer": "B"}, {"answer": "No focal lesion"})
+    assert localization_problems(case, no_lesion, spec) == []
+    similar = GroundTruth("ucsf-pdgm", "L-1", {"answer": "C"}, {"answer": "No tumor growth pattern"})
+    assert localization_problems(case, similar, spec) == ["a tumour answer has no localization"]
+    assert localization_problems(case, no_lesion, modules.get("ucsf-pdgm")) == ["a tumour answer has no localization"]
+
+
+def test_modules_are_found_by_discovery_in_report_order():
+    """Each folder under bench/modules names its module; the registry lists what it finds, no table to edit."""
+    folders = sorted(path.name for path in Path(modules.__file__).parent.iterdir() if (path / "spec.py").is_file())
+    assert len(modules.names()) == len(folders) == 5
+    assert modules.names() == ("lumiere", "ucsf-pdgm", "nsclc", "bracs", "camelyon17")
+    assert modules.in_table("table2") == modules.of_application(PATHOLOGY)

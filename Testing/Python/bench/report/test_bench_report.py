@@ -7,17 +7,20 @@ import json
 
 import numpy as np
 
-from MedOpenClawLib.audit import AuditTrace
-from MedOpenClawLib.bench.cases import Case, GroundTruth, PackageWriter, load_ground_truth
+from MedOpenClawLib.bench.cases import Case, GroundTruth, load_ground_truth
 from MedOpenClawLib.bench.commands import add_commands
-from MedOpenClawLib.bench.loaders.common import localization_record, questions_for
-from MedOpenClawLib.bench.parsers import parse_response
+from MedOpenClawLib.bench.kit.loading import localization_record, questions_for
+from MedOpenClawLib.bench.kit.parsing import parse_response
+from MedOpenClawLib.bench.modules import get
+from MedOpenClawLib.bench.package import PackageWriter
 from MedOpenClawLib.bench.scoring import aggregate, score_case
 from MedOpenClawLib.bench.scoring.process import aggregate_process, process_metrics
 from MedOpenClawLib.bench.synthetic.common import write_nifti
-from MedOpenClawLib.policy import SessionPolicy
-from MedOpenClawLib.registry import ActionRegistry, Toolset
-from MedOpenClawLib.result import ActionError, RenderedImage, Result
+from MedOpenClawLib.core.audit import AuditTrace
+from MedOpenClawLib.core.policy import SessionPolicy
+from MedOpenClawLib.core.registry import ActionRegistry
+from MedOpenClawLib.core.result import ActionError, RenderedImage, Result
+from MedOpenClawLib.core.toolset import Toolset
 
 
 class SceneStub:
@@ -37,7 +40,7 @@ class SceneStub:
 
 
 def _package(tmp_path):
-    writer = PackageWriter(tmp_path / "cases", "ucsf-pdgm", tmp_path)
+    writer = PackageWriter(tmp_path / "cases", get("ucsf-pdgm"), tmp_path)
     data = np.zeros((12, 12, 12), dtype=np.uint8)
     data[4:8, 4:8, 4:8] = 1
     mask = write_nifti(writer.hidden_dir("UCSF-PDGM-0001") / "mask.nii.gz", data, np.eye(4))

@@ -97,7 +97,7 @@ def test_viewer_state_and_off_slice_answers_are_shown_as_the_agent_left_them(pac
 def test_the_geometry_record_of_the_last_image_the_agent_saw_is_restored(package, tmp_path):
     """A real session: the agent zooms the axial view on the lesion; the evidence view has that image's plane
     and field of view (at the report's resolution), not a standard view."""
-    from MedOpenClawLib.session import build_headless_slicer_registry
+    from MedOpenClawLib.apps.radiology import build_headless_slicer_registry
 
     case, truth = package
     registry = build_headless_slicer_registry([str(case.data_root)])

@@ -16,11 +16,18 @@ from small_cohort import SMALL
 
 from MedOpenClawLib.bench import modules
 from MedOpenClawLib.bench.cases import CaseFormatError, load_cases, load_ground_truth
-from MedOpenClawLib.bench.loaders import prepare
-from MedOpenClawLib.bench.scoring.geometry import area_covers, evidence_area, key_slice_in_range, mask_from_file
+from MedOpenClawLib.bench.modules.bracs.synthetic import deterministic_xlsx, geojson_export
+from MedOpenClawLib.bench.modules.camelyon17.synthetic import asap_xml
+from MedOpenClawLib.bench.package import prepare
+from MedOpenClawLib.bench.scoring.geometry import (
+    area_covers,
+    evidence_area,
+    key_slice_in_range,
+    mask_from_file,
+)
 from MedOpenClawLib.bench.synthetic.cohort import CohortConfig, write_cohort
 from MedOpenClawLib.bench.synthetic.common import write_nifti
-from MedOpenClawLib.bench.synthetic.slides import asap_xml, deterministic_xlsx, geojson_export, write_pyramid
+from MedOpenClawLib.bench.synthetic.slide_layout import write_pyramid
 
 
 def _digest(root: Path) -> dict[str, str]:
@@ -47,7 +54,7 @@ def test_cohort_is_byte_identical_from_the_same_seed(cohort, tmp_path):
 
 @pytest.mark.parametrize("module", list(modules.names()))
 def test_loaders_read_the_cohort_and_reference_evidence_passes(cohort, tmp_path, module):
-    manifest = prepare(module, cohort / modules.get(module).dataset_dir, tmp_path / module)
+    manifest = prepare(modules.get(module), cohort / modules.get(module).dataset_dir, tmp_path / module)
     cases = load_cases(tmp_path / module)
     assert len(cases) == 2 and len(manifest["cases"]) == 2
     for case in cases:
@@ -77,7 +84,7 @@ def test_loaders_read_the_cohort_and_reference_evidence_passes(cohort, tmp_path,
 def test_lumiere_mask_fields_agree_with_the_generated_rating(tmp_path):
     root = tmp_path / "raw"
     write_cohort(root, CohortConfig(seed=3, cases=6, mri_spacing_mm=2), modules=["lumiere"])
-    prepare("lumiere", root / "LUMIERE", tmp_path / "cases")
+    prepare(modules.get("lumiere"), root / "LUMIERE", tmp_path / "cases")
     labels = []
     for case in load_cases(tmp_path / "cases"):
         truth = load_ground_truth(tmp_path / "cases", case.case_id)
@@ -94,10 +101,10 @@ def test_lumiere_mask_fields_agree_with_the_generated_rating(tmp_path):
 
 
 def test_nsclc_mask_is_placed_through_lps_geometry(cohort, tmp_path):
-    from MedOpenClawLib.bench.loaders.nsclc import LOCATIONS
-    from MedOpenClawLib.bench.synthetic.thorax import make_subject, subject_attributes
+    from MedOpenClawLib.bench.modules.nsclc.loader import LOCATIONS
+    from MedOpenClawLib.bench.modules.nsclc.synthetic import make_subject, subject_attributes
 
-    prepare("nsclc", cohort / modules.get("nsclc").dataset_dir, tmp_path / "n")
+    prepare(modules.get("nsclc"), cohort / modules.get("nsclc").dataset_dir, tmp_path / "n")
     attributes = subject_attributes(SMALL.seed, SMALL.cases + 1)[0]
     subject = make_subject("R01-001", SMALL.seed, **attributes)
     truth = load_ground_truth(tmp_path / "n", "R01-001")
@@ -174,7 +181,7 @@ def test_ucsf_fixture_quirks(tmp_path):
         ],
         bom=True,
     )
-    manifest = prepare("ucsf-pdgm", tmp_path / "raw", tmp_path / "cases")
+    manifest = prepare(modules.get("ucsf-pdgm"), tmp_path / "raw", tmp_path / "cases")
     assert [case["case_id"] for case in manifest["cases"]] == ["UCSF-PDGM-0004"]
     reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
     assert "missing UCSF-PDGM-0005_T2.nii.gz" in reasons["UCSF-PDGM-0005"]
@@ -234,7 +241,7 @@ def test_ucsf_follow_up_rows_neither_overwrite_the_baseline_nor_become_cases(tmp
             ["UCSF-PDGM-004_FU001d", "M", "Astrocytoma, IDH-mutant", "mutated"],  # after the base row
         ],
     )
-    manifest = prepare("ucsf-pdgm", tmp_path / "raw", tmp_path / "cases")
+    manifest = prepare(modules.get("ucsf-pdgm"), tmp_path / "raw", tmp_path / "cases")
     assert [case["case_id"] for case in manifest["cases"]] == ["UCSF-PDGM-0004"]
     assert load_ground_truth(tmp_path / "cases", "UCSF-PDGM-0004").answers == {"answer": "A"}  # the base row
     (skipped,) = manifest["skipped"]
@@ -246,7 +253,7 @@ def test_ucsf_follow_up_rows_neither_overwrite_the_baseline_nor_become_cases(tmp
 def test_lumiere_fixture_quirks(tmp_path):
     raw = tmp_path / "raw"
     _lumiere_fixture(raw, measured=True)
-    manifest = prepare("lumiere", raw, tmp_path / "cases")
+    manifest = prepare(modules.get("lumiere"), raw, tmp_path / "cases")
     assert [case["case_id"] for case in manifest["cases"]] == ["Patient-001__week-010__to__week-020"]
     # the mapping comes from the dataset's own measured volumes, not from a guess
     assert manifest["segmentation_labels"] == {"enhancing": 2, "necrosis": 1, "edema": 3,
@@ -279,13 +286,13 @@ def test_lumiere_label_mapping_is_refused_when_measured_volumes_disagree(tmp_pat
     volumes["Enhancing_Core"] = 8.0  # one voxel: that is label 1 here, while the other studies say label 2
     (victim / "measured_volumes_in_mm3.json").write_text(json.dumps(volumes))
     with pytest.raises(CaseFormatError, match="Enhancing_Core = 8.0 mm3 .* label mapping is unknown"):
-        prepare("lumiere", raw, tmp_path / "cases")
+        prepare(modules.get("lumiere"), raw, tmp_path / "cases")
 
 
 def test_lumiere_without_measured_volumes_uses_the_documented_default_and_says_so(tmp_path):
     raw = tmp_path / "raw"
     _lumiere_fixture(raw, measured=False)
-    manifest = prepare("lumiere", raw, tmp_path / "cases")
+    manifest = prepare(modules.get("lumiere"), raw, tmp_path / "cases")
     assert manifest["segmentation_labels"]["enhancing"] == 1
     assert "not verified" in manifest["segmentation_labels"]["evidence"]
 
@@ -295,7 +302,7 @@ def test_lumiere_cohort_filters_are_flags_with_a_count_per_step(tmp_path):
     _lumiere_fixture(raw, measured=True)
     (raw / "Imaging" / "Patient-001" / "week-010" / "DeepBraTumIA-segmentation" / "atlas" / "segmentation"
      / "seg_mask.nii.gz").unlink()
-    manifest = prepare("lumiere", raw, tmp_path / "cases", require_evidence=True)
+    manifest = prepare(modules.get("lumiere"), raw, tmp_path / "cases", require_evidence=True)
     assert manifest["cases"] == []
     assert [(row["step"], row["remaining"]) for row in manifest["filters"]] == [
         ("candidates", 3), ("RANO-rated CURRENT study", 2), ("evidence available (both segmentations)", 1),
@@ -315,7 +322,7 @@ def test_nsclc_fixture_quirks(cohort, tmp_path):
     rows[3][t_column] = "Tis"
     rows[2][rows[0].index("Tumor Location (choice=LLL)")] = "Checked"  # two lobes ticked
     write_csv(clinical, rows)
-    manifest = prepare("nsclc", raw, tmp_path / "cases", include_amc=True)
+    manifest = prepare(modules.get("nsclc"), raw, tmp_path / "cases", include_amc=True)
     ids = [case["case_id"] for case in manifest["cases"]]
     assert ids == ["AMC-001", "R01-001", "R01-002"] and rows[3][0] == "AMC-001"  # the Tis case is kept
     truth = load_ground_truth(tmp_path / "cases", "R01-001")
@@ -329,7 +336,7 @@ def test_nsclc_fixture_quirks(cohort, tmp_path):
     assert two_lobes.answers["q1"] is None and " + LLL (not in the paper's label set" in two_lobes.labels["q1"]
     seg_dir = next((raw / "manifest-1622561851074" / "NSCLC Radiogenomics" / "R01-001").rglob("1000.0*"))
     shutil.rmtree(seg_dir)
-    manifest = prepare("nsclc", raw, tmp_path / "cases2")
+    manifest = prepare(modules.get("nsclc"), raw, tmp_path / "cases2")
     reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
     assert "has no .dcm file" in reasons["R01-001"]  # metadata.csv lists a series that is not on disk
 
@@ -358,7 +365,7 @@ def test_bracs_fixture_quirks(tmp_path):
             "WSI_Information",
         )
     )
-    manifest = prepare("bracs", raw, tmp_path / "cases")
+    manifest = prepare(modules.get("bracs"), raw, tmp_path / "cases")
     assert [case["case_id"] for case in manifest["cases"]] == ["BRACS_1"]
     reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
     assert "disagrees" in reasons["BRACS_2"] and "BRACS_3" in reasons
@@ -380,7 +387,7 @@ def test_bracs_slide_without_geojson_export_is_kept_as_evidence_unavailable(tmp_
     (raw / "BRACS_RoI" / "project" / "data" / "1" / "data.qpdata").write_bytes(b"QuPath binary")
     (raw / "BRACS.xlsx").write_bytes(deterministic_xlsx(
         [["WSI Filename", "Set", "WSI label"], ["BRACS_7.svs", "val", "ADH"]], "WSI_Information"))
-    manifest = prepare("bracs", raw, tmp_path / "cases")
+    manifest = prepare(modules.get("bracs"), raw, tmp_path / "cases")
     assert [case["case_id"] for case in manifest["cases"]] == ["BRACS_7"]
     assert load_ground_truth(tmp_path / "cases", "BRACS_7").labels["evidence"] == "unavailable"
     assert manifest["class_counts"] == {"ADH": {"cases": 1, "evidence_available": 0}}
@@ -412,7 +419,7 @@ def test_camelyon_fixture_quirks(tmp_path):
             ["patient_010_node_4.tif", "itc"],
         ],
     )
-    manifest = prepare("camelyon17", raw, tmp_path / "cases")
+    manifest = prepare(modules.get("camelyon17"), raw, tmp_path / "cases")
     assert [case["case_id"] for case in manifest["cases"]] == ["patient_010_node_1", "patient_010_node_2",
                                                                "patient_010_node_3"]
     reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
@@ -438,7 +445,7 @@ def test_truncated_lesion_mask_skips_the_case_instead_of_crashing(cohort, tmp_pa
     pattern = "*_tumor_segmentation.nii.gz" if module == "ucsf-pdgm" else "seg_mask.nii.gz"
     victim = sorted(raw.rglob(pattern))[-1]
     _truncate(victim)
-    manifest = prepare(module, raw, tmp_path / "cases")
+    manifest = prepare(modules.get(module), raw, tmp_path / "cases")
     reasons = [item["reason"] for item in manifest["skipped"] if "unreadable" in item["reason"]]
     assert reasons and "EOFError" in reasons[0]
     assert manifest["cases"]  # the other cases are still prepared
@@ -450,7 +457,7 @@ def test_truncated_image_volume_skips_the_case_at_prepare_time(cohort, tmp_path,
     shutil.copytree(cohort / modules.get(module).dataset_dir, raw)
     victim = sorted(raw.rglob(pattern))[-1]
     _truncate(victim)
-    manifest = prepare(module, raw, tmp_path / "cases")
+    manifest = prepare(modules.get(module), raw, tmp_path / "cases")
     reasons = [item["reason"] for item in manifest["skipped"] if victim.name in item["reason"]]
     assert reasons and "unreadable NIfTI" in reasons[0]
     assert manifest["cases"]
@@ -463,7 +470,7 @@ def test_nsclc_seg_is_placed_on_the_geometry_the_viewer_gives_its_ct(cohort, tmp
 
     raw = tmp_path / "raw"
     shutil.copytree(cohort / modules.get("nsclc").dataset_dir, raw)
-    prepare("nsclc", raw, tmp_path / "cases")
+    prepare(modules.get("nsclc"), raw, tmp_path / "cases")
     truth = load_ground_truth(tmp_path / "cases", "R01-001")
     case = next(case for case in load_cases(tmp_path / "cases") if case.case_id == "R01-001")
     ct = next(volume for volume in case.volumes if volume.modality == "CT")
@@ -481,7 +488,7 @@ def test_nsclc_seg_is_placed_on_the_geometry_the_viewer_gives_its_ct(cohort, tmp
     moved = pydicom.dcmread(files[len(files) // 2])
     moved.ImagePositionPatient[2] = float(moved.ImagePositionPatient[2]) + 0.4  # uneven spacing
     moved.save_as(files[len(files) // 2])
-    manifest = prepare("nsclc", raw, tmp_path / "again")
+    manifest = prepare(modules.get("nsclc"), raw, tmp_path / "again")
     reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
     assert "not one evenly spaced volume" in reasons["R01-001"] and "resampled" in reasons["R01-001"]
 
@@ -490,8 +497,8 @@ def test_nsclc_seg_is_placed_on_the_geometry_the_viewer_gives_its_ct(cohort, tmp
 
 
 def test_allocation_keeps_the_class_mix_of_small_cohorts():
+    from MedOpenClawLib.bench.modules.bracs.synthetic import BRACS_PRIORS
     from MedOpenClawLib.bench.synthetic.common import allocate, rng_for
-    from MedOpenClawLib.bench.synthetic.slides import BRACS_PRIORS
 
     labels = allocate(BRACS_PRIORS, 547, rng_for(0, "x"))
     assert {label: labels.count(label) for label in BRACS_PRIORS} == BRACS_PRIORS  # the real 547 slides
@@ -506,9 +513,10 @@ def test_allocation_keeps_the_class_mix_of_small_cohorts():
     ("nsclc", {"N0": 0.72, "Adenocarcinoma": 0.74}),
 ])
 def test_label_frequencies_follow_the_real_datasets(module, expected):
-    from MedOpenClawLib.bench.synthetic.brain_datasets import RANO_PRIORS, UCSF_PRIORS
+    from MedOpenClawLib.bench.modules.lumiere.synthetic import RANO_PRIORS
+    from MedOpenClawLib.bench.modules.nsclc.synthetic import subject_attributes
+    from MedOpenClawLib.bench.modules.ucsf_pdgm.synthetic import UCSF_PRIORS
     from MedOpenClawLib.bench.synthetic.common import allocate, rng_for
-    from MedOpenClawLib.bench.synthetic.thorax import subject_attributes
 
     count = 200
     if module == "nsclc":
@@ -520,10 +528,11 @@ def test_label_frequencies_follow_the_real_datasets(module, expected):
 
 
 def test_camelyon_categories_are_physical_and_stage_the_nodes(cohort, tmp_path):
-    from MedOpenClawLib.bench.synthetic.slides import METASTASIS_DIAMETER_UM, slide_mpp
+    from MedOpenClawLib.bench.modules.camelyon17.synthetic import METASTASIS_DIAMETER_UM
+    from MedOpenClawLib.bench.synthetic.slide_layout import slide_mpp
     from MedOpenClawLib.bench.synthetic.tissue import max_diameter
 
-    prepare("camelyon17", cohort / modules.get("camelyon17").dataset_dir, tmp_path / "c")
+    prepare(modules.get("camelyon17"), cohort / modules.get("camelyon17").dataset_dir, tmp_path / "c")
     mpp = slide_mpp(SMALL.slide_size)
     for case in load_cases(tmp_path / "c"):
         truth = load_ground_truth(tmp_path / "c", case.case_id)
@@ -540,9 +549,9 @@ def test_nsclc_t_stage_is_the_one_measured_on_the_mask(cohort, tmp_path):
     import nibabel as nib
     from scipy.spatial import ConvexHull
 
-    from MedOpenClawLib.bench.synthetic.thorax import t_stage_for
+    from MedOpenClawLib.bench.modules.nsclc.synthetic import t_stage_for
 
-    prepare("nsclc", cohort / modules.get("nsclc").dataset_dir, tmp_path / "n")
+    prepare(modules.get("nsclc"), cohort / modules.get("nsclc").dataset_dir, tmp_path / "n")
     for case in load_cases(tmp_path / "n"):
         truth = load_ground_truth(tmp_path / "n", case.case_id)
         image = nib.load(truth.mask_path)
@@ -567,8 +576,9 @@ def test_no_fixed_slide_location_finds_the_lesion(module):
     clicks hits the scored region on few positive slides (the paper's best model localises 0.19 / 0.39)."""
     from matplotlib.path import Path as PolygonPath
 
+    from MedOpenClawLib.bench.modules.bracs.synthetic import bracs_scene
+    from MedOpenClawLib.bench.modules.camelyon17.synthetic import camelyon_scene
     from MedOpenClawLib.bench.synthetic.common import rng_for
-    from MedOpenClawLib.bench.synthetic.slides import bracs_scene, camelyon_scene
 
     size = CohortConfig.for_size("demo").slide_size
     grid = np.array([[(i + 0.5) / 5 * size[0], (j + 0.5) / 5 * size[1]] for i in range(5) for j in range(5)])
@@ -594,8 +604,8 @@ def test_no_fixed_slide_location_finds_the_lesion(module):
 def test_no_constant_camelyon_answer_reaches_the_best_model(cases):
     """The node labels are enriched for positives; still no class reaches the paper's best Task (0.35), so
     answering one category for every slide never matches a model that looks."""
+    from MedOpenClawLib.bench.modules.camelyon17.synthetic import CAMELYON_PRIORS
     from MedOpenClawLib.bench.synthetic.common import allocate, rng_for
-    from MedOpenClawLib.bench.synthetic.slides import CAMELYON_PRIORS
 
     labels = allocate(CAMELYON_PRIORS, cases, rng_for(0, "camelyon-labels"))
     assert max(labels.count(label) for label in CAMELYON_PRIORS) / cases < 0.35

@@ -3,23 +3,23 @@ coordinate inside a tumour region (MedFlow-Bench App. H.2, Table 4)."""
 
 from __future__ import annotations
 
-from ...trace_audit.specs import AuditSpec, single_study
-from ..agents.answers import write_camelyon
-from ..agents.heuristic import HeuristicAgent
-from ..agents.oracle import OracleAgent
-from ..agents.random_agent import RandomAgent
-from ..cases import Question
-from ..labels import METASTASIS_OPTIONS, TUMOR_PRESENCE_OPTIONS
-from ..parsers import parse_camelyon
-from ..prompts import numbered_questions
-from ..scoring.process import PATHOLOGY_REFERENCE, PATHOLOGY_STAGES
-from ..scoring.rules import score_camelyon
-from ..truth_check import camelyon_problems, region_problems, slide_size_problems
-from .spec import LOC_WSI_POINT, PATHOLOGY, ModuleSpec, SubMetric, imported_on_call
+from pathlib import Path
+
+from ....core.applications import PATHOLOGY
+from ....trace_audit.specs import AuditSpec, single_study
+from ...cases import Question
+from ...prompts import PROMPT_DIR as SHARED_PROMPTS
+from ...prompts import numbered_questions
+from ...scoring.process import PATHOLOGY_REFERENCE, PATHOLOGY_STAGES
+from ...spec import LOC_WSI_POINT, ModuleSpec, SubMetric, imported_on_call
+from ...truth_check import camelyon_problems, region_problems, slide_size_problems
+from . import plans
+from .answer import parse, score_answer, write
+from .labels import METASTASIS_OPTIONS, TUMOR_PRESENCE_OPTIONS
 
 
 def write_synthetic(root, config) -> list[str]:
-    from ..synthetic.slides import write_camelyon
+    from .synthetic import write_camelyon
 
     return write_camelyon(root, config.seed, config.cases, tuple(config.slide_size), config.workers)
 
@@ -29,11 +29,13 @@ def answered(parsed: dict) -> bool:
     return parsed.get("tumor_presence") is not None
 
 
+PROMPTS = Path(__file__).resolve().parent / "prompts"  # this module's App. H templates
+
 SPEC = ModuleSpec(
     name="camelyon17",
     title="Lymph-node WSI",
     application=PATHOLOGY,
-    loader=imported_on_call("MedOpenClawLib.bench.loaders.pathology", "prepare_camelyon"),
+    loader=imported_on_call("MedOpenClawLib.bench.modules.camelyon17.loader", "prepare_camelyon"),
     loader_options=(),
     filter_steps=(),
     paper_count=550,
@@ -44,19 +46,20 @@ SPEC = ModuleSpec(
         Question("tumor_presence", "Tumor presence?", TUMOR_PRESENCE_OPTIONS),
         Question("largest_metastasis", "Largest metastasis category for this slide?", METASTASIS_OPTIONS),
     ),
-    system_prompt="pathology.system.txt",
-    task_prompt="camelyon17.task.txt",
+    no_lesion_answer=None,
+    system_prompt=SHARED_PROMPTS / "pathology.system.txt",
+    task_prompt=PROMPTS / "task.txt",
     format_options=numbered_questions,
-    parse=parse_camelyon,
+    parse=parse,
     answered=answered,
-    write_answer=write_camelyon,
-    score=score_camelyon,
+    write_answer=write,
+    tables=("table2",),
+    score=score_answer,
     localization=LOC_WSI_POINT,
     sub_metrics=(SubMetric("tumor_presence", "Presence", ""), SubMetric("largest_metastasis", "Category", "")),
     detail_columns=("task", "tumor_presence", "largest_metastasis", "strict", "loc"),
     reference_tools=PATHOLOGY_REFERENCE,
     stages=PATHOLOGY_STAGES,
     audit=AuditSpec("pathology", single_study),
-    plans={"oracle": OracleAgent.camelyon_plan, "heuristic": HeuristicAgent.camelyon_plan,
-           "random": RandomAgent.camelyon_plan},
+    plans={"oracle": plans.oracle, "heuristic": plans.heuristic, "random": plans.random},
 )

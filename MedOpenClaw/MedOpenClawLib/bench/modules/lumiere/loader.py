@@ -39,10 +39,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..cases import IMAGE_SPACES, Case, CaseFormatError, GroundTruth, PackageWriter, VolumeRef, place_file
-from ..labels import RANO_OPTIONS, normalize_rano
-from ..truth_check import label_map, lesion_fields_of_files
-from .common import SkipCase, column, decoded_nifti_shape, find_one, questions_for, read_csv_rows
+from ...cases import IMAGE_SPACES, Case, CaseFormatError, GroundTruth, VolumeRef
+from ...kit.loading import SkipCase, column, decoded_nifti_shape, find_one, read_csv_rows
+from ...package import PackageWriter, place_file
+from ...truth_check import label_map, lesion_fields_of_files
+from .labels import RANO_OPTIONS, normalize_rano
 
 MODALITIES = ("CT1", "T1", "T2", "FLAIR")
 COMPARTMENT_KEYS = {"enhancing": "Enhancing_Core", "necrosis": "Necrotic_NonEnhancing", "edema": "Edema_Compartment"}
@@ -260,7 +261,7 @@ def _prepare_case(case_id: str, old: Path, current: Path, row: dict, writer: Pac
         data_dir=writer.relative(data_dir),
         open_paths=[writer.relative(data_dir)],
         volumes=volumes,
-        questions=questions_for("lumiere"),
+        questions=list(writer.spec.questions),
         image_space=images,
         brief={
             "patient": patient,

@@ -3,34 +3,35 @@ and no localization (MedFlow-Bench App. H.1, Tables 4 and 5)."""
 
 from __future__ import annotations
 
-from ...trace_audit.specs import AuditSpec, lumiere_timepoint
-from ..agents.answers import write_lumiere
-from ..agents.heuristic import HeuristicAgent
-from ..agents.oracle import OracleAgent
-from ..agents.random_agent import RandomAgent
-from ..cases import CONSISTENT_STEP, USABLE_STEP, Question
-from ..labels import LUMIERE_EVIDENCE_FIELDS, RANO_OPTIONS
-from ..parsers import parse_lumiere
-from ..prompts import lettered_options
-from ..scoring.process import INSPECT_TOOLS
-from ..scoring.rules import score_lumiere
-from ..truth_check import lumiere_problems
-from .spec import LOC_NONE, RADIOLOGY, ModuleSpec, SubMetric, imported_on_call, single_answer
+from pathlib import Path
+
+from ....core.applications import RADIOLOGY
+from ....trace_audit.specs import AuditSpec, lumiere_timepoint
+from ...cases import CONSISTENT_STEP, USABLE_STEP, Question
+from ...prompts import lettered_options
+from ...scoring.process import INSPECT_TOOLS
+from ...spec import LOC_NONE, ModuleSpec, SubMetric, imported_on_call, single_answer
+from ...truth_check import lumiere_problems
+from . import plans
+from .answer import parse, score_answer, write
+from .labels import LUMIERE_EVIDENCE_FIELDS, RANO_OPTIONS
 
 FIELD_LABELS = ("NML", "T2 Prog.", "Cur. TL", "New TL", "Cur. NTL", "New NTL")  # MedFlow-Bench Table 5
 
 
 def write_synthetic(root, config) -> list[str]:
-    from ..synthetic.brain_datasets import write_lumiere
+    from .synthetic import write_lumiere
 
     return write_lumiere(root, config.seed, config.cases, config.mri_spacing_mm, config.workers)
 
+
+PROMPTS = Path(__file__).resolve().parent / "prompts"  # this module's App. H templates
 
 SPEC = ModuleSpec(
     name="lumiere",
     title="Longitudinal MRI",
     application=RADIOLOGY,
-    loader=imported_on_call("MedOpenClawLib.bench.loaders.lumiere", "prepare_lumiere"),
+    loader=imported_on_call("MedOpenClawLib.bench.modules.lumiere.loader", "prepare_lumiere"),
     loader_options=("require_evidence", "min_label_cases", "images"),
     filter_steps=("RANO-rated CURRENT study", "evidence available (both segmentations)", "complete imaging",
                   "both studies in the requested image space", USABLE_STEP, CONSISTENT_STEP, "label frequency"),
@@ -39,19 +40,20 @@ SPEC = ModuleSpec(
     write_synthetic=write_synthetic,
     truth_checks=(lumiere_problems,),
     questions=(Question("answer", "CURRENT study's RANO response label", RANO_OPTIONS),),
-    system_prompt="lumiere.system.txt",
-    task_prompt="lumiere.task.txt",
+    no_lesion_answer=None,
+    system_prompt=PROMPTS / "system.txt",
+    task_prompt=PROMPTS / "task.txt",
     format_options=lettered_options,
-    parse=parse_lumiere,
+    parse=parse,
     answered=single_answer,
-    write_answer=write_lumiere,
-    score=score_lumiere,
+    write_answer=write,
+    tables=("table1", "table5"),
+    score=score_answer,
     localization=LOC_NONE,
     sub_metrics=tuple(SubMetric(name, label, "fields") for name, label in zip(LUMIERE_EVIDENCE_FIELDS, FIELD_LABELS)),
     detail_columns=(*LUMIERE_EVIDENCE_FIELDS, "task", "strict"),
     reference_tools=("observe", "select_volume", "fusion", "scroll", "select_volume", "scroll"),
     stages=(("inspect", INSPECT_TOOLS), ("compare_timepoints", frozenset({"select_volume", "fusion"}))),
     audit=AuditSpec("none", lumiere_timepoint, "registration"),
-    plans={"oracle": OracleAgent.lumiere_plan, "heuristic": HeuristicAgent.lumiere_plan,
-           "random": RandomAgent.lumiere_plan},
+    plans={"oracle": plans.oracle, "heuristic": plans.heuristic, "random": plans.random},
 )

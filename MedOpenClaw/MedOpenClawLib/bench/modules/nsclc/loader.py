@@ -18,12 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ...viewer.dicom_series import split_series
-from ...viewer.loading import series_volume_name
-from ..cases import Case, GroundTruth, PackageWriter, VolumeRef, place_file
-from ..labels import NSCLC_QUESTIONS
-from ..synthetic.common import write_nifti
-from .common import SkipCase, column, find_one, localization_record, questions_for, read_csv_rows
+from ....viewer.dicom_series import split_series
+from ....viewer.loading import series_volume_name
+from ...cases import Case, GroundTruth, VolumeRef
+from ...kit.loading import SkipCase, column, find_one, localization_record, read_csv_rows
+from ...package import PackageWriter, place_file
+from ...synthetic.common import write_nifti
+from .labels import NSCLC_QUESTIONS
 
 LOCATIONS = {"RUL": "A", "RML": "B", "RLL": "C", "LUL": "D", "LLL": "E", "L Lingula": "F", "Lingula": "F"}
 
@@ -281,7 +282,7 @@ def _prepare_case(case_id: str, row: dict | None, series: list[dict], writer: Pa
         data_dir=writer.relative(data_dir),
         open_paths=[writer.relative(data_dir)],
         volumes=volumes,
-        questions=questions_for("nsclc"),
+        questions=list(writer.spec.questions),
         brief={
             "default_alias": "diagnostic_ct",
             "source_volume_name": volumes[0].name,

@@ -3,25 +3,24 @@
 
 from __future__ import annotations
 
-from ...trace_audit.specs import AuditSpec, single_study
-from ..agents.answers import write_nsclc
-from ..agents.heuristic import HeuristicAgent
-from ..agents.oracle import OracleAgent
-from ..agents.random_agent import RandomAgent
-from ..cases import CONSISTENT_STEP, USABLE_STEP, Question
-from ..labels import NSCLC_QUESTIONS
-from ..parsers import parse_nsclc
-from ..prompts import compact_numbered_options
-from ..scoring.process import INSPECT_TOOLS, RADIOLOGY_LOCALIZE
-from ..scoring.rules import score_nsclc
-from ..truth_check import localization_problems
-from .spec import LOC_RAS_IN_MASK, RADIOLOGY, ModuleSpec, SubMetric, imported_on_call
+from pathlib import Path
+
+from ....core.applications import RADIOLOGY
+from ....trace_audit.specs import AuditSpec, single_study
+from ...cases import CONSISTENT_STEP, USABLE_STEP, Question
+from ...prompts import compact_numbered_options
+from ...scoring.process import INSPECT_TOOLS, RADIOLOGY_LOCALIZE
+from ...spec import LOC_RAS_IN_MASK, ModuleSpec, SubMetric, imported_on_call
+from ...truth_check import localization_problems
+from . import plans
+from .answer import parse, score_answer, write
+from .labels import NSCLC_QUESTIONS
 
 SUBTASK_LABELS = ("Tumor Loc.", "T Stage", "Path. N", "Hist.", "Grade")  # MedFlow-Bench Table 5
 
 
 def write_synthetic(root, config) -> list[str]:
-    from ..synthetic.thorax import write_nsclc
+    from .synthetic import write_nsclc
 
     return write_nsclc(root, config.seed, config.cases, config.ct_size, config.workers)
 
@@ -31,11 +30,13 @@ def answered(parsed: dict) -> bool:
     return any(value is not None for value in (parsed.get("answers") or {}).values())
 
 
+PROMPTS = Path(__file__).resolve().parent / "prompts"  # this module's App. H templates
+
 SPEC = ModuleSpec(
     name="nsclc",
     title="Lung PET/CT",
     application=RADIOLOGY,
-    loader=imported_on_call("MedOpenClawLib.bench.loaders.nsclc", "prepare_nsclc"),
+    loader=imported_on_call("MedOpenClawLib.bench.modules.nsclc.loader", "prepare_nsclc"),
     loader_options=("include_amc",),
     filter_steps=("exclude AMC (default)", "clinical row", "DICOM SEG tumour mask on its CT", "PET and CT series",
                   USABLE_STEP, CONSISTENT_STEP),
@@ -44,13 +45,15 @@ SPEC = ModuleSpec(
     write_synthetic=write_synthetic,
     truth_checks=(localization_problems,),
     questions=tuple(Question(qid, text, options) for qid, text, options in NSCLC_QUESTIONS),
-    system_prompt="nsclc.system.txt",
-    task_prompt="nsclc.task.txt",
+    no_lesion_answer="No tumor",
+    system_prompt=PROMPTS / "system.txt",
+    task_prompt=PROMPTS / "task.txt",
     format_options=compact_numbered_options,
-    parse=parse_nsclc,
+    parse=parse,
     answered=answered,
-    write_answer=write_nsclc,
-    score=score_nsclc,
+    write_answer=write,
+    tables=("table1", "table5"),
+    score=score_answer,
     localization=LOC_RAS_IN_MASK,
     sub_metrics=tuple(SubMetric(qid, label, "questions")
                       for (qid, _, _), label in zip(NSCLC_QUESTIONS, SUBTASK_LABELS)),
@@ -62,6 +65,5 @@ SPEC = ModuleSpec(
         ("localize", RADIOLOGY_LOCALIZE),
     ),
     audit=AuditSpec("radiology", single_study, "vista3d"),
-    plans={"oracle": OracleAgent.localized_plan, "heuristic": HeuristicAgent.nsclc_plan,
-           "random": RandomAgent.nsclc_plan},
+    plans={"oracle": plans.oracle, "heuristic": plans.heuristic, "random": plans.random},
 )

@@ -16,8 +16,19 @@ from pathlib import Path
 
 import numpy as np
 
-from .chest import LOBES, Chest, Grid, Lobulated, Part, build_chest, ct_numbers, label_volume, lobulated, suv_volume
-from .common import allocate, rng_for, run_jobs, uid_for
+from ...synthetic.chest import (
+    LOBES,
+    Chest,
+    Grid,
+    Lobulated,
+    Part,
+    build_chest,
+    ct_numbers,
+    label_volume,
+    lobulated,
+    suv_volume,
+)
+from ...synthetic.common import allocate, rng_for, run_jobs, uid_for
 
 # Frequencies of the clinical labels (NSCLC Radiogenomics, approximately).
 LOBE_PRIORS = {"RUL": 0.30, "RML": 0.07, "RLL": 0.20, "LUL": 0.25, "LLL": 0.15, "Lingula": 0.03}

@@ -14,17 +14,17 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..cases import Case, GroundTruth, PackageWriter, VolumeRef, place_file
-from ..labels import UCSF_OPTIONS
-from .common import (
+from ...cases import Case, GroundTruth, VolumeRef
+from ...kit.loading import (
     SkipCase,
     column,
     decoded_nifti_shape,
     find_one,
     localization_record,
-    questions_for,
     read_csv_rows,
 )
+from ...package import PackageWriter, place_file
+from .labels import UCSF_OPTIONS
 
 SEQUENCES = ("T1", "T1c", "T2", "FLAIR")
 DIAGNOSIS_KEYWORDS = (  # checked in order: pilocytic before the generic astrocytoma
@@ -105,7 +105,7 @@ def _prepare_case(case_id: str, folder: Path, row: dict | None, writer: PackageW
         data_dir=writer.relative(data_dir),
         open_paths=[writer.relative(data_dir)],
         volumes=volumes,
-        questions=questions_for("ucsf-pdgm"),
+        questions=list(writer.spec.questions),
         brief={"csv_id": row.get("ID", ""), "loaded_files": [path.name for path in files.values()]},
     )
     truth = GroundTruth(

@@ -3,32 +3,33 @@ App. H.1, Table 4)."""
 
 from __future__ import annotations
 
-from ...trace_audit.specs import AuditSpec, single_study
-from ..agents.answers import write_ucsf
-from ..agents.heuristic import HeuristicAgent
-from ..agents.oracle import OracleAgent
-from ..agents.random_agent import RandomAgent
-from ..cases import USABLE_STEP, Question
-from ..labels import UCSF_OPTIONS
-from ..parsers import parse_ucsf
-from ..prompts import lettered_options
-from ..scoring.process import INSPECT_TOOLS, RADIOLOGY_LOCALIZE, RADIOLOGY_REFERENCE
-from ..scoring.rules import score_ucsf
-from ..truth_check import localization_problems
-from .spec import LOC_RAS_IN_MASK, RADIOLOGY, ModuleSpec, imported_on_call, single_answer
+from pathlib import Path
+
+from ....core.applications import RADIOLOGY
+from ....trace_audit.specs import AuditSpec, single_study
+from ...cases import USABLE_STEP, Question
+from ...prompts import lettered_options
+from ...scoring.process import INSPECT_TOOLS, RADIOLOGY_LOCALIZE, RADIOLOGY_REFERENCE
+from ...spec import LOC_RAS_IN_MASK, ModuleSpec, imported_on_call, single_answer
+from ...truth_check import localization_problems
+from . import plans
+from .answer import parse, score_answer, write
+from .labels import UCSF_OPTIONS
 
 
 def write_synthetic(root, config) -> list[str]:
-    from ..synthetic.brain_datasets import write_ucsf
+    from .synthetic import write_ucsf
 
     return write_ucsf(root, config.seed, config.cases, config.mri_spacing_mm, config.workers)
 
+
+PROMPTS = Path(__file__).resolve().parent / "prompts"  # this module's App. H templates
 
 SPEC = ModuleSpec(
     name="ucsf-pdgm",
     title="Brain MRI",
     application=RADIOLOGY,
-    loader=imported_on_call("MedOpenClawLib.bench.loaders.ucsf_pdgm", "prepare_ucsf"),
+    loader=imported_on_call("MedOpenClawLib.bench.modules.ucsf_pdgm.loader", "prepare_ucsf"),
     loader_options=(),
     filter_steps=("baseline scans only (_FU follow-ups excluded)", USABLE_STEP),
     paper_count=495,
@@ -36,13 +37,15 @@ SPEC = ModuleSpec(
     write_synthetic=write_synthetic,
     truth_checks=(localization_problems,),
     questions=(Question("answer", "Classify the case into one option", UCSF_OPTIONS),),
-    system_prompt="ucsf-pdgm.system.txt",
-    task_prompt="ucsf-pdgm.task.txt",
+    no_lesion_answer="No tumor",
+    system_prompt=PROMPTS / "system.txt",
+    task_prompt=PROMPTS / "task.txt",
     format_options=lettered_options,
-    parse=parse_ucsf,
+    parse=parse,
     answered=single_answer,
-    write_answer=write_ucsf,
-    score=score_ucsf,
+    write_answer=write,
+    tables=("table1", "table5"),
+    score=score_answer,
     localization=LOC_RAS_IN_MASK,
     sub_metrics=(),
     detail_columns=("task", "strict", "loc"),
@@ -53,6 +56,5 @@ SPEC = ModuleSpec(
         ("localize", RADIOLOGY_LOCALIZE),
     ),
     audit=AuditSpec("radiology", single_study, "segmentation"),
-    plans={"oracle": OracleAgent.localized_plan, "heuristic": HeuristicAgent.ucsf_plan,
-           "random": RandomAgent.ucsf_plan},
+    plans={"oracle": plans.oracle, "heuristic": plans.heuristic, "random": plans.random},
 )

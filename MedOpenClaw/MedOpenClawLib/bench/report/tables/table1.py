@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from ...modules import RADIOLOGY, of_application
+from ...modules import in_table
 from ..runs import Run
-from .grouping import radiology_score_columns, track_a_table
+from .grouping import score_columns, track_a_table
 from .layout import METRIC_LABELS, Column, Table
 
 
 def columns() -> list[Column]:
-    return radiology_score_columns() + [Column(f"avg:{metric}", "Model Avg.", METRIC_LABELS[metric], None, metric)
-                                        for metric in ("task", "strict", "loc")]
+    averages = [Column(f"avg:{metric}", "Model Avg.", METRIC_LABELS[metric], None, metric)
+                for metric in ("task", "strict", "loc")]
+    return [column for module in in_table("table1") for column in score_columns(module)] + averages
 
 
 def build(runs: list[Run]) -> Table:
@@ -20,5 +21,5 @@ def build(runs: list[Run]) -> Table:
         "Strict average the three task families, Loc. averages Brain MRI and Lung PET/CT (shown only when "
         "every part is present; its interval resamples each family's cases on their own). Rows are grouped by "
         "model family. Cells: mean [95% CI] over cases.",
-        columns(), of_application(RADIOLOGY),
+        columns(), in_table("table1"),
     )

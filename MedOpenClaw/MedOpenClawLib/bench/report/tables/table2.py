@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from ...modules import PATHOLOGY, of_application
+from ...modules import in_table
 from ..runs import Run
-from .grouping import pathology_score_columns, track_a_table
+from .grouping import score_columns, track_a_table
 from .layout import Table
 
 
@@ -13,5 +13,5 @@ def build(runs: list[Run]) -> Table:
         runs, "table2", "Table 2: Viewer-native pathology",
         "Coordinate-grounded WSI scoring. Strict = answer plus evidence; Loc. = coordinate localization on "
         "positive slides. Rows are grouped by model family. Cells: mean [95% CI] over cases.",
-        pathology_score_columns(), of_application(PATHOLOGY),
+        [column for module in in_table("table2") for column in score_columns(module)], in_table("table2"),
     )

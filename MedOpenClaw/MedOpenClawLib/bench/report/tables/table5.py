@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from ...modules import RADIOLOGY, of_application
+from ...modules import in_table
 from ..runs import Run
 from .grouping import detail_columns, track_a_table
 from .layout import Column, Table
 
 
 def columns() -> list[Column]:
-    return [column for module in of_application(RADIOLOGY) for column in detail_columns(module)]
+    return [column for module in in_table("table5") for column in detail_columns(module)]
 
 
 def build(runs: list[Run]) -> Table:
@@ -17,5 +17,5 @@ def build(runs: list[Run]) -> Table:
         runs, "table5", "Table 5: Detailed viewer-native radiology metrics",
         "Table 1 expanded with the LUMIERE lesion-state evidence fields (NML = non-measurable lesion) and "
         "the NSCLC subtasks. Rows are grouped by model family. Cells: mean [95% CI] over cases.",
-        columns(), of_application(RADIOLOGY),
+        columns(), in_table("table5"),
     )

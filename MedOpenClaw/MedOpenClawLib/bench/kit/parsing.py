@@ -12,19 +12,6 @@ import json
 import math
 import re
 
-from .labels import (
-    BRACS_LABELS,
-    BRACS_OPTIONS,
-    LUMIERE_EVIDENCE_FIELDS,
-    METASTASIS_OPTIONS,
-    NSCLC_QUESTIONS,
-    RANO_OPTIONS,
-    TUMOR_PRESENCE_OPTIONS,
-    UCSF_OPTIONS,
-    normalize_bracs_label,
-    squash,
-)
-
 KEY_SLICE_FIELDS = (
     ("key_slice_axial_mm", "KEY_SLICE_AXIAL_MM"),
     ("key_slice_sagittal_mm", "KEY_SLICE_SAGITTAL_MM"),
@@ -37,6 +24,11 @@ _EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
 # patterns over the whole reply with re.MULTILINE (``^[\s>#-]*`` runs across blank lines, ``\s*(.*?)\s*$`` around a
 # value) backtrack quadratically on a long run of newlines or spaces, and a model reply is untrusted input
 _ANSWER_NAME = r"(?:final\s+)?answer"
+
+
+def squash(text: str) -> str:
+    """Lower-case, collapse whitespace and strip punctuation at the ends: how labels are compared."""
+    return re.sub(r"\s+", " ", str(text)).strip().strip(".,;:*_`'\"").strip().lower()
 
 
 def clean_text(text: str) -> str:
@@ -61,7 +53,7 @@ def _last_value(text: str, name_pattern: str) -> str | None:
     return next((line.strip() for line in following.split("\n") if line.strip()), "")
 
 
-def _last_field(text: str, name: str) -> str | None:
+def last_field(text: str, name: str) -> str | None:
     """Value of the last ``NAME: value`` line (name case-insensitive, underscores or spaces)."""
     return _last_value(text, re.escape(name).replace("_", "[_ ]"))
 
@@ -185,57 +177,13 @@ def parse_yes_no(value: str | None, what: str, errors: list[str]) -> bool | None
 def parse_radiology_evidence(text: str, errors: list[str]) -> dict:
     evidence: dict = {}
     for key, name in KEY_SLICE_FIELDS:
-        evidence[key] = parse_float(_last_field(text, name), key, errors)
-    evidence["ras"] = parse_ras(_last_field(text, "RAS"), errors)
+        evidence[key] = parse_float(last_field(text, name), key, errors)
+    evidence["ras"] = parse_ras(last_field(text, "RAS"), errors)
     return evidence
 
 
-def _last_answer(text: str) -> str | None:
+def last_answer(text: str) -> str | None:
     return _last_value(text, _ANSWER_NAME)
-
-
-def parse_ucsf(text: str) -> dict:
-    errors: list[str] = []
-    text = clean_text(text)
-    answer = parse_choice(_last_answer(text), UCSF_OPTIONS, "answer", errors)
-    return {"answer": answer, "evidence": parse_radiology_evidence(text, errors), "errors": errors}
-
-
-def parse_lumiere(text: str) -> dict:
-    errors: list[str] = []
-    text = clean_text(text)
-    answer = parse_choice(_last_answer(text), RANO_OPTIONS, "answer", errors)
-    evidence = {name: parse_yes_no(_last_field(text, name), name, errors) for name in LUMIERE_EVIDENCE_FIELDS}
-    return {"answer": answer, "evidence": evidence, "errors": errors}
-
-
-_SEP = r"[\s,;:.()\-]*"  # "1C2D3B4A5B", "1C, 2D, 3B, 4A, 5B", "1: C; 2: D; ...", "1(C) 2(D) ..."
-_COMPACT = re.compile(
-    "".join(rf"{number}{_SEP}([A-Za-z])(?![A-Za-z])" + ("" if number == 5 else _SEP) for number in range(1, 6))
-)
-
-
-def parse_nsclc(text: str) -> dict:
-    """Five answers from the last compact string ``1C2D3B4A5B`` (spaces, commas, colons tolerated); letters outside a
-    question's option range are null with an error. Without a full string, ``Q1: C`` style lines are read one by one."""
-    errors: list[str] = []
-    text = clean_text(text)
-    answers: dict[str, str | None] = {}
-    matches = _COMPACT.findall(text)
-    for index, (qid, _, options) in enumerate(NSCLC_QUESTIONS):
-        if matches:
-            letter = matches[-1][index].upper()
-            valid = {option_letter for option_letter, _ in options}
-            if letter in valid:
-                answers[qid] = letter
-            else:
-                answers[qid] = None
-                errors.append(f"{qid}: {letter} is not an option (valid {''.join(sorted(valid))})")
-        else:
-            answers[qid] = parse_choice(_last_field(text, qid), options, qid, errors)
-    if not matches:
-        errors.append("no compact answer string like 1C2D3B4A5B found")
-    return {"answers": answers, "evidence": parse_radiology_evidence(text, errors), "errors": errors}
 
 
 JSON_SLICE = 256  # characters a JSON candidate is first decoded from; the slice grows only while the value runs on
@@ -311,7 +259,7 @@ def parse_localizations(value, errors: list[str]) -> list[list[float]]:
     return points
 
 
-def _agreeing(option, label, options, normalize, what: str, errors: list[str]):
+def agreeing(option, label, options, normalize, what: str, errors: list[str]):
     """Combine an option letter and a label value; both given and different -> null."""
     from_option = None
     if option is not None and str(option).strip():
@@ -332,7 +280,7 @@ def _agreeing(option, label, options, normalize, what: str, errors: list[str]):
     return result
 
 
-def _normalized(values: tuple[str, ...]):
+def normalizer(values: tuple[str, ...]):
     lookup = {squash(value).replace(" ", "_"): value for value in values}
 
     def normalize(text: str) -> str | None:
@@ -341,82 +289,8 @@ def _normalized(values: tuple[str, ...]):
     return normalize
 
 
-def parse_bracs(text: str) -> dict:
-    errors: list[str] = []
-    body = find_json_object(text, ("wsi_label", "selected_option", "localizations"))
-    if body is None:
-        return {
-            "answer": None,
-            "localizations": [],
-            "errors": ["no JSON object with wsi_label/selected_option"],
-        }
-    label_errors: list[str] = []
-    answer = _agreeing(
-        body.get("selected_option"),
-        body.get("wsi_label"),
-        BRACS_OPTIONS,
-        normalize_bracs_label,
-        "wsi_label",
-        label_errors,
-    )
-    errors.extend(label_errors)
-    if answer is not None and answer not in BRACS_LABELS:
-        answer = None
-    return {
-        "answer": answer,
-        "localizations": parse_localizations(body.get("localizations"), errors),
-        "errors": errors,
-    }
-
-
-def parse_camelyon(text: str) -> dict:
-    errors: list[str] = []
-    keys = ("tumor_presence", "tumor_presence_option", "largest_metastasis", "largest_metastasis_option")
-    body = find_json_object(text, keys + ("localizations",))
-    if body is None:
-        return {
-            "tumor_presence": None,
-            "largest_metastasis": None,
-            "localizations": [],
-            "errors": ["no JSON object with tumor_presence/largest_metastasis"],
-        }
-    presence_errors: list[str] = []
-    presence = _agreeing(
-        body.get("tumor_presence_option"),
-        body.get("tumor_presence"),
-        TUMOR_PRESENCE_OPTIONS,
-        _normalized(("no_tumor", "tumor_present")),
-        "tumor_presence",
-        presence_errors,
-    )
-    metastasis_errors: list[str] = []
-    metastasis = _agreeing(
-        body.get("largest_metastasis_option"),
-        body.get("largest_metastasis"),
-        METASTASIS_OPTIONS,
-        _normalized(("negative", "itc", "micro", "macro")),
-        "largest_metastasis",
-        metastasis_errors,
-    )
-    errors.extend(presence_errors + metastasis_errors)
-    return {
-        "tumor_presence": presence,
-        "largest_metastasis": metastasis,
-        "localizations": parse_localizations(body.get("localizations"), errors),
-        "errors": errors,
-    }
-
-
 def parse_response(module: str, text: str | None) -> dict:
     """Parse one raw final response of ``module``; never raises (a parser bug becomes an error entry)."""
-    from .modules import get
+    from ..modules import get
 
-    parser = get(module).parse  # UnknownModule (a ValueError) for a module no spec defines
-    if not isinstance(text, str):
-        text = ""
-    try:
-        return parser(text)
-    except Exception as error:  # a parser defect must not crash a whole scoring run
-        empty = parser("")
-        empty["errors"] = [f"parser failure: {type(error).__name__}: {error}"]
-        return empty
+    return get(module).read_answer(text)  # UnknownModule (a ValueError) for a module no spec defines

@@ -1,11 +1,12 @@
-"""Helpers shared by the dataset loaders: the questions of a module, CSV reading, masks -> localization records."""
+"""Helpers shared by the dataset loaders: skipping a case, CSV reading, masks -> localization records, slides."""
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
 
-from ..cases import USABLE_STEP, CaseFormatError, PackageWriter, Question
+from ..cases import USABLE_STEP, Case, CaseFormatError
+from ..package import PackageWriter, place_file
 from ..scoring.geometry import VoxelMask, evidence_area, interior_reference_point, mask_from_file, region_geometry
 
 
@@ -30,13 +31,6 @@ def decoded_nifti_shape(path: Path) -> tuple[int, ...]:
     except Exception as error:  # nibabel and gzip raise EOFError, zlib.error, OSError, ... for broken files
         raise SkipCase(f"unreadable NIfTI {path.name}: {type(error).__name__}: {error}") from error
     return tuple(image.shape)
-
-
-def questions_for(module: str) -> list[Question]:
-    """The questions of ``module``'s cases, as its spec defines them (what the loaders write into each case)."""
-    from ..modules import get
-
-    return list(get(module).questions)
 
 
 def find_one(root: Path, pattern: str, what: str) -> Path:
@@ -122,3 +116,39 @@ def region_records(regions: list[tuple[str, str, list]], writer: PackageWriter) 
     if dropped and not targets and any(kind != "exclusion" for _, kind, _ in regions):
         raise SkipCase("no usable reference region remains: " + "; ".join(sorted(set(dropped))))
     return targets + exclusions
+
+
+# ------------------------------------------------------------------------------------------------ slides
+def slide_size(path: Path) -> list[int]:
+    import tifffile
+
+    try:
+        with tifffile.TiffFile(path) as tiff:
+            page = tiff.pages[0]
+            if not page.is_tiled:
+                raise SkipCase(f"{path.name} is not a tiled (pyramidal) TIFF")
+            return [int(page.imagewidth), int(page.imagelength)]
+    except SkipCase:
+        raise
+    except Exception as error:
+        raise SkipCase(f"unreadable slide {path.name}: {error}") from error
+
+
+def place_slide(slide: Path, case_id: str, writer: PackageWriter) -> tuple[str, list[int]]:
+    size = slide_size(slide)
+    target = place_file(slide, writer.data_dir(case_id) / slide.name)
+    return writer.relative(target), size
+
+
+def slide_case(case_id: str, slide: str, writer: PackageWriter) -> Case:
+    """The case of one slide: opened in the viewer as is, with the questions of the writer's module."""
+    return Case(
+        module=writer.spec.name,
+        case_id=case_id,
+        data_dir=writer.relative(writer.data_dir(case_id)),
+        open_paths=[slide],
+        slide=slide,
+        questions=list(writer.spec.questions),
+        brief={"case_alias": case_id},
+    )
+

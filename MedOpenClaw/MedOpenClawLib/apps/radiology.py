@@ -6,23 +6,20 @@ all get the same actions, checks and audit trail.
 
 from __future__ import annotations
 
-import importlib
 import os
 from collections.abc import Callable
 from pathlib import Path
 
-from .audit import AuditTrace
-from .catalog import RADIOLOGY
-from .evidence.actions import EVIDENCE
-from .evidence.store import EvidenceStore
-from .policy import DataRootPolicy, SessionPolicy
-from .registry import ActionRegistry, Toolset
-from .viewer.actions import VIEWER
-from .viewer.application import SlicerApplication
-from .viewer.engine import ViewerEngine
-
-# Track-B analysis operators live in an optional module so Track A sessions never import torch or MONAI.
-OPERATOR_TOOLSET = ("MedOpenClawLib.operators.actions", "OPERATORS")
+from ..core.applications import RADIOLOGY
+from ..core.audit import AuditTrace
+from ..core.policy import DataRootPolicy, SessionPolicy
+from ..core.registry import ActionRegistry
+from ..core.toolset import Toolset
+from ..evidence.actions import EVIDENCE
+from ..evidence.store import EvidenceStore
+from ..viewer.actions import VIEWER
+from ..viewer.application import SlicerApplication
+from ..viewer.engine import ViewerEngine
 
 
 class SlicerContext:
@@ -62,10 +59,12 @@ class SlicerContext:
 
 
 def toolsets_for(track: str) -> list[Toolset]:
+    """The viewer's and the evidence toolsets, and on Track B the analysis operators."""
     toolsets = [VIEWER, EVIDENCE]
     if track == "B":
-        module_name, attribute = OPERATOR_TOOLSET
-        toolsets.append(getattr(importlib.import_module(module_name), attribute))
+        from ..operators.actions import OPERATORS  # torch, MONAI, SimpleITK: Track A sessions never load them
+
+        toolsets.append(OPERATORS)
     return toolsets
 
 
