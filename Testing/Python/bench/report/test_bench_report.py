@@ -9,7 +9,7 @@ import numpy as np
 
 from MedOpenClawLib.bench.cases import Case, GroundTruth, load_ground_truth
 from MedOpenClawLib.bench.commands import add_commands
-from MedOpenClawLib.bench.kit.loading import localization_record, questions_for
+from MedOpenClawLib.bench.kit.loading import localization_record
 from MedOpenClawLib.bench.kit.parsing import parse_response
 from MedOpenClawLib.bench.modules import get
 from MedOpenClawLib.bench.package import PackageWriter
@@ -50,7 +50,7 @@ def _package(tmp_path):
         "UCSF-PDGM-0001",
         "data/UCSF-PDGM-0001",
         ["data/UCSF-PDGM-0001"],
-        questions=questions_for("ucsf-pdgm"),
+        questions=list(get("ucsf-pdgm").questions),
     )
     writer.add(
         case,
