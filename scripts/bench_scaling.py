@@ -36,10 +36,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "MedOpenClaw"))
 
-from MedOpenClawLib.audit import GENESIS, canonical_json, record_hash  # noqa: E402
 from MedOpenClawLib.bench import modules  # noqa: E402
-from MedOpenClawLib.bench.agents.answers import Evidence  # noqa: E402
 from MedOpenClawLib.bench.cases import load_ground_truth  # noqa: E402
+from MedOpenClawLib.bench.kit.answers import Evidence  # noqa: E402
+from MedOpenClawLib.core.audit import GENESIS, canonical_json, record_hash  # noqa: E402
 
 MODULE = "ucsf-pdgm"
 CASES = 6

@@ -16,10 +16,10 @@ import tiffslide
 
 from MedOpenClawLib.bench import modules
 from MedOpenClawLib.bench.cases import load_cases, load_ground_truth
-from MedOpenClawLib.bench.loaders import prepare
-from MedOpenClawLib.hygiene import preview
-from MedOpenClawLib.policy import DataRootPolicy
-from MedOpenClawLib.result import ActionError
+from MedOpenClawLib.bench.package import prepare
+from MedOpenClawLib.core.hygiene import preview
+from MedOpenClawLib.core.policy import DataRootPolicy
+from MedOpenClawLib.core.result import ActionError
 
 TEXT_VRS = {"AE", "AS", "CS", "DA", "DS", "DT", "IS", "LO", "LT", "PN", "SH", "ST", "TM", "UC", "UI", "UR", "UT"}
 
