@@ -57,7 +57,7 @@ def visible_texts(path: Path) -> list[str]:
 def packages(cohort, tmp_path_factory):
     root = tmp_path_factory.mktemp("packages")
     for name in modules.names():
-        prepare(name, cohort / modules.get(name).dataset_dir, root / name)
+        prepare(modules.get(name), cohort / modules.get(name).dataset_dir, root / name)
     return root
 
 
