@@ -1,8 +1,7 @@
 """Synthetic brain MRI on the MNI152 2009 template shipped with nilearn (T1 image and GM/WM probability maps).
 
-World coordinates are MNI millimetres throughout. UCSF-PDGM studies are written on the SRI24 atlas grid of the
-real dataset (:func:`sri24_template`); LUMIERE studies are resampled onto per-study scanner grids
-(:func:`native_study`).
+World coordinates are MNI millimetres throughout. Studies are written on the SRI24 atlas grid of the BraTS-style
+datasets (:func:`sri24_template`) or resampled onto per-study scanner grids (:func:`native_study`).
 
 Tissue intensities per sequence are mixed from the template's tissue maps. Tumours are compartments
 (enhancing rim, necrosis, oedema, solid non-enhancing tumour, cyst, calcification...) whose outlines are
@@ -16,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -150,7 +149,7 @@ def resample_template(template: Template, shape: tuple[int, int, int], affine: n
     return _tissue_template(*maps, affine)
 
 
-SRI24_FIELD_MM = (240.0, 240.0, 155.0)  # the SRI24 atlas grid of UCSF-PDGM and BraTS: 240x240x155 at 1 mm
+SRI24_FIELD_MM = (240.0, 240.0, 155.0)  # the SRI24 atlas grid of BraTS-style datasets: 240x240x155 at 1 mm
 SRI24_AXIS_SIGNS = (-1.0, -1.0, 1.0)  # stored like BraTS: i runs to the left, j to the back, k up (LPS)
 
 
@@ -175,7 +174,7 @@ def sri24_grid(spacing_mm: int) -> tuple[tuple[int, int, int], np.ndarray]:
 
 @functools.lru_cache(maxsize=4)
 def sri24_template(spacing_mm: int) -> Template:
-    """The MNI152 brain on UCSF-PDGM's grid (:func:`sri24_grid`)."""
+    """The MNI152 brain on the SRI24 atlas grid (:func:`sri24_grid`)."""
     return resample_template(load_template(spacing_mm), *sri24_grid(spacing_mm))
 
 
@@ -374,251 +373,3 @@ def native_study(images: dict[str, np.ndarray], template: Template, rng: np.rand
                                                 output_shape=shape, order=1).round().astype(np.int16)
                  for name, image in images.items()}
     return resampled, affine
-
-
-# --- UCSF-PDGM diagnosis classes ---
-
-BRATS_LABELS = {"necrosis": 1, "edema": 2, "enhancing": 4, "solid": 1, "cyst": 1, "bubbly": 1, "enhancing_mild": 4,
-                "mismatch": 1}
-
-
-def _pick(rng, low, high):
-    return float(rng.uniform(low, high))
-
-
-def _lobar_center(rng, side: float, region: str) -> tuple[float, float, float]:
-    """A white-matter-deep point in a lobe (MNI mm): gliomas are frontal and temporal first."""
-    r, a, s = {"frontal": ((15, 35), (10, 45), (5, 40)), "temporal": ((32, 45), (-30, 5), (-20, 0)),
-               "parietal": ((18, 38), (-55, -20), (20, 45)), "insular": ((28, 38), (-10, 15), (-5, 12))}[region]
-    return side * _pick(rng, *r), _pick(rng, *a), _pick(rng, *s)
-
-
-def diagnosis_compartments(option: str, rng: np.random.Generator, subtype: str = "") -> list[Compartment]:
-    """Tumour compartments of UCSF-PDGM option ``option`` (A..F; C = no tumour). The signatures overlap:
-    enhancement, necrosis, T2-FLAIR mismatch and calcification are drawn with class-dependent probabilities
-    (``subtype`` "astrocytoma" or "oligodendroglioma" refines option B)."""
-    side = float(rng.choice([-1.0, 1.0]))
-    L = BRATS_LABELS
-    if option in ("A", "B"):
-        regions = ["frontal", "temporal", "parietal", "insular"]
-        weights = [0.3, 0.35, 0.25, 0.1] if option == "A" else [0.55, 0.2, 0.1, 0.15]
-        center = _lobar_center(rng, side, str(rng.choice(regions, p=weights)))
-        if option == "A":
-            enhance, necrosis, edema = rng.random() < 0.92, rng.random() < 0.85, _pick(rng, 1.4, 2.3)
-            radius = _pick(rng, 9, 22)
-        else:
-            grade4 = subtype == "astrocytoma" and rng.random() < 0.35
-            enhance = rng.random() < (0.8 if grade4 else 0.2)
-            necrosis, edema = grade4 and rng.random() < 0.6, _pick(rng, 1.05, 1.35)
-            radius = _pick(rng, 12, 26)
-        radii = tuple(radius * _pick(rng, 0.75, 1.2) for _ in range(3))
-        parts = [Compartment("edema", center, tuple(r * edema for r in radii), L["edema"], roughness=0.22)]
-        if option == "B" or not enhance:
-            core = "mismatch" if subtype == "astrocytoma" and rng.random() < 0.35 else "solid"
-            parts.append(Compartment(core, center, radii, L["solid"], roughness=0.22))
-        if enhance:
-            strong = option == "A" or rng.random() < 0.5
-            kind = "enhancing" if strong else "enhancing_mild"
-            rim = radii if option == "A" else tuple(r * _pick(rng, 0.3, 0.6) for r in radii)
-            parts.append(Compartment(kind, center, rim, L["enhancing"], shell=_pick(rng, 2.5, 5.0) if necrosis else 0,
-                                     roughness=0.22))
-        elif option == "A":  # the few glioblastomas without convincing enhancement
-            parts.append(Compartment("enhancing_mild", center, tuple(r * 0.5 for r in radii), L["enhancing"]))
-        if necrosis and min(radii) > 6:
-            parts.append(Compartment("necrosis", center, tuple(r * 0.6 for r in radii), L["necrosis"], roughness=0.25))
-        if subtype == "oligodendroglioma" and rng.random() < 0.45:
-            for _ in range(int(rng.integers(1, 4))):
-                spot = tuple(c + rng.normal(0, radius * 0.3) for c in center)
-                parts.append(Compartment("calcification", spot, (2.5, 2.5, 2.5), L["solid"], roughness=0.1))
-        return parts
-    if option == "C":
-        return []
-    if option == "D":  # DNET / ganglioglioma: small cortical temporal, bubbly, FLAIR partly suppressed
-        center = (side * _pick(rng, 45, 52), _pick(rng, -12, 6), _pick(rng, -14, -4))
-        return [Compartment("bubbly", center, tuple(_pick(rng, 8, 11) for _ in range(3)), L["bubbly"])]
-    if option == "E":  # pilocytic astrocytoma: cerebellar cyst with an enhancing mural nodule
-        center = (side * _pick(rng, 15, 22), _pick(rng, -62, -52), _pick(rng, -34, -26))
-        cyst = tuple(_pick(rng, 11, 14) for _ in range(3))
-        nodule = (center[0] + side * cyst[0] * 0.7, center[1], center[2])
-        return [
-            Compartment("cyst", center, cyst, L["cyst"], roughness=0.1),
-            Compartment("enhancing", nodule, (6.0, 6.0, 6.0), L["enhancing"]),
-        ]
-    if option == "F":  # central neurocytoma / ependymoma: intraventricular, heterogeneous mild enhancement
-        center = (side * _pick(rng, 4, 9), _pick(rng, -6, 8), _pick(rng, 12, 20))
-        radii = tuple(_pick(rng, 10, 13) for _ in range(3))
-        return [
-            Compartment("enhancing_mild", center, radii, L["enhancing_mild"]),
-            Compartment("cyst", (center[0], center[1] + 2, center[2] + 2), (4.0, 4.0, 4.0), L["cyst"]),
-        ]
-    raise ValueError(f"unknown UCSF-PDGM option {option!r}")
-
-
-# --- LUMIERE: RANO states from lesion lists ---
-
-# the real archive's convention (its measured_volumes_in_mm3.json: Enhancing_Core = label 1)
-DEEPBRATUMIA_LABELS = {"enhancing": 1, "necrosis": 2, "edema": 3}
-MEASURABLE_MM = 10.0
-
-
-@dataclass
-class Timepoint:
-    week: str
-    lesions: list[Lesion] = field(default_factory=list)
-    cavity: Compartment | None = None  # the resection cavity, from the post-operative study on
-
-    def compartments(self) -> list[Compartment]:
-        parts = [part for lesion in self.lesions for part in lesion.compartments(DEEPBRATUMIA_LABELS)]
-        return parts + ([self.cavity] if self.cavity else [])
-
-    def measurable(self) -> list[Lesion]:
-        return [lesion for lesion in self.lesions if lesion.enhancing and min(lesion.diameters) >= MEASURABLE_MM]
-
-    def non_measurable(self) -> list[Lesion]:
-        return [lesion for lesion in self.lesions if lesion.enhancing and min(lesion.diameters) < MEASURABLE_MM]
-
-    def spd(self) -> float:
-        largest = sorted(self.measurable(), key=lambda lesion: -np.prod(lesion.diameters))[:5]
-        return float(sum(np.prod(lesion.diameters) for lesion in largest))
-
-    def edema_volume(self) -> float:
-        return float(sum(lesion.edema_volume for lesion in self.lesions))
-
-
-def rano_assessment(old: Timepoint, current: Timepoint, within_12_weeks: bool = False) -> tuple[str, dict[str, bool]]:
-    """RANO 2010 (Wen et al.) from the lesion model: returns the label and the six CURRENT evidence fields.
-
-    PD: SPD +25 % or more over OLD, a new lesion, or T2/FLAIR (oedema) volume +25 % or more -- except that
-    within 12 weeks of chemoradiation growth of the treated lesion alone is not progression (pseudo-progression;
-    only new enhancement outside it is). CR: no enhancing disease left and no T2/FLAIR progression. PR: SPD
-    -50 % or more, no new lesion, no T2 progression. Else
-    SD.
-    """
-    old_ids = {lesion.lesion_id for lesion in old.lesions if lesion.enhancing}
-    new = [lesion for lesion in current.lesions if lesion.enhancing and lesion.lesion_id not in old_ids]
-    t2_progression = current.edema_volume() >= 1.25 * old.edema_volume() > 0
-    old_spd, current_spd = old.spd(), current.spd()
-    grown = old_spd > 0 and current_spd >= 1.25 * old_spd and not within_12_weeks
-    if new or t2_progression or grown:
-        label = "PD"
-    elif not any(lesion.enhancing for lesion in current.lesions):
-        label = "CR"
-    elif old_spd > 0 and current_spd <= 0.5 * old_spd:
-        label = "PR"
-    else:
-        label = "SD"
-    new_ids = {lesion.lesion_id for lesion in new}
-    fields = {
-        "non_measurable_lesion": bool(current.non_measurable()),
-        "t2_progression": bool(t2_progression),
-        "current_target_lesion": bool(current.measurable()),
-        "new_target_lesion": any(lesion.lesion_id in new_ids for lesion in current.measurable()),
-        "current_non_target_lesion": bool(current.non_measurable()),
-        "new_non_target_lesion": any(lesion.lesion_id in new_ids for lesion in current.non_measurable()),
-    }
-    return label, fields
-
-
-def evolve(previous: Timepoint, target: str, week: str, rng: np.random.Generator,
-           within_12_weeks: bool = False) -> Timepoint:
-    """The next timepoint whose RANO label against ``previous`` is ``target``; within 12 weeks of treatment
-    half of the stable studies are pseudo-progression (the treated lesion's enhancement grows)."""
-
-    def scaled(lesion: Lesion, factor: float, edema: float | None = None) -> Lesion:
-        return Lesion(
-            lesion.lesion_id,
-            lesion.center,
-            tuple(r * factor for r in lesion.enhancing_radii),
-            lesion.edema_factor if edema is None else edema,
-            lesion.necrotic,
-        )
-
-    lesions = [lesion for lesion in previous.lesions if lesion.enhancing]
-    if target == "SD" and within_12_weeks and lesions and rng.random() < 0.5:
-        growth = _pick(rng, 1.15, 1.3)  # enhancement grows, the FLAIR envelope does not (no T2 progression)
-        current = [scaled(lesion, growth, edema=lesion.edema_factor * 1.05 / growth) for lesion in lesions]
-    elif target == "SD":
-        current = [scaled(lesion, _pick(rng, 0.97, 1.03)) for lesion in lesions]
-    elif target == "PR":
-        current = [scaled(lesion, 0.65) for lesion in lesions if min(lesion.diameters) >= MEASURABLE_MM]
-    elif target == "CR":
-        current = []
-    elif target == "PD":
-        mode = int(rng.integers(0, 3)) if lesions else 1
-        if mode == 0:
-            current = [scaled(lesion, 1.3) for lesion in lesions]
-        elif mode == 1:
-            first = lesions[0].center if lesions else (20.0, 0.0, 20.0)
-            far = (-first[0], first[1] - 10.0, first[2])
-            radius = _pick(rng, 7.5, 9.0)
-            current = lesions + [Lesion(f"new-{week}", far, (radius, radius, radius), 1.3)]
-        else:
-            current = [scaled(lesion, 1.0, edema=lesion.edema_factor * 1.3) for lesion in lesions]
-    else:
-        raise ValueError(f"unknown RANO label {target!r}")
-    timepoint = Timepoint(week, current, previous.cavity)
-    label, _ = rano_assessment(previous, timepoint, within_12_weeks)
-    if label != target:
-        raise AssertionError(f"lesion model produced {label} while building {target}")
-    return timepoint
-
-
-def white_matter_hyperintensities(template: Template, rng: np.random.Generator) -> list[Compartment]:
-    """Age-related small-vessel disease at glioma age (none, mild or moderate-to-severe burden in 40/35/25 %):
-    FLAIR-bright foci in the white matter, the larger ones against the ventricles -- bright FLAIR that is not
-    tumour. Drawn once per subject, so every study of a patient shows the same foci."""
-    burden = int(rng.choice(3, p=[0.40, 0.35, 0.25]))
-    if burden == 0:
-        return []
-    deep, periventricular = template.white_matter_sites
-    foci = []
-    for index in range(int(rng.integers(2, 7)) if burden == 1 else int(rng.integers(6, 16))):
-        pool = periventricular if burden == 2 and index % 2 == 0 and len(periventricular) else deep
-        voxel = pool[int(rng.integers(len(pool)))]
-        center = tuple(float(value) for value in (template.affine @ np.append(voxel, 1.0))[:3])
-        radius = _pick(rng, 1.5, 3.0) if burden == 1 else _pick(rng, 2.0, 5.0)
-        foci.append(Compartment("wmh", center, (radius, radius * _pick(rng, 1.0, 1.6), radius), 0, roughness=0.3))
-    return foci
-
-
-def treatment_changes(cavity: Compartment | None, weeks_after_surgery: int,
-                      rng: np.random.Generator) -> list[Compartment]:
-    """What makes a post-operative brain hard to read, none of it tumour (RANO: not measurable disease): FLAIR-bright
-    gliosis around the cavity (the same in every study of the patient, so it never reads as T2 progression but
-    outlasts a complete response), a thin, smooth enhancing lining of the cavity (in most studies), and T1-bright
-    blood products on the cavity wall that resolve over the following months -- bright on T1c, so only a
-    comparison with T1 or with the shape tells them from enhancing tumour."""
-    if cavity is None:
-        return []
-    changes = [Compartment("gliosis", cavity.center, tuple(r * 1.6 + 3.0 for r in cavity.radii), 0, roughness=0.35)]
-    if rng.random() < 0.65:
-        lining = _pick(rng, 2.0, 3.5)
-        changes.append(Compartment("postop_lining", cavity.center, tuple(r + lining for r in cavity.radii), 0,
-                                   shell=lining, roughness=0.1))
-    if rng.random() < (0.7 if weeks_after_surgery <= 4 else 0.35 if weeks_after_surgery <= 12 else 0.1):
-        direction = rng.normal(size=3)
-        direction /= np.linalg.norm(direction)
-        spot = tuple(float(c + d * r * 0.85) for c, d, r in zip(cavity.center, direction, cavity.radii))
-        changes.append(Compartment("blood", spot, (_pick(rng, 2.5, 5.0),) * 3, 0, roughness=0.3))
-    return changes
-
-
-def baseline_timepoint(week: str, rng: np.random.Generator) -> Timepoint:
-    """A post-operative baseline: one measurable enhancing lesion, in half of the patients a small
-    non-measurable satellite, in a third a second measurable focus (multifocal disease)."""
-    side = float(rng.choice([-1.0, 1.0]))
-    center = (side * _pick(rng, 22, 30), _pick(rng, -20, 10), _pick(rng, 14, 26))
-    radius = _pick(rng, 11.5, 13.0)
-    satellite = (center[0], center[1] + radius + 14.0, center[2] - 4.0)
-    direction = rng.normal(size=3)
-    direction /= np.linalg.norm(direction)
-    cavity_radius = _pick(rng, 8, 14)
-    cavity_center = tuple(float(c + d * (radius + cavity_radius * 0.5)) for c, d in zip(center, direction))
-    lesions = [Lesion("L1", center, (radius, radius * 0.9, radius * 0.9), 1.5)]
-    if rng.random() < 0.5:
-        lesions.append(Lesion("L2", satellite, (3.0, 3.0, 3.0), 1.2, necrotic=False))
-    if rng.random() < 0.33:
-        second = _pick(rng, 7.0, 9.0)
-        focus = (center[0] + side * 4.0, center[1] - radius - second - 16.0, center[2] + 6.0)
-        lesions.append(Lesion("L3", focus, (second, second, second), 1.3, necrotic=False))
-    return Timepoint(week, lesions, Compartment("cavity", cavity_center, (cavity_radius,) * 3, 0, roughness=0.15))

@@ -9,21 +9,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ...synthetic.brain import (
-    DEEPBRATUMIA_LABELS,
-    Timepoint,
-    baseline_timepoint,
-    evolve,
-    load_template,
-    native_study,
-    rano_assessment,
-    render,
-    treatment_changes,
-    white_matter_hyperintensities,
-)
+from ...synthetic.brain import load_template, native_study, render
+from ...synthetic.brain_tumours import treatment_changes, white_matter_hyperintensities
 from ...synthetic.common import allocate, rng_for, run_jobs, write_nifti
 from ...truth_check import lesion_fields
 from .loader import COMPARTMENT_KEYS
+from .phantom import DEEPBRATUMIA_LABELS, Timepoint, baseline_timepoint, evolve, rano_assessment
 
 LUMIERE_RATING_COLUMN = (
     "Rating (according to RANO, PD: Progressive disease, SD: Stable disease, PR: Partial response, "

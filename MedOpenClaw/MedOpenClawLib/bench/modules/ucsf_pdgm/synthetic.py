@@ -5,13 +5,8 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from ...synthetic.brain import (
-    SEQUENCES,
-    diagnosis_compartments,
-    render,
-    sri24_template,
-    white_matter_hyperintensities,
-)
+from ...synthetic.brain import SEQUENCES, render, sri24_template
+from ...synthetic.brain_tumours import diagnosis_compartments, white_matter_hyperintensities
 from ...synthetic.common import allocate, rng_for, run_jobs, write_nifti
 
 # option letter -> "Final pathologic diagnosis (WHO 2021)" text as the metadata CSV spells it
