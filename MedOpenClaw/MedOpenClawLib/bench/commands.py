@@ -282,8 +282,9 @@ def _add_compare(subparsers) -> None:
     parser = subparsers.add_parser(
         "compare", help="two runs on the same cases: per module and metric the paired difference with its 95%% CI and "
                         "an exact paired test, and each run's Task - Strict gap")
-    parser.add_argument("run_a", metavar="RUN_A", help="a bench run directory (or a multi-module run's --out)")
-    parser.add_argument("run_b", metavar="RUN_B", help="the run to compare it with")
+    parser.add_argument("run_a", metavar="RUN_A", type=user_path,
+                        help="a bench run directory (or a multi-module run's --out)")
+    parser.add_argument("run_b", metavar="RUN_B", type=user_path, help="the run to compare it with")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of text")
     parser.set_defaults(func=_run_compare)
 

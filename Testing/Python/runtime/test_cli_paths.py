@@ -20,7 +20,8 @@ CONSOLE_SCRIPT = Path(sys.executable).with_name("medopenclaw")  # what `pip inst
 PATH_TYPES = (user_path, existing_directory, executable)
 # the options that take text which is not a path; any other text option must have one of PATH_TYPES
 NOT_PATHS = {("bench", "score", "--name"), ("bench", "run", "--model"), ("bench", "run", "--base-url"),
-             ("bench", "run", "--ray-address"), ("trace", "verify", "--expect-head"), ("trace", "audit", "--module")}
+             ("bench", "run", "--ray-address"), ("trace", "verify", "--expect-head"), ("trace", "audit", "--module"),
+             ("bench", "run", "--api-version"), ("bench", "run", "--project"), ("bench", "run", "--region")}
 
 
 def text_options(parser: argparse.ArgumentParser, words: tuple = ()):

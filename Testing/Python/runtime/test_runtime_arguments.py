@@ -48,8 +48,8 @@ def test_every_action_declares_the_shared_arguments_with_the_one_schema():
 
 def test_volumes_follow_one_convention():
     for entry, name, schema in properties():
-        if "volume" not in name or schema.get("type") == "boolean":  # get_viewer_state's include_volumes
-            continue
+        if "volume" not in name or schema.get("type") in ("boolean", "number", "integer"):
+            continue  # a flag or a quantity (get_viewer_state's include_volumes, segment_region's max_volume_ml)
         if name.endswith("_volume_ref"):
             nullable = {"anyOf": [{"type": "string"}, {"type": "null"}]}  # fusion's foreground: null = off
             assert schema == arguments.VOLUME_REF or schema.items() >= nullable.items(), entry["name"]
