@@ -195,14 +195,18 @@ def test_ucsf_fixture_quirks(tmp_path):
 
 
 def _lumiere_fixture(raw: Path, measured: bool) -> None:
-    """Four studies of one patient in the real layout; the segmentations use label 2 for the enhancing core and,
-    when ``measured``, each study ships the measured_volumes_in_mm3.json that says so."""
+    """Four studies of one patient in the real layout (native scans and DeepBraTumIA's atlas skull-strip, which the
+    default image space reads; the skull-strip scans hold 60, the native 50); the segmentations use label 2 for the
+    enhancing core and, when ``measured``, each study ships the measured_volumes_in_mm3.json that says so.
+    week-030 lacks its FLAIR in both spaces."""
     affine = np.eye(4) * 2
     affine[3, 3] = 1
     for week, lesion in (("week-000-1", True), ("week-010", True), ("week-020", False), ("week-030", True)):
         study = raw / "Imaging" / "Patient-001" / week
         for name in ("CT1", "T1", "T2", "FLAIR"):
             write_nifti(study / f"{name}.nii.gz", _tiny_volume(50, False), affine)
+            write_nifti(study / "DeepBraTumIA-segmentation" / "atlas" / "skull_strip"
+                        / f"{name.lower()}_skull_strip.nii.gz", _tiny_volume(60, False), affine)
         seg = np.zeros((10, 10, 10), dtype=np.uint8)
         seg[0:2, 0:2, 0:2] = 3  # oedema
         if lesion:
@@ -217,6 +221,8 @@ def _lumiere_fixture(raw: Path, measured: bool) -> None:
                        (("Enhancing_Core", 2), ("Necrotic_NonEnhancing", 1), ("Edema_Compartment", 3))}
             (folder / "measured_volumes_in_mm3.json").write_text(json.dumps(volumes))
     (raw / "Imaging" / "Patient-001" / "week-030" / "FLAIR.nii.gz").unlink()
+    (raw / "Imaging" / "Patient-001" / "week-030" / "DeepBraTumIA-segmentation" / "atlas" / "skull_strip"
+     / "flair_skull_strip.nii.gz").unlink()
     rating = "Rating (according to RANO, PD: Progressive disease, SD: Stable disease, PR: Partial response)"
     write_csv(
         raw / "LUMIERE-ExpertRating-v202211.csv",
@@ -251,6 +257,8 @@ def test_ucsf_follow_up_rows_neither_overwrite_the_baseline_nor_become_cases(tmp
 
 
 def test_lumiere_fixture_quirks(tmp_path):
+    import nibabel as nib
+
     raw = tmp_path / "raw"
     _lumiere_fixture(raw, measured=True)
     manifest = prepare(modules.get("lumiere"), raw, tmp_path / "cases")
@@ -260,7 +268,9 @@ def test_lumiere_fixture_quirks(tmp_path):
                                                "evidence": "verified against measured_volumes_in_mm3.json of 4 studies"}
     reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
     assert reasons["Patient-001__week-000-1__to__week-010"] == "rating 'Post-Op/PD' is not a RANO response label"
-    assert "CURRENT study week-030 lacks" in reasons["Patient-001__week-020__to__week-030"]
+    assert reasons["Patient-001__week-020__to__week-030"] == (
+        "a study lacks CT1/T1/T2/FLAIR (OLD week-020: atlas and native; CURRENT week-030: no complete "
+        "CT1/T1/T2/FLAIR set)")
     assert [row["step"] for row in manifest["filters"]] == ["candidates", "RANO-rated CURRENT study",
                                                             "complete imaging"]
     assert [row["remaining"] for row in manifest["filters"]] == [3, 2, 1]
@@ -274,8 +284,11 @@ def test_lumiere_fixture_quirks(tmp_path):
         "current_non_target_lesion": True,
         "new_non_target_lesion": True,
     }
+    assert truth.image_space == "atlas" and manifest["cases"][0]["image_space"] == "atlas"
     case = load_cases(tmp_path / "cases")[0]
     assert sorted(volume.name for volume in case.volumes)[:2] == ["CURRENT_CT1", "CURRENT_FLAIR"]
+    # the packaged scans are the atlas skull-strip (60), not the native ones (50)
+    assert {int(np.asarray(nib.load(case.path(volume.path)).dataobj).max()) for volume in case.volumes} == {60}
 
 
 def test_lumiere_label_mapping_is_refused_when_measured_volumes_disagree(tmp_path):
@@ -451,7 +464,8 @@ def test_truncated_lesion_mask_skips_the_case_instead_of_crashing(cohort, tmp_pa
     assert manifest["cases"]  # the other cases are still prepared
 
 
-@pytest.mark.parametrize(("module", "pattern"), [("ucsf-pdgm", "*_T1c.nii.gz"), ("lumiere", "FLAIR.nii.gz")])
+@pytest.mark.parametrize(("module", "pattern"), [("ucsf-pdgm", "*_T1c.nii.gz"),
+                                                  ("lumiere", "flair_skull_strip.nii.gz")])  # the atlas default
 def test_truncated_image_volume_skips_the_case_at_prepare_time(cohort, tmp_path, module, pattern):
     raw = tmp_path / "raw"
     shutil.copytree(cohort / modules.get(module).dataset_dir, raw)
