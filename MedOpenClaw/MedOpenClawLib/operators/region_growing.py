@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import ndimage
 
+from ..core.dependencies import require
 from .image import ImageVolume
 
 METHODS = ("confidence", "threshold")
@@ -94,6 +94,8 @@ def grow_region(volume: ImageVolume, seeds_ijk: Sequence[Sequence[int]], paramet
     seeds = [tuple(int(round(value)) for value in seed) for seed in seeds_ijk]
     if not seeds:
         raise ValueError("at least one seed is required")
+    require("track_b")  # scipy: Track B's optional package, imported where used (a fresh Slicer may lack it)
+    from scipy import ndimage
     array = volume.array
     lower, upper = intensity_range(array, seeds, parameters)
     accepted = (array >= lower) & (array <= upper)

@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import requests
 
+from ..core.redaction import redact_text
 from .config import ProviderConfig, thinking_budget
 from .conversation import ContextBudgetError, fit
 from .discovery import reported_window
@@ -141,7 +142,9 @@ class Provider(ABC):
                     "llama.cpp --jinja); the benchmark needs it", fatal=True)
             warnings.append("the model wrote its tool call as text (the server has no tool-call parser): such "
                             "calls are executed and counted as protocol deviations")
-        return "; ".join(f"model pre-flight: {warning}" for warning in warnings) or None
+        # printed and logged like a ProviderError's message, so redacted the same way (the base URL's userinfo)
+        return redact_text("; ".join(f"model pre-flight: {warning}" for warning in warnings),
+                           (self.config.api_key or "",)) or None
 
     def _preflight_refusal(self, error: ProviderError) -> str:
         """One line saying why the server cannot run the benchmark."""

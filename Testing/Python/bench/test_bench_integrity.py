@@ -122,7 +122,8 @@ def test_default_synthetic_lumiere_cohort_is_consistent_and_a_contradiction_excl
     a case is excluded with the contradiction as its reason, printed by `bench prepare` and in the manifest."""
     raw = tmp_path / "raw"
     write_cohort(raw, CohortConfig(seed=0, cases=6, mri_spacing_mm=2), modules=["lumiere"])
-    manifest = prepare("lumiere", raw / modules.get("lumiere").dataset_dir, tmp_path / "cases")
+    lumiere = modules.get("lumiere")
+    manifest = prepare(lumiere, raw / lumiere.dataset_dir, tmp_path / "cases")
     assert len(manifest["cases"]) == 6
     cases = load_cases(tmp_path / "cases")
     truths = {case.case_id: load_ground_truth(tmp_path / "cases", case.case_id) for case in cases}
@@ -131,14 +132,14 @@ def test_default_synthetic_lumiere_cohort_is_consistent_and_a_contradiction_excl
         assert check_ground_truth(case, truth, modules.get(case.module)) == []
         assert truth.evidence_fields["non_measurable_lesion"] == truth.evidence_fields["current_non_target_lesion"]
     counts = Counter(truth.labels["answer"] for truth in truths.values())
-    filtered = prepare("lumiere", raw / modules.get("lumiere").dataset_dir, tmp_path / "filtered", min_label_cases=2)
+    filtered = prepare(lumiere, raw / lumiere.dataset_dir, tmp_path / "filtered", min_label_cases=2)
     rare = sum(count for count in counts.values() if count < 2)
     assert filtered["filters"][-1] == {"step": "label frequency", "excluded": rare, "remaining": 6 - rare}
     # rate NonMeasurableLesions = yes on a study whose mask has no non-measurable lesion
     victim = next(case_id for case_id, truth in sorted(truths.items())
                   if truth.evidence_fields["current_non_target_lesion"] is False)
     patient, current = victim.split("__")[0], victim.split("__")[-1]
-    rating = raw / modules.get("lumiere").dataset_dir / "LUMIERE-ExpertRating-v202211.csv"
+    rating = raw / lumiere.dataset_dir / "LUMIERE-ExpertRating-v202211.csv"
     rows = list(csv.reader(rating.read_text(encoding="utf-8").splitlines()))
     column = rows[0].index("NonMeasurableLesions")
     for row in rows:
@@ -146,7 +147,7 @@ def test_default_synthetic_lumiere_cohort_is_consistent_and_a_contradiction_excl
             row[column] = "x"
     with open(rating, "w", newline="", encoding="utf-8") as handle:
         csv.writer(handle).writerows(rows)
-    assert main(["bench", "prepare", "--module", "lumiere", "--source", str(raw / modules.get("lumiere").dataset_dir),
+    assert main(["bench", "prepare", "--module", "lumiere", "--source", str(raw / lumiere.dataset_dir),
                  "--out", str(tmp_path / "cases")]) == 0  # replaces the earlier package in place
     printed = capsys.readouterr()
     assert f"excluded {victim} (ground truth consistent with its masks): ground truth contradicts itself" in printed.err

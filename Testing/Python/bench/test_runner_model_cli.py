@@ -87,7 +87,8 @@ def test_secrets_in_the_base_url_and_extra_body_are_written_nowhere(tmp_path, ca
     written = [path for path in out.rglob("*") if path.is_file()]
     assert any(path.suffix == ".html" for path in written) and any(path.name == "run.json" for path in written)
     captured = capsys.readouterr()
-    for text in [path.read_text(errors="replace") for path in written] + [captured.out, captured.err]:
-        assert not any(secret in text for secret in secrets)
+    for name, text in [(str(path), path.read_text(errors="replace")) for path in written] + [
+            ("stdout", captured.out), ("stderr", captured.err)]:
+        assert not [secret for secret in secrets if secret in text], name
     run = json.loads(next(out.rglob("run.json")).read_text())
     assert "user:***@" not in json.dumps(run) and "***@127.0.0.1" in json.dumps(run)
