@@ -139,7 +139,7 @@ def small_cohort(root: Path, modules: list[str], cases: int) -> Path:
                           workers=1)
     write_cohort(root / "raw", config, modules=modules)
     for module in modules:
-        prepare(module, root / "raw" / get(module).dataset_dir, root / "cases" / module)
+        prepare(get(module), root / "raw" / get(module).dataset_dir, root / "cases" / module)
     return root / "cases"
 
 

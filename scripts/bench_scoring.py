@@ -55,7 +55,7 @@ def main() -> int:
         generated = time.perf_counter() - started
         packages = {module: scratch / "cases" / module for module in modules.names()}
         for module, out in packages.items():
-            prepare(module, scratch / "raw" / modules.get(module).dataset_dir, out)
+            prepare(modules.get(module), scratch / "raw" / modules.get(module).dataset_dir, out)
         prepared = time.perf_counter() - started - generated
         records = {module: responses_for(module, out) for module, out in packages.items()}
         timings, summaries = {}, {}

@@ -81,7 +81,7 @@ def cases(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("cohort")
     write_cohort(root / "raw", CohortConfig(seed=3, cases=1, ct_size=96, workers=1), modules=[MODULE])
-    prepare(MODULE, root / "raw" / get(MODULE).dataset_dir, root / "cases")
+    prepare(get(MODULE), root / "raw" / get(MODULE).dataset_dir, root / "cases")
     return root / "cases"
 
 
