@@ -146,13 +146,21 @@ class BenchmarkRunner:
         policy = ErrorPolicy(self.config.fail_on_error)
         aborted = False
         # trapped before anything is drawn or started: a Ctrl-C while workers start ends as any other interrupt
-        previous_handler = self._trap_interrupts(progress)
+        previous_handler = self._trap_interrupts()
         try:
             progress.start()
             self.executor = self.make_executor(self.job, self.config, progress.episode)
+            unsubmitted = len(pending)
             if not self.interrupts:  # interrupted while the workers started: nothing is started
                 self.executor.submit(pending)
-            while self.executor.outstanding():
+                unsubmitted = 0
+            acted_on_interrupt = False
+            while True:
+                if self.interrupts and not acted_on_interrupt:
+                    acted_on_interrupt = True
+                    self._finish_running_only(progress, unsubmitted)
+                if not self.executor.outstanding():
+                    break
                 item = self.executor.next_result(0.25)
                 if item is None:
                     continue
@@ -167,6 +175,7 @@ class BenchmarkRunner:
                     self.executor.stop_dispatching()
         except StopNow:
             aborted = True
+            progress.note("interrupted again: stopping now")
             if self.executor is not None:
                 self.executor.abort()
         except BaseException:  # a harness failure: what finished is still summarised, then the failure surfaces
@@ -192,25 +201,29 @@ class BenchmarkRunner:
                           "resume does not re-run them; --rerun-rejected does)")
         return summary
 
-    def _trap_interrupts(self, progress: Progress):
-        """Ctrl-C once: finish running episodes and start nothing new; twice: stop at once. Only the main
-        thread may install a handler (None is returned elsewhere and Ctrl-C keeps its default)."""
+    def _trap_interrupts(self):
+        """Ctrl-C once: finish running episodes and start nothing new; twice: stop at once. The handler only
+        counts (and raises the second time): it runs between any two bytecodes of the main thread, maybe while
+        that thread holds the progress line's or the executor's lock, so taking either there would wait forever;
+        the run loop acts on the count. Only the main thread may install a handler (None is returned elsewhere and
+        Ctrl-C keeps its default)."""
         if threading.current_thread() is not threading.main_thread():
             return None
 
         def interrupt(signum, frame):
             self.interrupts += 1
             if self.interrupts > 1:
-                progress.note("interrupted again: stopping now")
                 raise StopNow
-            waiting = self.executor.outstanding() if self.executor else 0
-            if self.executor is not None:
-                self.executor.stop_dispatching()  # first: what is left outstanding is what is running
-            running = self.executor.outstanding() if self.executor else 0
-            progress.note(f"interrupted: finishing {running} running episode{'s' if running != 1 else ''} "
-                          f"({waiting - running} not started are left for a resume); Ctrl-C again to stop now")
 
         return signal.signal(signal.SIGINT, interrupt)
+
+    def _finish_running_only(self, progress: Progress, unsubmitted: int) -> None:
+        """The first Ctrl-C, acted on by the run loop: what is left outstanding after this is what is running."""
+        waiting = self.executor.outstanding() + unsubmitted
+        self.executor.stop_dispatching()
+        running = self.executor.outstanding()
+        progress.note(f"interrupted: finishing {running} running episode{'s' if running != 1 else ''} "
+                      f"({waiting - running} not started are left for a resume); Ctrl-C again to stop now")
 
     def _scored(self, task: EpisodeTask, record: dict) -> dict:
         """A finished episode's score; a rejected one (final, model-side) is scored as unanswered: 0, within n."""

@@ -125,3 +125,35 @@ def test_nothing_is_drawn_after_finish_and_zero_columns_count_as_80(monkeypatch)
     finally:
         os.close(master)
         os.close(zero_slave)
+
+
+LANDS_WHILE_DRAWING = """
+import io, os, signal, sys
+from MedOpenClawLib.cli import main
+
+class Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+    def write(self, text):  # Ctrl-C arrives while the main thread draws '1/3' (the progress line's lock is held)
+        if "1/3 elapsed" in text and "interrupted" not in self.getvalue():
+            os.kill(os.getpid(), signal.SIGINT)
+        return super().write(text)
+
+sys.stderr = terminal = Terminal()
+status = main(sys.argv[1:])
+sys.__stderr__.write(terminal.getvalue())
+sys.exit(status)
+"""
+
+
+def test_ctrl_c_while_the_progress_line_is_drawn_does_not_hang(tmp_path):
+    """The handler once took the progress line's lock, which the interrupted main thread may hold: a deadlock."""
+    write_ucsf_package(tmp_path / "cases", cases=3)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "MedOpenClaw"), str(REPO / "MedCopilot")])}
+    done = subprocess.run([sys.executable, "-c", LANDS_WHILE_DRAWING, "bench", "run", "--module", "ucsf-pdgm",
+                           "--agent", "oracle", "--cases", "cases", "--out", "runs/x", "--workers", "1"],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90)
+    assert done.returncode == 130, done.stderr
+    assert "interrupted: finishing" in done.stderr and "not run: to resume" in done.stderr
+    assert json.loads((tmp_path / "runs/x/summary.json").read_text())["interrupted"]
