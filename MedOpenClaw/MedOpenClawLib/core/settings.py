@@ -10,26 +10,25 @@ The variables a parent process sets for a child it starts (the worker and QuPath
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-
-from ..providers.kinds import KINDS  # the provider kinds name their settings (issue 35): a layer exception
 
 
 @dataclass(frozen=True)
 class Setting:
     name: str
+    # "{providers}" / "{vendor_keys}" stand for the provider kinds' names and key variables, which live above
+    # core (providers/kinds): whoever shows the description fills them in (:func:`markdown_table`)
     description: str
     default: str = ""  # what an unset (or empty) variable means, as the README shows it
     secret: bool = False  # never printed, logged or written to a trace
 
 
 SETTINGS = (
-    Setting("MEDOPENCLAW_API_KEY", "the model key for any server (vendor keys "
-            f"{' / '.join(name for kind in KINDS.values() for name in kind.key_variables)} are used only for requests "
-            "to that vendor's own API)", secret=True),
+    Setting("MEDOPENCLAW_API_KEY", "the model key for any server (vendor keys {vendor_keys} are used only for "
+            "requests to that vendor's own API)", secret=True),
     Setting("MEDOPENCLAW_MODEL", "model name, for `--model` (bench run, MedCopilot)"),
-    Setting("MEDOPENCLAW_PROVIDER", f"the model API, for `--provider`: {', '.join(KINDS)}",
+    Setting("MEDOPENCLAW_PROVIDER", "the model API, for `--provider`: {providers}",
             "anthropic for claude-* models, else openai"),
     Setting("MEDOPENCLAW_BASE_URL", "API base URL, for `--base-url`", "the provider's public API"),
     Setting("MEDOPENCLAW_TOKEN", "bearer token of `serve`, `mcp --transport http` and the in-Slicer server",
@@ -57,10 +56,11 @@ def is_set(name: str, environ: Mapping[str, str] | None = None) -> bool:
     return bool(value(name, environ))
 
 
-def markdown_table() -> str:
-    """The README's settings table."""
+def markdown_table(providers: Sequence[str], vendor_keys: Sequence[str]) -> str:
+    """The README's settings table, the descriptions naming the provider kinds and their vendors' key variables."""
     lines = ["| variable | what it sets | unset |", "| --- | --- | --- |"]
     for setting in SETTINGS:
         secret = " (secret: never logged)" if setting.secret else ""
-        lines.append(f"| `{setting.name}` | {setting.description}{secret} | {setting.default or '—'} |")
+        description = setting.description.format(providers=", ".join(providers), vendor_keys=" / ".join(vendor_keys))
+        lines.append(f"| `{setting.name}` | {description}{secret} | {setting.default or '—'} |")
     return "\n".join(lines)

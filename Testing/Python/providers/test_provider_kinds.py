@@ -4,11 +4,11 @@ configuration read only those."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pytest
 
 from MedOpenClawLib.bench.run_command import add_bench_subcommand
-from MedOpenClawLib.core import settings
 from MedOpenClawLib.providers import Provider, ProviderConfig, make_provider
 from MedOpenClawLib.providers.kinds import KINDS
 from MedOpenClawLib.providers.limits import PROFILE_NAMES
@@ -28,7 +28,8 @@ def test_every_declared_kind_is_complete_and_reachable_from_the_command_line():
     run = parser._subparsers._group_actions[0].choices["run"]  # noqa: SLF001 - argparse has no public accessor
     (action,) = [a for a in run._actions if a.dest == "provider"]  # noqa: SLF001
     assert tuple(action.choices) == tuple(KINDS) and all(kind.summary in action.help for kind in KINDS.values())
-    described = {setting.name: setting.description for setting in settings.SETTINGS}
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
+    described = {line.split("`")[1]: line for line in readme.splitlines() if line.startswith("| `MEDOPENCLAW_")}
     for kind in KINDS.values():
         assert issubclass(kind.provider_class(), Provider)
         assert kind.profile is None or kind.profile in PROFILE_NAMES
