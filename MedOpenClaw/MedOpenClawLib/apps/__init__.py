@@ -63,6 +63,12 @@ def paper_tools(application: str) -> tuple[str, ...]:
     return tuple(entry["name"] for entry in entries(application) if entry["paper"])
 
 
+def inspect_tools(application: str) -> frozenset[str]:
+    """The actions whose call inspects the image (the benchmark's "inspect" workflow stage), from each action's
+    ``inspects`` field."""
+    return frozenset(entry["name"] for entry in entries(application) if entry["inspects"])
+
+
 def vendor_tool(dialect: str):
     """One action in a model API's dialect, by the providers' one converter of neutral tools."""
 

@@ -53,9 +53,10 @@ class ActionContext(Protocol):
 
 @dataclass(frozen=True)
 class ActionSpec:
-    """What a client sees of an action: its name, role, JSON schema (type object), tracks, and whether it is one of
-    the tools the paper's agents see (MedFlow-Bench Table 9 for radiology, Table 10 for pathology): the one place
-    that list is written (``bench run --toolset paper`` offers these, plus the Track B operators).
+    """What a client sees of an action: its name, role, JSON schema (type object), tracks, whether it is one of
+    the tools the paper's agents see (MedFlow-Bench Table 9 for radiology, Table 10 for pathology) and whether a
+    call of it inspects the image (the benchmark's "inspect" workflow stage): the one place each of those lists is
+    written (``bench run --toolset paper`` offers the paper's, plus the Track B operators).
 
     Split from :class:`Action` so a front-end whose actions run in another process (the crash-contained
     viewer of :mod:`.server.supervisor`) describes them exactly as the in-process registry does.
@@ -67,6 +68,7 @@ class ActionSpec:
     parameters: dict
     tracks: tuple[str, ...] = ("A", "B")
     paper: bool = False
+    inspects: bool = False
 
     def __post_init__(self):
         if self.role not in ROLES:
@@ -76,7 +78,8 @@ class ActionSpec:
     def from_description(cls, description: dict) -> ActionSpec:
         """The inverse of :meth:`describe`."""
         return cls(description["name"], description["role"], description["description"],
-                   description["parameters"], tuple(description["tracks"]), bool(description["paper"]))
+                   description["parameters"], tuple(description["tracks"]), bool(description["paper"]),
+                   bool(description["inspects"]))
 
     def describe(self) -> dict:
         return {
@@ -84,6 +87,7 @@ class ActionSpec:
             "role": self.role,
             "tracks": list(self.tracks),
             "paper": self.paper,
+            "inspects": self.inspects,
             "description": self.description,
             "parameters": self.parameters,
         }
@@ -98,8 +102,8 @@ class Action(ActionSpec):
     schema, strict JSON-schema clients flag their untyped branches) and stated in the description instead.
     """
 
-    # keywords in practice (``handler=``, ``rules=``); defaults only because ActionSpec's ``tracks`` and ``paper``
-    # have one, and dataclass ``kw_only`` does not exist in Slicer's Python 3.9
+    # keywords in practice (``handler=``, ``rules=``); defaults only because ActionSpec's ``tracks``, ``paper`` and
+    # ``inspects`` have one, and dataclass ``kw_only`` does not exist in Slicer's Python 3.9
     handler: Callable[..., Result] | None = None
     rules: dict = field(default_factory=dict)
 
@@ -176,6 +180,7 @@ class Toolset:
         required: Iterable[str] = (),
         tracks: tuple[str, ...] = ("A", "B"),
         paper: bool = False,
+        inspects: bool = False,
         **schema_extra: Any,
     ) -> Callable[[Callable[..., Result]], Callable[..., Result]]:
         rules = {keyword: schema_extra.pop(keyword) for keyword in ROOT_RULES if keyword in schema_extra}
@@ -184,7 +189,7 @@ class Toolset:
 
         def register(handler: Callable[..., Result]) -> Callable[..., Result]:
             parameters = object_schema(properties or {}, required, **schema_extra)
-            self.actions.append(Action(name, role, description, parameters, tracks, paper,
+            self.actions.append(Action(name, role, description, parameters, tracks, paper, inspects,
                                        handler=handler, rules=rules))
             return handler
 

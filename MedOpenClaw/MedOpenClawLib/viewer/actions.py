@@ -31,7 +31,8 @@ from .rendering import montage, render_view
 
 VIEWER = Toolset("viewer")
 # paper=True marks Table 9, the tools MedFlow-Bench's radiology agents see; the evidence-capture actions
-# (evidence/actions.py) serve the copilot, REST and MCP clients, and `bench run --toolset extended`
+# (evidence/actions.py) serve the copilot, REST and MCP clients, and `bench run --toolset extended`; inspects=True
+# marks the calls that look at the image (the benchmark's "inspect" workflow stage)
 
 
 
@@ -146,7 +147,7 @@ def select_volume(ctx, size: int, volume_id=None, volume_name=None, view=None) -
 @VIEWER.action(
     "observe", "viewer", "Return the current axial, sagittal and coronal views, or one selected view.",
     {"view": VIEW, "size": SIZE, "include_metadata": {"type": "boolean", "default": False}},
-    paper=True,
+    paper=True, inspects=True,
 )
 def observe(ctx, size: int, include_metadata: bool, view=None) -> Result:
     views = target_views(ctx, view)
@@ -165,7 +166,7 @@ def observe(ctx, size: int, include_metadata: bool, view=None) -> Result:
      "output": {"type": "string", "enum": ["keyframes", "cine"], "default": "keyframes"},
      "size": SIZE},
     required=["view", "direction"],
-    paper=True,
+    paper=True, inspects=True,
 )
 def scroll(ctx, view, direction, num_slices: int, output: str, size: int, step=None) -> Result:
     engine = ctx.engine
@@ -198,7 +199,7 @@ def scroll(ctx, view, direction, num_slices: int, output: str, size: int, step=N
     {"view": VIEW, "factor": {"type": "number", "exclusiveMinimum": 0.05, "maximum": 20},
      "center_1000": POINT_1000, "image_id": IMAGE_ID, "size": SIZE},
     required=["view", "factor"],
-    paper=True,
+    paper=True, inspects=True,
 )
 def zoom(ctx, view, factor, size: int, center_1000=None, image_id=None) -> Result:
     ctx.engine.find_volume()
@@ -213,7 +214,7 @@ def zoom(ctx, view, factor, size: int, center_1000=None, image_id=None) -> Resul
 
 
 @VIEWER.action("fit", "viewer", "Fit a slice view to the full volume, keeping its slice offset.",
-               {"view": VIEW, "size": SIZE}, required=["view"], paper=True)
+               {"view": VIEW, "size": SIZE}, required=["view"], paper=True, inspects=True)
 def fit(ctx, view, size: int) -> Result:
     ctx.engine.find_volume()
     ctx.engine.fit(view)
@@ -224,7 +225,7 @@ def fit(ctx, view, size: int) -> Result:
     "set_slice_offset", "viewer",
     "Set a view's slice position in canonical RAS millimetres (axial=S, sagittal=R, coronal=A).",
     {"view": VIEW, "offset": OFFSET_MM, "size": SIZE}, required=["view", "offset"],
-    paper=True,
+    paper=True, inspects=True,
 )
 def set_slice_offset(ctx, view, offset, size: int) -> Result:
     value = ctx.engine.set_offset(view, float(offset))
@@ -305,7 +306,7 @@ def get_viewer_state(ctx, include_volumes, include_fusion, include_slice_positio
      "auto": {"type": "boolean"}, **VOLUME, "size": SIZE},
     anyOf=[{"required": ["window"]}, {"required": ["level"]}, {"required": ["auto"], "properties": {
         "auto": {"const": True}}}],
-    paper=True,
+    paper=True, inspects=True,
 )
 def wl(ctx, size: int, view=None, window=None, level=None, auto=None, volume_id=None, volume_name=None) -> Result:
     if auto and (window is not None or level is not None):
@@ -319,7 +320,7 @@ def wl(ctx, size: int, view=None, window=None, level=None, auto=None, volume_id=
     "window_preset", "viewer", "Apply a modality window preset (e.g. ct_lung, ct_mediastinal, pet_auto).",
     {"preset": {"type": "string", "enum": list(PRESET_NAMES)}, "view": VIEW, **VOLUME, "size": SIZE},
     required=["preset"],
-    paper=True,
+    paper=True, inspects=True,
 )
 def window_preset(ctx, preset, size: int, view=None, volume_id=None, volume_name=None) -> Result:
     node = ctx.engine.find_volume(volume_id, volume_name)
@@ -330,7 +331,7 @@ def window_preset(ctx, preset, size: int, view=None, volume_id=None, volume_name
 
 
 @VIEWER.action("jump", "viewer", "Centre the linked views on a RAS point; returns the updated views.",
-               {"ras": RAS, "view": VIEW, "size": SIZE}, required=["ras"], paper=True)
+               {"ras": RAS, "view": VIEW, "size": SIZE}, required=["ras"], paper=True, inspects=True)
 def jump(ctx, ras, size: int, view=None) -> Result:
     ctx.engine.jump(ras)
     offsets = {name: round(ctx.engine.offset(name), 3) for name in VIEWS}

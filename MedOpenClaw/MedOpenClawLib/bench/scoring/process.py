@@ -35,7 +35,6 @@ TOKEN_KEYS = {
 # building blocks of the module specs' reference tools and workflow stages
 RADIOLOGY_REFERENCE = ("observe", "select_volume", "scroll", "set_slice_offset", "image_coords_to_ras")
 PATHOLOGY_REFERENCE = ("zoom", "pan", "zoom", "capture_viewer", "viewer_point_to_wsi_coordinate")
-INSPECT_TOOLS = frozenset({"observe", "scroll", "set_slice_offset", "zoom", "fit", "wl", "window_preset", "jump"})
 RADIOLOGY_LOCALIZE = frozenset({"image_coords_to_ras", "jump"})
 PATHOLOGY_STAGES = (("navigate", frozenset({"zoom", "pan"})),
                     ("localize", frozenset({"viewer_point_to_wsi_coordinate"})))

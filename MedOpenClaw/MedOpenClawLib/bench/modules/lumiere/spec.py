@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ....apps import inspect_tools
 from ....core.applications import RADIOLOGY
 from ....trace_audit.specs import AuditSpec, lumiere_timepoint
 from ...cases import CONSISTENT_STEP, USABLE_STEP, Question
 from ...prompts import lettered_options
-from ...scoring.process import INSPECT_TOOLS
 from ...spec import LOC_NONE, ModuleSpec, SubMetric, imported_on_call, single_answer
 from ...truth_check import lumiere_problems
 from . import plans
@@ -53,7 +53,7 @@ SPEC = ModuleSpec(
     sub_metrics=tuple(SubMetric(name, label, "fields") for name, label in zip(LUMIERE_EVIDENCE_FIELDS, FIELD_LABELS)),
     detail_columns=(*LUMIERE_EVIDENCE_FIELDS, "task", "strict"),
     reference_tools=("observe", "select_volume", "fusion", "scroll", "select_volume", "scroll"),
-    stages=(("inspect", INSPECT_TOOLS), ("compare_timepoints", frozenset({"select_volume", "fusion"}))),
+    stages=(("inspect", inspect_tools(RADIOLOGY)), ("compare_timepoints", frozenset({"select_volume", "fusion"}))),
     audit=AuditSpec("none", lumiere_timepoint, "registration"),
     plans={"oracle": plans.oracle, "heuristic": plans.heuristic, "random": plans.random},
 )

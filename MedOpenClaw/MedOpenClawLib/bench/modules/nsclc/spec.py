@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ....apps import inspect_tools
 from ....core.applications import RADIOLOGY
 from ....trace_audit.specs import AuditSpec, single_study
 from ...cases import CONSISTENT_STEP, USABLE_STEP, Question
 from ...prompts import compact_numbered_options
-from ...scoring.process import INSPECT_TOOLS, RADIOLOGY_LOCALIZE
+from ...scoring.process import RADIOLOGY_LOCALIZE
 from ...spec import LOC_RAS_IN_MASK, ModuleSpec, SubMetric, imported_on_call
 from ...truth_check import localization_problems
 from . import plans
@@ -60,7 +61,7 @@ SPEC = ModuleSpec(
     detail_columns=("task", *(qid for qid, _, _ in NSCLC_QUESTIONS), "strict", "loc"),
     reference_tools=("observe", "select_volume", "window_preset", "scroll", "set_slice_offset", "image_coords_to_ras"),
     stages=(
-        ("inspect", INSPECT_TOOLS),
+        ("inspect", inspect_tools(RADIOLOGY)),
         ("select_source_series", frozenset({"select_volume"})),
         ("localize", RADIOLOGY_LOCALIZE),
     ),

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ....apps import inspect_tools
 from ....core.applications import RADIOLOGY
 from ....trace_audit.specs import AuditSpec, single_study
 from ...cases import USABLE_STEP, Question
 from ...prompts import lettered_options
-from ...scoring.process import INSPECT_TOOLS, RADIOLOGY_LOCALIZE, RADIOLOGY_REFERENCE
+from ...scoring.process import RADIOLOGY_LOCALIZE, RADIOLOGY_REFERENCE
 from ...spec import LOC_RAS_IN_MASK, ModuleSpec, imported_on_call, single_answer
 from ...truth_check import localization_problems
 from . import plans
@@ -51,7 +52,7 @@ SPEC = ModuleSpec(
     detail_columns=("task", "strict", "loc"),
     reference_tools=RADIOLOGY_REFERENCE,
     stages=(
-        ("inspect", INSPECT_TOOLS),
+        ("inspect", inspect_tools(RADIOLOGY)),
         ("switch_sequence", frozenset({"select_volume"})),
         ("localize", RADIOLOGY_LOCALIZE),
     ),
