@@ -24,9 +24,7 @@ def checker():
 # the function-level imports, the long files and the files naming datasets outside bench/modules are issue 38's
 # second step.
 NOT_YET = {
-    # the provider kinds name the settings' key variables (issue 35); core/settings reads them from providers/
-    "layer_violations": ["MedOpenClawLib.core.settings:16 imports MedOpenClawLib.providers.kinds (MedOpenClawLib.core "
-                         "may import nothing of the package)"],
+    "layer_violations": [],
     "import_circles": [],
     "function_level_imports_of_own_modules": 110,
     "function_level_imports_without_comment": 104,
