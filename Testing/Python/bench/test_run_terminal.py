@@ -30,6 +30,7 @@ from MedOpenClawLib.bench.run_summary import print_summary, summary_table
 REPO = Path(__file__).resolve().parents[3]
 CONSOLE_SCRIPT = Path(sys.executable).with_name("medopenclaw")
 CLEAR = "\r\x1b[2K"
+SHOW_CURSOR = "\x1b[?25h"
 
 
 def on_terminal(argv: list[str], cwd: Path, columns: int, interrupt_on: str | None = None) -> tuple[int, str]:
@@ -121,22 +122,26 @@ def test_nothing_is_drawn_after_finish_and_zero_columns_count_as_80(monkeypatch)
         progress.update("late")  # a running episode's report arriving after the run ended
         progress.note("2 episodes not run: to resume, run the same command again")
         assert stream.getvalue() == drawn + "2 episodes not run: to resume, run the same command again\n"
-        assert drawn.endswith("\n") and len(drawn.rsplit(CLEAR, 1)[-1]) <= 80
+        assert drawn.endswith("\n" + SHOW_CURSOR)  # the line ends; the cursor hidden while it was drawn is back
+        assert len(drawn.rsplit(CLEAR, 1)[-1].removesuffix("\n" + SHOW_CURSOR)) <= 80
     finally:
         os.close(master)
         os.close(zero_slave)
 
 
 LANDS_WHILE_DRAWING = """
-import io, os, signal, sys
+import io, os, signal, sys, threading
 from MedOpenClawLib.cli import main
 
 class Terminal(io.StringIO):
+    pressed = False
+
     def isatty(self):
         return True
 
-    def write(self, text):  # Ctrl-C arrives while the main thread draws '1/3' (the progress line's lock is held)
-        if "1/3 elapsed" in text and "interrupted" not in self.getvalue():
+    def write(self, text):  # one Ctrl-C while the main thread draws '1/3' (the progress line's locks are held)
+        if "1/3 elapsed" in text and not self.pressed and threading.current_thread() is threading.main_thread():
+            self.pressed = True
             os.kill(os.getpid(), signal.SIGINT)
         return super().write(text)
 

@@ -79,7 +79,8 @@ def test_progress_line_strips_terminal_control_sequences():
     outcome = EpisodeOutcome("completed", None, rounds=1)
     progress.episode(task, outcome, "\x1b]0;owned\x07\x1b[2Jopen_case")
     progress.note("model said \x1b[31mred\n")
-    written = stream.getvalue().replace("\r\x1b[2K", "")
+    # what is left once the line's own controls are taken out (redraw; the cursor hidden while drawing)
+    written = stream.getvalue().replace("\r\x1b[2K", "").replace("\x1b[?25l", "").replace("\x1b[?25h", "")
     assert "\x1b" not in written and "\x07" not in written
 
 
