@@ -44,10 +44,12 @@ class QuietServer(ThreadingHTTPServer):
 class FakeModelServer:
     """Serves scripted answers in order, then ``fallback`` (default: a 500), and records every request (path,
     headers, JSON body). With ``respond`` each answer is chosen from the request body instead, so concurrent
-    conversations each get their own next turn; ``keep_requests=False`` records nothing (long benchmarks)."""
+    conversations each get their own next turn; ``handle`` chooses it from the whole request (path, headers, body:
+    servers whose URL says what is asked); ``keep_requests=False`` records nothing (long benchmarks)."""
 
     def __init__(self, script: list[Scripted], fallback: Scripted | None = None, port: int = 0,
-                 respond: Callable[[dict], Scripted] | None = None, keep_requests: bool = True):
+                 respond: Callable[[dict], Scripted] | None = None, keep_requests: bool = True,
+                 handle: Callable[[dict], Scripted] | None = None):
         self.script = list(script)
         self.fallback = fallback or Scripted({"error": "script empty"}, 500)
         self.requests: list[dict] = []
@@ -58,10 +60,12 @@ class FakeModelServer:
                 length = int(self.headers.get("Content-Length", 0))
                 raw = self.rfile.read(length)
                 body = json.loads(raw)
+                request = {"path": self.path, "headers": dict(self.headers), "body": body, "raw": raw}
                 if keep_requests:
-                    server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body,
-                                            "raw": raw})
-                if respond is not None:
+                    server.requests.append(request)
+                if handle is not None:
+                    answer = handle(request)
+                elif respond is not None:
                     answer = respond(body)
                 else:
                     answer = server.script.pop(0) if server.script else server.fallback

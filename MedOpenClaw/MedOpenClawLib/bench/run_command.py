@@ -285,6 +285,11 @@ def _history(text: str) -> int | None:
         raise argparse.ArgumentTypeError(str(error)) from None
 
 
+def _needing(option: str) -> str:
+    """The providers whose endpoint needs ``option`` (their declarations say so)."""
+    return ", ".join(kind.name for kind in KINDS.values() if option in kind.needs)
+
+
 def add_bench_subcommand(bench_subparsers) -> None:
     from .modules import names
     from .tasks import MAX_REPEATS, TOOLSETS, TRACKS
@@ -305,10 +310,9 @@ def add_bench_subcommand(bench_subparsers) -> None:
     model.add_argument("--provider", choices=tuple(KINDS), help="the model API (or MEDOPENCLAW_PROVIDER): " + "; ".join(
         f"{kind.name}: {kind.summary}" for kind in KINDS.values()))
     model.add_argument("--base-url", help="API base URL (or MEDOPENCLAW_BASE_URL); the key: MEDOPENCLAW_API_KEY")
-    model.add_argument("--api-version", help="azure-openai: the API version sent as ?api-version=")
-    model.add_argument("--region", help="anthropic-bedrock, anthropic-vertex: the cloud region (e.g. us-east-1, "
-                                        "us-east5, global)")
-    model.add_argument("--project", help="anthropic-vertex: the Google Cloud project")
+    model.add_argument("--api-version", help=f"{_needing('api_version')}: the API version sent as ?api-version=")
+    model.add_argument("--region", help=f"{_needing('region')}: the cloud region (e.g. us-east-1, us-east5, global)")
+    model.add_argument("--project", help=f"{_needing('project')}: the Google Cloud project")
     model.add_argument("--stream", action=argparse.BooleanOptionalAction, default=None,
                        help="stream every request and assemble the server-sent events (default: only where the "
                             "vendor requires it, Anthropic above 21,333 max_tokens); for servers that only stream")

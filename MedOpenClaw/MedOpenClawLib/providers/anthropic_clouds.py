@@ -8,15 +8,21 @@ Credentials), imported when the first request is signed; without them the run st
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from .anthropic_messages import AnthropicProvider
+from .google_credentials import GoogleToken
 from .http import ProviderError
 from .messages import Message
 
+if TYPE_CHECKING:
+    import requests
+
+    from .config import ProviderConfig
+
 BEDROCK_VERSION = "bedrock-2023-05-31"
 VERTEX_VERSION = "vertex-2023-10-16"
-GOOGLE_SCOPE = "https://www.googleapis.com/auth/cloud-platform"
 
 
 class _CloudMessages(AnthropicProvider):
@@ -68,7 +74,10 @@ class AnthropicVertexProvider(_CloudMessages):
     Credentials, refreshed when they expire."""
 
     version = VERTEX_VERSION
-    _credentials = None
+
+    def __init__(self, config: ProviderConfig, session: requests.Session | None = None):
+        super().__init__(config, session)
+        self._token = GoogleToken(config.kind)
 
     def _url(self) -> str:
         return (f"{self.config.base_url}/v1/projects/{quote(self.config.project or '', safe='')}/locations/"
@@ -76,22 +85,4 @@ class AnthropicVertexProvider(_CloudMessages):
                 f"{quote(self.config.model, safe='@')}:{'streamRawPredict' if self.streaming() else 'rawPredict'}")
 
     def _sign(self, data: bytes) -> dict:
-        return {"Authorization": f"Bearer {self.config.api_key or self._google_token()}"}
-
-    def _google_token(self) -> str:
-        try:  # optional: the vertex extra
-            import google.auth
-            import google.auth.exceptions
-            import google.auth.transport.requests
-        except ImportError:
-            raise ProviderError("anthropic-vertex needs an access token: set MEDOPENCLAW_API_KEY (gcloud auth "
-                                "print-access-token) or pip install 'medopenclaw[vertex]' for Application Default "
-                                "Credentials", fatal=True) from None
-        try:
-            if self._credentials is None:
-                self._credentials, _ = google.auth.default(scopes=[GOOGLE_SCOPE])
-            if not self._credentials.valid:
-                self._credentials.refresh(google.auth.transport.requests.Request())
-        except google.auth.exceptions.GoogleAuthError as error:
-            raise ProviderError(f"anthropic-vertex has no Google credentials: {error}", fatal=True) from None
-        return self._credentials.token
+        return self._token.bearer(self.config.api_key)

@@ -22,13 +22,13 @@ ENV_PREFIX = "MEDOPENCLAW_"
 
 def thinking_budget(extra_body: object) -> int:
     """The largest thinking budget an extra body declares (Anthropic ``thinking.budget_tokens``, Gemini's and
-    Qwen's ``thinking_budget``); 0 without one."""
+    Qwen's ``thinking_budget``, Gemini's native ``thinkingConfig.thinkingBudget``); 0 without one."""
     stack, budget = [extra_body], 0
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
             for key, value in item.items():
-                if key in ("budget_tokens", "thinking_budget") and isinstance(value, int) and \
+                if key in ("budget_tokens", "thinking_budget", "thinkingBudget") and isinstance(value, int) and \
                         not isinstance(value, bool):
                     budget = max(budget, value)
                 else:
@@ -57,8 +57,8 @@ class ProviderConfig:
     context_window: int | None = None  # tokens; None: the profile's documented window (or what the server reports)
     profile: str | None = None  # a limits.PROFILES name; None: detected from kind, URL and model
     api_version: str | None = None  # azure-openai: the ?api-version= of every request
-    region: str | None = None  # anthropic-bedrock, anthropic-vertex: the cloud region
-    project: str | None = None  # anthropic-vertex: the Google Cloud project
+    region: str | None = None  # anthropic-bedrock, anthropic-vertex, gemini-vertex: the cloud region
+    project: str | None = None  # anthropic-vertex, gemini-vertex: the Google Cloud project
     stream: bool | None = None  # --stream; None: the kind's rule (ProviderKind.stream_above)
 
     def __post_init__(self):

@@ -3,9 +3,10 @@
 Three kinds of failure, because a batch run must react differently to each:
 
 - *transient* -- rate limits (429), overload (5xx, Anthropic's 529), timeouts, refused or dropped connections:
-  retried with exponential backoff and jitter, honouring ``Retry-After``, all within one total deadline;
-- *fatal* -- a rejected key (401/403) or an unknown model/endpoint (404, or a 400 that says the model does
-  not exist): no episode of the run can succeed, so the run stops with one clear line;
+  retried with exponential backoff and jitter, honouring ``Retry-After`` (or a Google ``RetryInfo`` in the
+  error body), all within one total deadline;
+- *fatal* -- a rejected key (401/403; Gemini's 400 API_KEY_INVALID) or an unknown model/endpoint (404, or a 400 that
+  says the model does not exist): no episode of the run can succeed, so the run stops with one clear line;
 - *too long* -- a 413, or a 4xx (or llama.cpp's 500) saying the request exceeds the context window, the
   images per request or the request size: the episode compacts its conversation, then answers without tools
   (the model's outcome ``model_length``, scored), never a harness error;
@@ -34,6 +35,9 @@ log = logging.getLogger(__name__)
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 AUTH_STATUSES = frozenset({401, 403})
+# Gemini refuses a wrong key with a 400 INVALID_ARGUMENT whose ErrorInfo reason is API_KEY_INVALID
+INVALID_KEY = re.compile(r"API key not valid|API_KEY_INVALID")
+RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 MAX_RESPONSE_DEPTH = 64  # a reply's envelope is ~8 levels; tool input objects are bounded at 32 below that
 # a reply body larger than this is refused unread: 128k output tokens are ~0.5 MB of text (3 MB with every
 # character JSON-escaped), so only a hostile or broken server sends more, and every parse of it costs time
@@ -151,6 +155,22 @@ def provider_message(text: str) -> str:
     return json.dumps(body)[:500]
 
 
+def retry_info(text: str) -> str | None:
+    """The wait a ``google.rpc.Status`` error body asks for (Gemini, Vertex AI: 429 RESOURCE_EXHAUSTED with a
+    ``RetryInfo`` detail, ``"retryDelay": "37s"``), as ``Retry-After`` delta-seconds; None without one."""
+    try:
+        body = loads_bounded(text, MAX_RESPONSE_DEPTH, strict=False)
+    except ValueError:
+        return None
+    error = body.get("error") if isinstance(body, dict) else None
+    details = error.get("details") if isinstance(error, dict) else None
+    for detail in details if isinstance(details, list) else []:
+        delay = detail.get("retryDelay") if isinstance(detail, dict) and detail.get("@type") == RETRY_INFO else None
+        if isinstance(delay, str) and re.fullmatch(r"\d+(\.\d+)?s", delay):
+            return delay[:-1]
+    return None
+
+
 def connection_reason(error: requests.ConnectionError) -> str:
     """The innermost cause (``Failed to establish a new connection: [Errno 111] Connection refused``), without
     urllib3's pool wrapper text."""
@@ -169,7 +189,7 @@ def classify(status: int, message: str) -> tuple[bool, bool, str]:
         return False, False, f"request too long for the server (HTTP {status})"
     if status in RETRY_STATUSES:
         return True, False, f"HTTP {status}"
-    if status in AUTH_STATUSES:
+    if status in AUTH_STATUSES or (status == 400 and INVALID_KEY.search(message)):
         return False, True, f"the API key was refused (HTTP {status})"
     if status == 404 or (status in (400, 422) and UNKNOWN_MODEL.search(message)):
         return False, True, f"unknown model or endpoint (HTTP {status}): check --model and --base-url"
@@ -219,7 +239,7 @@ def post_json(
                     return loads_bounded(text, MAX_RESPONSE_DEPTH, strict=False), attempt
             except ValueError as error:  # too large, not JSON, or nested too deep to parse safely
                 raise ProviderError(f"{scrub(url, secrets)}: response refused ({error})", status) from None
-            retry_after = response.headers.get("retry-after")
+            retry_after = response.headers.get("retry-after") or retry_info(text)
             explanation = provider_message(text)
             length = too_long(status, explanation)
             retryable, fatal, what = classify(status, explanation)

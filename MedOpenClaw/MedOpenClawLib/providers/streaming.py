@@ -102,5 +102,25 @@ def response(events: list[dict]) -> dict:
     return final[-1]
 
 
+def generate_content_response(events: list[dict]) -> dict:
+    """Gemini ``streamGenerateContent`` chunks -> a ``GenerateContentResponse``: each candidate's parts in the order
+    they came, never merged (a ``thoughtSignature`` may come on a part of its own, empty text and all, and goes
+    back as it came); the last finish reason, usage and prompt feedback."""
+    reply: dict = {}
+    candidates: dict[int, dict] = {}
+    for event in events:
+        for key in ("usageMetadata", "promptFeedback", "modelVersion", "responseId"):
+            if key in event:
+                reply[key] = event[key]
+        for chunk in event.get("candidates") or []:
+            candidate = candidates.setdefault(chunk.get("index", 0), {"content": {"role": "model", "parts": []}})
+            content = chunk.get("content") or {}
+            candidate["content"]["parts"].extend(content.get("parts") or [])
+            candidate.update({key: value for key, value in chunk.items() if key != "content"})
+    reply["candidates"] = [candidate for _, candidate in sorted(candidates.items())]
+    return reply
+
+
 ASSEMBLERS: dict[str, Callable[[list[dict]], dict]] = {
-    "chat": chat_completion, "anthropic": anthropic_message, "responses": response}
+    "chat": chat_completion, "anthropic": anthropic_message, "responses": response,
+    "gemini": generate_content_response}

@@ -1,0 +1,249 @@
+"""Gemini's native API (``POST {base}/v1beta/models/{model}:generateContent``, the key in ``x-goog-api-key``), and
+the same body on Vertex AI (``{base}/v1/projects/{project}/locations/{region}/publishers/google/models/{model}``,
+a Bearer access token).
+
+- Tools go out as ``functionDeclarations`` in Gemini's OpenAPI schema subset (:func:`.tool_schemas.gemini_schema`);
+  ``toolConfig.functionCallingConfig.mode`` is ``AUTO``, or ``NONE`` when the answer is due.
+- A tool's result is a ``functionResponse`` part (``{"output": text}``, ``{"error": text}`` for a failed call) in
+  the user turn after the call, carrying the call's ``id`` when the server gave one; the images it returned follow
+  as ``inlineData`` parts of the same turn, after every response of the round.
+- A model turn goes back as the parts the server sent (``thoughtSignature`` on them: Gemini 3 answers 400 to a
+  function call of the current turn without its signature; thought parts; part kinds this module does not know),
+  verbatim, while its text and calls are still the server's; when they were rewritten (calls written as text), the
+  server's parts that are not text or calls, then ours.
+- Turns of one role in a row are merged (function responses must answer their calls in one turn); empty turns and
+  empty text parts are never sent.
+- The reply is the candidate whose ``index`` is 0 (omitted in JSON when 0). ``finishReason`` is the stop reason in
+  lower case: ``MAX_TOKENS`` is truncation; ``SAFETY``, ``RECITATION``, ``PROHIBITED_CONTENT`` and the other
+  content filters, and a prompt refused whole (``promptFeedback.blockReason``, no candidate), are the model
+  declining (:attr:`.ModelReply.refusal`); ``MALFORMED_FUNCTION_CALL`` leaves an empty reply, nudged once.
+- Usage (``usageMetadata``): thought tokens are output (billed so) and its reasoning part; the implicitly or
+  explicitly cached prefix is a part of the prompt count.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from typing import TYPE_CHECKING
+from urllib.parse import quote
+
+from .base import Provider
+from .google_credentials import GoogleToken
+from .http import ProviderError
+from .messages import ImageInput, Message, ModelReply, ReportedUsage, ToolCall, invalid_number
+from .openai_chat import TOOL_IMAGES_TEXT
+from .streaming import generate_content_response
+from .tool_schemas import concise, gemini_schema
+
+if TYPE_CHECKING:
+    import requests
+
+    from .config import ProviderConfig
+
+OWN_PARTS = ("text", "functionCall")  # what the neutral message holds (a thought's text is not the answer)
+REFUSED = frozenset({"SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY",
+                     "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "MODEL_ARMOR"})
+VERSIONED = re.compile(r"/v1(alpha|beta)?\d*$")  # a --base-url that already names the API version
+
+
+def _text(text: str) -> list[dict]:
+    return [{"text": text}] if text else []
+
+
+def _image(image: ImageInput) -> dict:
+    return {"inlineData": {"mimeType": "image/png", "data": image.png_base64}}
+
+
+def _own(part: dict) -> bool:
+    """A part the neutral message holds: an answer's text or a call (a thought or anything else is the server's)."""
+    return not part.get("thought") and any(key in part for key in OWN_PARTS)
+
+
+def _said(parts: list[dict]) -> str:
+    return "".join(part["text"] for part in parts if _own(part) and isinstance(part.get("text"), str))
+
+
+def _model_parts(message: Message) -> list[dict]:
+    """The parts of a model turn: the server's verbatim while the neutral text and calls are still theirs."""
+    calls = [{"functionCall": {"name": call.name, "args": call.arguments or {}}} for call in message.tool_calls]
+    vendor = message.vendor or {}
+    parts = vendor.get("parts") if vendor.get("kind") == "gemini" else None
+    if not parts:
+        return _text(message.text) + calls
+    names = [part["functionCall"].get("name") for part in parts if isinstance(part.get("functionCall"), dict)]
+    if _said(parts) == message.text and names == [call.name for call in message.tool_calls]:
+        return [part for part in parts if part.get("text") != "" or len(part) > 1]
+    return [part for part in parts if not _own(part)] + _text(message.text) + calls
+
+
+def _server_ids(messages: list[Message]) -> dict[str, str]:
+    """Neutral call id -> the id the server gave the call (functionResponse must echo it; most replies have none)."""
+    ids = {}
+    for message in messages:
+        for call in message.tool_calls:
+            if call.vendor.get("id"):
+                ids[call.id] = call.vendor["id"]
+    return ids
+
+
+def _response_part(message: Message, server_ids: dict[str, str]) -> dict:
+    response = {"name": message.tool_name or "",
+                "response": {"error" if message.is_error else "output": message.text or "(no output)"}}
+    if message.tool_call_id in server_ids:
+        response["id"] = server_ids[message.tool_call_id]
+    return {"functionResponse": response}
+
+
+class GeminiProvider(Provider):
+    stream_format = "gemini"  # :streamGenerateContent?alt=sse: the body is the same
+
+    def __init__(self, config: ProviderConfig, session: requests.Session | None = None):
+        super().__init__(config, session)
+        self._call_numbers = itertools.count(1)  # Gemini's calls rarely carry ids: the episode's own, unique
+
+    def _model_path(self) -> str:
+        model = self.config.model.removeprefix("models/")
+        return f"models/{quote(model, safe='@-._')}"
+
+    def _url(self) -> str:
+        base = self.config.base_url
+        root = base if VERSIONED.search(base) else f"{base}/v1beta"
+        return f"{root}/{self._model_path()}:{self._method()}"
+
+    def _method(self) -> str:
+        return "streamGenerateContent?alt=sse" if self.streaming() else "generateContent"
+
+    def _headers(self) -> dict:
+        headers = {"Content-Type": "application/json"}
+        if self.config.api_key:
+            headers["x-goog-api-key"] = self.config.api_key
+        return headers
+
+    def wire_tools(self, tools: list[dict]) -> list[dict]:
+        if not tools:
+            return []
+        return [{"functionDeclarations": [
+            {"name": tool["name"], "description": tool.get("description", ""),
+             "parameters": gemini_schema(tool["parameters"])} for tool in concise(tools)]}]
+
+    def _request_body(self, messages: list[Message], wire_tools: list[dict], allow_tools: bool) -> tuple[dict, int]:
+        server_ids = _server_ids(messages)
+        contents: list[dict] = []
+        pending: list[ImageInput] = []  # images of the tool results just before, shown after all their responses
+        images = 0
+
+        def merge(role: str, parts: list[dict]) -> None:
+            if not parts:
+                return
+            if contents and contents[-1]["role"] == role:  # one turn per role in a row
+                contents[-1]["parts"].extend(parts)
+            else:
+                contents.append({"role": role, "parts": parts})
+
+        def add(role: str, parts: list[dict]) -> None:
+            """A turn, after the pending tool images unless it is one more response of their round."""
+            if pending and not (role == "user" and parts and all("functionResponse" in part for part in parts)):
+                merge("user", [{"text": TOOL_IMAGES_TEXT}, *map(_image, pending)])
+                pending.clear()
+            merge(role, parts)
+
+        for message in messages:
+            if message.role == "system":
+                continue
+            images += len(message.images)
+            if message.role == "assistant":
+                add("model", _model_parts(message))
+            elif message.role == "tool":
+                add("user", [_response_part(message, server_ids)])
+                pending.extend(message.images)
+            else:
+                add("user", _text(message.text) + [_image(image) for image in message.images])
+        add("user", [])
+        generation: dict = {"maxOutputTokens": self.config.max_tokens, **self.sampling()}
+        body: dict = {"contents": contents, "generationConfig": generation}
+        system = "\n\n".join(message.text for message in messages if message.role == "system" and message.text)
+        if system:
+            body["systemInstruction"] = {"parts": [{"text": system}]}
+        if wire_tools:
+            body["tools"] = wire_tools
+            body["toolConfig"] = {"functionCallingConfig": {"mode": "AUTO" if allow_tools else "NONE"}}
+        return body, images
+
+    def _final_body(self, body: dict) -> dict:
+        """The extra body merged one level deep: ``{"generationConfig": {"thinkingConfig": ...}}`` adds to the
+        generation settings instead of replacing them."""
+        extra = self.config.extra_body
+        return {**body, **{key: {**body[key], **value} if isinstance(value, dict) and isinstance(body.get(key), dict)
+                           else value for key, value in extra.items()}}
+
+    def _parse(self, response: dict) -> ModelReply:
+        if isinstance(response, list):  # a stream without alt=sse: a JSON array of the same chunks
+            response = generate_content_response(response)
+        candidates = response.get("candidates") or []
+        if not isinstance(candidates, list):
+            raise ProviderError(f"unexpected generateContent shape: {json.dumps(response)[:300]}")
+        candidate = next((item for item in candidates if item.get("index", 0) == 0), None)
+        blocked = (response.get("promptFeedback") or {}).get("blockReason")
+        content = (candidate or {}).get("content") or {}
+        parts = [part for part in content.get("parts") or [] if isinstance(part, dict)]
+        finish = (candidate or {}).get("finishReason")
+        calls = [self._call(part) for part in parts if isinstance(part.get("functionCall"), dict)]
+        refusal = None
+        if candidate is None and blocked:
+            refusal = f"prompt blocked: {blocked}"
+        elif finish in REFUSED:
+            refusal = (candidate or {}).get("finishMessage") or finish
+        return ModelReply(
+            text=_said(parts),
+            tool_calls=calls,
+            raw=response,
+            usage=self._usage(response.get("usageMetadata")),
+            stop_reason=finish.lower() if isinstance(finish, str) else ("blocked" if blocked else None),
+            reasoning="".join(part.get("text", "") for part in parts if part.get("thought")),
+            vendor={"kind": "gemini", "parts": parts} if parts else None,
+            refusal=refusal,
+        )
+
+    def _call(self, part: dict) -> ToolCall:
+        call = part["functionCall"]
+        arguments = call.get("args", {})
+        error = None if isinstance(arguments, dict) else "function call args must be a JSON object"
+        if error is None and invalid_number(arguments):
+            error = f"function call args refused: {invalid_number(arguments)}"
+        server_id = call.get("id") if isinstance(call.get("id"), str) and call.get("id") else None
+        return ToolCall(id=server_id or f"gemini_call_{next(self._call_numbers)}",
+                        name=call.get("name") if isinstance(call.get("name"), str) else "",
+                        arguments=None if error else arguments, raw_arguments=json.dumps(arguments),
+                        parse_error=error, vendor={"id": server_id} if server_id else {})
+
+    @staticmethod
+    def _usage(reported: object):
+        usage = ReportedUsage(reported)
+        thoughts = usage.count("thoughtsTokenCount")
+        return usage.usage_of(
+            input_tokens=usage.count("promptTokenCount") + usage.count("toolUsePromptTokenCount"),
+            output_tokens=usage.count("candidatesTokenCount") + thoughts,
+            reasoning_tokens=thoughts,
+            cache_read_tokens=usage.count("cachedContentTokenCount"),
+        )
+
+
+class GeminiVertexProvider(GeminiProvider):
+    """The same body on Vertex AI, with a Bearer access token (MEDOPENCLAW_API_KEY or Application Default
+    Credentials, as :class:`.anthropic_clouds.AnthropicVertexProvider`)."""
+
+    def _url(self) -> str:
+        return (f"{self.config.base_url}/v1/projects/{quote(self.config.project or '', safe='')}/locations/"
+                f"{quote(self.config.region or '', safe='')}/publishers/google/{self._model_path()}:{self._method()}")
+
+    def _headers(self) -> dict:
+        return {"Content-Type": "application/json"}
+
+    def __init__(self, config: ProviderConfig, session: requests.Session | None = None):
+        super().__init__(config, session)
+        self._token = GoogleToken(config.kind)
+
+    def _sign(self, data: bytes) -> dict:
+        return self._token.bearer(self.config.api_key)
