@@ -191,18 +191,23 @@ def episode(body: dict) -> types.GenerateContentResponse:
                  usage=USAGE)
 
 
-def test_one_bench_run_with_provider_gemini_is_scored(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("stream", [False, True])
+def test_one_bench_run_with_provider_gemini_is_scored(stream, tmp_path, capsys, monkeypatch):
+    """As a user types it; with --stream against a server that only streams."""
     monkeypatch.setenv("MEDOPENCLAW_API_KEY", KEY)
     cases = write_ucsf_package(tmp_path / "cases", cases=1)
-    with FakeGemini(episode) as server:
+    with FakeGemini(episode, stream_only=stream) as server:
         code = main(["bench", "run", "--module", "ucsf-pdgm", "--agent", "model", "--provider", "gemini",
                      "--model", "gemini-3-pro-preview", "--base-url", server.url, "--limit", "1", "--max-rounds", "3",
-                     "--max-retries", "0", "--cases", str(cases), "--out", str(tmp_path / "run")])
+                     "--max-retries", "0", "--cases", str(cases), "--out", str(tmp_path / "run"),
+                     *(["--stream"] if stream else [])])
     captured = capsys.readouterr()
     summary = json.loads((captured.out.strip().splitlines() or ["{}"])[-1])
     assert code == 0 and (summary["scored"], summary["errors"], summary["rejected"]) == (1, 0, 0), captured.err
     episode_requests = [request["body"] for request in server.requests[1:]]
     assert any("functionResponse" in part for body in episode_requests for content in body["contents"]
                for part in content["parts"])  # a tool round ran, its signed call sent back (the fake checks)
+    assert {request["path"].rsplit(":", 1)[1] for request in server.requests} == \
+        {"streamGenerateContent?alt=sse" if stream else "generateContent"}
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["provider"]["kind"] == "gemini"
