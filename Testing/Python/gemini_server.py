@@ -81,9 +81,9 @@ def validate(body: dict) -> dict:
 
 class FakeGemini(FakeModelServer):
     """Serves ``answer(body) -> GenerateContentResponse | Refused`` after the checks above; records each request
-    (path, headers, body) and the signatures it issued."""
+    (path, headers, body) and the signatures it issued. ``key=None``: a server that wants no key (and gets none)."""
 
-    def __init__(self, answer: Callable[[dict], types.GenerateContentResponse | Refused], key: str = "k-gemini",
+    def __init__(self, answer: Callable[[dict], types.GenerateContentResponse | Refused], key: str | None = "k-gemini",
                  stream_only: bool = False, bearer: bool = False):
         self.answer, self.key, self.stream_only, self.bearer = answer, key, stream_only, bearer
         self.signed: dict[str, bytes] = {}  # function name -> the signature its last call carried

@@ -211,3 +211,15 @@ def test_one_bench_run_with_provider_gemini_is_scored(stream, tmp_path, capsys, 
         {"streamGenerateContent?alt=sse" if stream else "generateContent"}
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["provider"]["kind"] == "gemini"
+
+
+def test_without_a_key_none_is_sent_not_even_the_environments(monkeypatch):
+    """A keyless server (a gateway, a local fake): GOOGLE_API_KEY / GEMINI_API_KEY are the vendor's, never sent
+    elsewhere (google-genai reads them whenever it is given no key)."""
+    monkeypatch.setenv("GOOGLE_API_KEY", "vendor-secret")
+    monkeypatch.setenv("GEMINI_API_KEY", "vendor-secret")
+    with FakeGemini(answers(reply([types.Part(text="ok")])), key=None) as server:
+        config = ProviderConfig.resolve(model="gemini-2.5-flash", provider="gemini", base_url=server.url,
+                                        environ={"GOOGLE_API_KEY": "vendor-secret"}, retry=FAST)
+        assert make_provider(config).complete(conversation(), TOOLS).text == "ok"
+    assert "vendor-secret" not in json.dumps(dict(server.requests[0]["headers"]))
