@@ -112,10 +112,15 @@ def generate_content_response(events: list[dict]) -> dict:
         for key in ("usageMetadata", "promptFeedback", "modelVersion", "responseId"):
             if key in event:
                 reply[key] = event[key]
-        for chunk in event.get("candidates") or []:
-            candidate = candidates.setdefault(chunk.get("index", 0), {"content": {"role": "model", "parts": []}})
-            content = chunk.get("content") or {}
-            candidate["content"]["parts"].extend(content.get("parts") or [])
+        chunks = event.get("candidates") or []
+        for chunk in chunks if isinstance(chunks, list) else [None]:
+            index = chunk.get("index", 0) if isinstance(chunk, dict) else None
+            content = chunk.get("content") or {} if isinstance(chunk, dict) else None
+            parts = content.get("parts") or [] if isinstance(content, dict) else None
+            if not isinstance(index, int) or not isinstance(parts, list):
+                raise ValueError(f"a stream chunk's candidate is not one: {json.dumps(chunk)[:200]}")
+            candidate = candidates.setdefault(index, {"content": {"role": "model", "parts": []}})
+            candidate["content"]["parts"].extend(parts)
             candidate.update({key: value for key, value in chunk.items() if key != "content"})
     reply["candidates"] = [candidate for _, candidate in sorted(candidates.items())]
     return reply

@@ -11,6 +11,7 @@ import json
 
 import pytest
 from agents_cases import write_ucsf_package
+from agents_fakes import FakeModelServer, Scripted
 from gemini_server import FakeGemini, Refused, dump, reply
 from google.genai import types
 
@@ -223,3 +224,10 @@ def test_without_a_key_none_is_sent_not_even_the_environments(monkeypatch):
                                         environ={"GOOGLE_API_KEY": "vendor-secret"}, retry=FAST)
         assert make_provider(config).complete(conversation(), TOOLS).text == "ok"
     assert "vendor-secret" not in json.dumps(dict(server.requests[0]["headers"]))
+
+
+@pytest.mark.parametrize("candidates", [{"index": 0}, [{"index": [0]}], [{"content": {"parts": "text"}}], ["x"]])
+def test_a_stream_chunk_of_another_shape_ends_the_request_in_a_provider_error(candidates):
+    with FakeModelServer([Scripted([{"candidates": candidates}])]) as server, \
+            pytest.raises(ProviderError, match="response refused"):
+        provider(server, stream=True).complete(conversation(), TOOLS)
