@@ -30,7 +30,7 @@ from PIL import Image
 from MedOpenClawLib.apps.radiology import build_slicer_registry
 from MedOpenClawLib.core.result import RenderedImage, encode_png
 from MedOpenClawLib.core.sinks import write_json
-from MedOpenClawLib.server.rest import BackgroundRestServer
+from MedOpenClawLib.server.rest_app import BackgroundRestServer
 from MedOpenClawLib.server.supervisor import SupervisedRegistry
 
 TOKEN = "bench-token"

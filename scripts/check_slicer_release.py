@@ -35,7 +35,7 @@ PACKAGES = {"MedOpenClawLib": ROOT / "MedOpenClaw" / "MedOpenClawLib",
             "MedCopilotLib": ROOT / "MedCopilot" / "MedCopilotLib"}
 # run outside Slicer, in the runner's or front-end's own Python
 NOT_IN_SLICER = ("MedOpenClawLib.bench", "MedOpenClawLib.cli", "MedOpenClawLib.server.mcp",
-                 "MedOpenClawLib.server.http_guard",
+                 "MedOpenClawLib.server.http_guard", "MedOpenClawLib.server.rest_app",
                  "MedOpenClawLib.worker.__main__", "MedOpenClawLib.worker.scripts")
 # what only the running application provides (PySide6 stands in for PythonQt's qt in the tests)
 APPLICATION_MODULES = ("slicer", "qt", "PySide6")

@@ -23,7 +23,7 @@ from .core.sinks import terminal_text
 COMMAND_MODULES = {
     "MedOpenClawLib.bench.commands": ("bench",),
     "MedOpenClawLib.server.commands": ("serve", "tools", "replay", "trace"),
-    "MedOpenClawLib.server.mcp": ("mcp",),
+    "MedOpenClawLib.server.mcp_commands": ("mcp",),
 }
 EXIT_USAGE, EXIT_INTERRUPTED = 2, 130
 

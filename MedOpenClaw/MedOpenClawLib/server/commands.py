@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import threading
 
 from .. import apps
 from ..apps import FORMATS
@@ -15,7 +14,15 @@ from ..core.applications import APPLICATIONS, TRACKS
 from ..core.formats import markdown_table
 from ..core.toolset import ActionSpec
 from ..trace_audit.commands import add_audit_command
-from .sessions import add_session_arguments, close_session, prepare_session_arguments, session_registry
+from .rest import RestService, SceneThreadExecutor, new_token
+from .sessions import (
+    SessionPool,
+    add_session_arguments,
+    client_trace_path,
+    close_session,
+    prepare_session_arguments,
+    session_registry,
+)
 
 # the viewer (slicer, vtk) is imported by the commands that run it, so `--help` and `trace verify` stay light
 
@@ -53,8 +60,7 @@ def add_commands(subparsers) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from .rest import RestService, SceneThreadExecutor, make_http_server, new_token
-    from .sessions import SessionPool, client_trace_path
+    from .rest_app import RestHttpServer  # uvicorn and Starlette: only where the server runs
 
     token = settings.value("MEDOPENCLAW_TOKEN") or new_token()
     prepare_session_arguments(args, own_sessions=not args.in_process)
@@ -71,10 +77,9 @@ def run_serve(args: argparse.Namespace) -> int:
     # an in-process viewer is one scene: no session of one's own there
     sessions = None if args.in_process else SessionPool(own_session, args.max_sessions, args.session_idle)
     executor = SceneThreadExecutor()
-    httpd = make_http_server(RestService(registry, token, args.app, sessions), executor, args.port)
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    print(f"MedOpenClaw REST on http://127.0.0.1:{httpd.server_address[1]} ({args.app}, track {args.track})",
-          flush=True)
+    http = RestHttpServer(RestService(registry, token, args.app, sessions), executor, args.port)
+    http.start()
+    print(f"MedOpenClaw REST on http://127.0.0.1:{http.port} ({args.app}, track {args.track})", flush=True)
     if not settings.is_set("MEDOPENCLAW_TOKEN"):
         print(f"bearer token: {token}", flush=True)
     try:
@@ -82,7 +87,7 @@ def run_serve(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         pass
     finally:
-        httpd.shutdown()
+        http.stop()
         if sessions is not None:
             sessions.close()
         close_session(registry)

@@ -1,7 +1,9 @@
 """The REST front-end. :class:`RestService` is a pure request -> response function shared by the headless
-HTTP server below and by the in-Slicer WebServer handler, so both expose exactly the same routes:
+server (:mod:`.rest_app`, on Starlette and uvicorn as the MCP server) and by the in-Slicer one
+(:mod:`..gui.loopback_server`), so both expose exactly the same routes:
 
     GET  /v1/tools[?format=openai|anthropic|mcp]   the actions offered on the session's track
+    GET  /v1/openapi.json                          the OpenAPI document of these routes, from the catalog
     POST /v1/actions/{name}                        JSON arguments in, Result JSON out (images as base64 PNG)
     GET  /v1/state                                 viewer-state snapshot
     GET  /v1/trace                                 the audit records so far
@@ -21,34 +23,30 @@ Slicer, whose one scene is the clinician's).
 from __future__ import annotations
 
 import hmac
-import io
 import ipaddress
 import json
 import queue
 import secrets
-import socket
-import sys
 import threading
-import time
 from concurrent.futures import Future
 from dataclasses import dataclass
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlparse
 
 from .. import apps
 from ..core.hygiene import bounded_message
 from ..core.registry import ACTORS, ActionRegistry
 from ..core.result import ActionError, Base64Text, Result
+from . import openapi
 
 SESSION_HEADER = "MedOpenClaw-Session"
 MAX_BODY_BYTES = 1 << 20
 MAX_HEADERS = 64  # header lines per request
 MAX_HEADER_BYTES = 32 * 1024  # request line and headers together
-CONNECTION_TIMEOUT_S = 30.0  # the socket timeout of a single receive (the deadlines below are shorter)
+CONNECTION_TIMEOUT_S = 30.0  # the in-Slicer server: a connection's whole life (it answers one request)
+# the headless servers (REST and MCP over HTTP, :mod:`.http_guard` reads these when it applies them)
 HEADER_TIMEOUT_S = 10.0  # request line and headers complete within this of the connection or the last response
-REQUEST_DEADLINE_S = 30.0  # the whole request, body included, within this of its first byte's wait
-KEEP_ALIVE_S = 5  # uvicorn (MCP HTTP): an idle keep-alive connection is closed after this
+REQUEST_DEADLINE_S = 30.0  # a body arrives within this of its request's headers
+KEEP_ALIVE_S = 5  # an idle keep-alive connection is closed after this
 MAX_CONNECTIONS = 64  # open connections; beyond, the oldest one without a request in progress is closed
 LISTEN_BACKLOG = 128
 
@@ -168,6 +166,9 @@ class RestService:
             return unauthorized()
         parsed = urlparse(uri)
         path = parsed.path.rstrip("/")
+        if path == "/v1/openapi.json" and method == "GET":
+            return Response(200, openapi.document(self.registry.actions(), self.application, apps.FORMATS,
+                                                  SESSION_HEADER))
         if path == "/v1/sessions" or path.startswith("/v1/sessions/"):
             return self.manage_session(method, path)
         if session is None:
@@ -192,9 +193,10 @@ class RestService:
             return Response(200, registry.trace.records)
         if path.startswith("/v1/actions/") and method == "POST":
             return self.call(registry, path.removeprefix("/v1/actions/"), body, actor or "agent")
-        if path in ("/v1/tools", "/v1/state", "/v1/trace") or path.startswith("/v1/actions/"):
+        if path in ("/v1/tools", "/v1/state", "/v1/trace", "/v1/openapi.json") or path.startswith("/v1/actions/"):
             return error_response(405, "method_not_allowed", f"{method} is not allowed on {path}")
-        return error_response(404, "not_found", f"no route {path}")
+        return error_response(404, "not_found", f"no route {method} {bounded_message(parsed.path, 200)!r}: the "
+                                                f"routes are listed at GET /v1/openapi.json")
 
     def manage_session(self, method: str, path: str) -> Response:
         """``POST /v1/sessions`` opens a session (201, its id to send as the session header); ``DELETE
@@ -273,218 +275,5 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-class DeadlineReader(io.RawIOBase):
-    """A connection's reads, each given only the time left until the handler's current deadline: a client that
-    trickles one byte at a time still loses its request when the deadline passes (a plain socket timeout would
-    restart with every byte)."""
-
-    def __init__(self, handler: _Handler):
-        super().__init__()
-        self.handler = handler
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer) -> int:
-        remaining = self.handler.deadline - time.monotonic()
-        if remaining <= 0:
-            raise TimeoutError("the request did not arrive in time")
-        self.handler.connection.settimeout(min(remaining, CONNECTION_TIMEOUT_S))
-        return self.handler.connection.recv_into(buffer)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    """Every answer, including http.server's own refusals (bad request line, too many or too long headers,
-    unknown methods), has the JSON error shape; the token is checked on the connection's thread, and bodies are
-    size-checked, before a body byte is read; headers and bodies arrive within their deadlines."""
-
-    server_version = "MedOpenClaw"
-    timeout = CONNECTION_TIMEOUT_S  # per-connection socket timeout (StreamRequestHandler applies it)
-    disable_nagle_algorithm = True  # headers and body are two writes: the body must not wait for an ACK
-    service: RestService
-    executor: SceneThreadExecutor
-    deadline = 0.0
-
-    def setup(self) -> None:
-        super().setup()
-        self.rfile = io.BufferedReader(DeadlineReader(self), 1 << 16)
-
-    def handle_one_request(self) -> None:
-        self.started = time.monotonic()
-        self.deadline = self.started + HEADER_TIMEOUT_S
-        self.server.waiting(self.connection, True)
-        super().handle_one_request()
-
-    def _dispatch(self, method: str) -> None:
-        self.server.waiting(self.connection, False)
-        self.deadline = self.started + REQUEST_DEADLINE_S
-        try:
-            response = self._answer(method)
-        except TimeoutError:
-            response = error_response(408, "timeout", f"the request body did not arrive within "
-                                                      f"{REQUEST_DEADLINE_S:g} s")
-            self.close_connection = True
-        except HttpError as error:
-            response = error.response()
-            self.close_connection = True  # an unread body may follow
-        except Exception as error:  # the connection must still get an answer
-            response = error_response(500, "internal_error", bounded_message(f"{type(error).__name__}: {error}"))
-        self._send(response, include_body=method != "HEAD")
-
-    def _answer(self, method: str) -> Response:
-        if not is_loopback(self.client_address[0]):
-            return error_response(403, "forbidden", "only loopback clients are served")
-        check_headers(len(self.headers), sum(len(name) + len(value) + 4 for name, value in self.headers.items()))
-        if not self.service.authorized(self.headers.get("Authorization")):
-            self.close_connection = True  # its body, if any, is never read
-            return unauthorized()
-        length = body_length(self.headers.get("Content-Length"), self.headers.get("Transfer-Encoding"))
-        body = self.rfile.read(length) if length else b""
-        if len(body) < length:
-            raise HttpError(400, "bad_request", "the body ended before Content-Length bytes arrived")
-        session = self.headers.get(SESSION_HEADER)
-        request = (method, self.path, body, self.headers.get("Authorization"), self.headers.get("X-Actor"), session)
-        if self.service.on_scene(self.path, session):
-            return self.executor.submit(self.service.handle, *request).result()
-        return self.service.handle(*request)
-
-    def _send(self, response: Response, include_body: bool = True) -> None:
-        payload = response.encode()
-        self.send_response(response.status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        if response.status == 401:
-            self.send_header("WWW-Authenticate", 'Bearer realm="medopenclaw", error="invalid_token"')
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if include_body:
-            self.wfile.write(payload)
-
-    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-        """http.server's refusals (400, 408, 414, 431, 501, ...) in the JSON error shape, not HTML."""
-        self.close_connection = True
-        codes = {400: "bad_request", 408: "timeout", 414: "uri_too_long", 431: "headers_too_large",
-                 501: "method_not_allowed"}
-        status = 405 if code == 501 else code
-        phrase = HTTPStatus(code).phrase if code in HTTPStatus._value2member_map_ else "request refused"
-        text = bounded_message(str(message or explain or phrase), 200)
-        self._send(error_response(status, codes.get(code, "bad_request"), text),
-                   include_body=getattr(self, "command", None) != "HEAD")
-
-    def do_GET(self):  # noqa: N802 (http.server naming)
-        self._dispatch("GET")
-
-    def do_POST(self):  # noqa: N802
-        self._dispatch("POST")
-
-    def do_PUT(self):  # noqa: N802
-        self._dispatch("PUT")
-
-    def do_DELETE(self):  # noqa: N802
-        self._dispatch("DELETE")
-
-    def do_PATCH(self):  # noqa: N802
-        self._dispatch("PATCH")
-
-    def do_HEAD(self):  # noqa: N802
-        self._dispatch("HEAD")
-
-    def do_OPTIONS(self):  # noqa: N802
-        self._dispatch("OPTIONS")
-
-    def log_message(self, format, *args):  # keep tokens and bodies out of stderr
-        return
-
-
-class _Server(ThreadingHTTPServer):
-    """At most MAX_CONNECTIONS connections: a new one beyond closes the oldest that is waiting for (or sending)
-    its request line and headers, so idle and half-sent connections cannot lock the token holder out; when every
-    connection is running a request, the new one is answered 503."""
-
-    request_queue_size = LISTEN_BACKLOG  # socketserver's default of 5 resets bursts of concurrent clients
-    daemon_threads = True
-
-    def __init__(self, *args, **kwargs):
-        self._open: dict[socket.socket, float | None] = {}  # connection -> waiting since (None: request running)
-        self._open_lock = threading.Lock()
-        super().__init__(*args, **kwargs)
-
-    def waiting(self, connection: socket.socket, waiting: bool) -> None:
-        with self._open_lock:
-            if connection in self._open:
-                self._open[connection] = time.monotonic() if waiting else None
-
-    def process_request(self, request, client_address) -> None:
-        with self._open_lock:
-            self._open[request] = time.monotonic()
-            evict = None
-            if len(self._open) > MAX_CONNECTIONS:
-                idle = [(since, connection) for connection, since in self._open.items()
-                        if since is not None and connection is not request]
-                evict = min(idle, key=lambda item: item[0])[1] if idle else request
-                self._open.pop(evict)
-        if evict is request:
-            self._refuse(request)
-            return
-        if evict is not None:
-            try:
-                evict.shutdown(socket.SHUT_RDWR)  # its thread's read ends; it answers nothing more
-            except OSError:
-                pass
-        super().process_request(request, client_address)
-
-    def _refuse(self, request: socket.socket) -> None:
-        body = error_response(503, "busy", f"{MAX_CONNECTIONS} requests are running; retry").encode()
-        try:
-            request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-                            b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
-        except OSError:
-            pass
-        self.shutdown_request(request)
-
-    def handle_error(self, request, client_address) -> None:
-        """A client that went away (or was evicted) mid-answer is no error worth a traceback on stderr."""
-        if isinstance(sys.exc_info()[1], OSError):
-            return
-        super().handle_error(request, client_address)
-
-    def shutdown_request(self, request) -> None:
-        with self._open_lock:
-            self._open.pop(request, None)
-        super().shutdown_request(request)
-
-
-def make_http_server(service: RestService, executor: SceneThreadExecutor, port: int = 0) -> ThreadingHTTPServer:
-    """An HTTP server bound to 127.0.0.1 whose request threads hand every request to ``executor``."""
-    handler = type("Handler", (_Handler,), {"service": service, "executor": executor})
-    return _Server(("127.0.0.1", port), handler)
-
-
 def new_token() -> str:
     return secrets.token_urlsafe(24)
-
-
-class BackgroundRestServer:
-    """For tests and embedding: HTTP on a background thread, calls executed on a dedicated scene thread."""
-
-    def __init__(self, registry: ActionRegistry, token: str, port: int = 0, sessions=None):
-        self.service = RestService(registry, token, sessions=sessions)
-        self.executor = SceneThreadExecutor()
-        self.httpd = make_http_server(self.service, self.executor, port)
-        self.port = self.httpd.server_address[1]
-        self._threads = [threading.Thread(target=self.executor.run, daemon=True),
-                         threading.Thread(target=self.httpd.serve_forever, daemon=True)]
-
-    def __enter__(self) -> BackgroundRestServer:
-        for thread in self._threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-        self.executor.stop()
-        # a scene thread still alive at interpreter exit crashes VTK's teardown (SIGSEGV): wait for it
-        for thread in self._threads:
-            thread.join(timeout=30)

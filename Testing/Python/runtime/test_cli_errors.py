@@ -105,7 +105,7 @@ def test_help_and_offline_bench_commands_need_no_viewer(tmp_path):
 
 
 def test_each_command_module_registers_the_commands_the_table_names():
-    """`medopenclaw mcp` builds only server.mcp's parsers (a fast MCP start): the table must name every
+    """`medopenclaw mcp` builds only server.mcp_commands's parsers (a fast MCP start): the table must name every
     sub-command each module registers, or a command line would miss its own parser."""
     import argparse
     import importlib

@@ -16,7 +16,7 @@ from MedOpenClawLib.core.formats import portability_problems
 from MedOpenClawLib.core.registry import ActionRegistry
 from MedOpenClawLib.core.result import Result
 from MedOpenClawLib.core.toolset import Toolset
-from MedOpenClawLib.server.mcp import RESULT_SCHEMA
+from MedOpenClawLib.server.openapi import RESULT_SCHEMA
 
 
 def test_every_action_of_every_application_is_listed():

@@ -231,7 +231,8 @@ def test_malformed_framing_is_refused_and_the_server_lives_on(data_root, tmp_pat
     assert process.wait(timeout=30) == 0
     assert [answer.get("id") for answer in answers] == [1, None, 3, None, None, None, 9]
     assert [answer["error"]["code"] for answer in answers[1:6]] == [-32600, -32602, -32700, -32700, -32700]
-    assert not [record for record in read_trace(trace) if record.get("action")]
+    # the viewer boots behind the protocol: a client gone before it booted leaves no trace at all
+    assert not trace.exists() or not [record for record in read_trace(trace) if record.get("action")]
 
 
 def test_long_calls_report_progress_and_failures_are_error_results():

@@ -17,7 +17,7 @@ from runtime_data import oblique_lps_affine, phantom, write_nifti
 
 from MedOpenClawLib.apps.radiology import build_slicer_registry
 from MedOpenClawLib.server import rest
-from MedOpenClawLib.server.rest import BackgroundRestServer
+from MedOpenClawLib.server.rest_app import BackgroundRestServer
 
 TOKEN = "limits-token"
 AUTH = f"Authorization: Bearer {TOKEN}\r\n"
@@ -118,9 +118,9 @@ def test_header_limits_answer_json(server):
     many = "".join(f"X-Filler-{index}: {index}\r\n" for index in range(rest.MAX_HEADERS + 5))
     assert_json_error(exchange(server.port, request("GET", "/v1/state", headers=AUTH + many)), 431,
                       "too_many_headers")
-    lots = "".join(f"X-Filler-{index}: {index}\r\n" for index in range(150))
+    lots = "".join(f"X-Filler-{index}: {index:0600d}\r\n" for index in range(rest.MAX_HEADERS - 4))
     assert_json_error(exchange(server.port, request("GET", "/v1/state", headers=AUTH + lots)), 431,
-                      "headers_too_large")
+                      "headers_too_large")  # few enough, but over 32 KiB together
     wide = f"X-Wide: {'w' * (rest.MAX_HEADER_BYTES + 10)}\r\n"
     assert_json_error(exchange(server.port, request("GET", "/v1/state", headers=AUTH + wide)), 431,
                       "headers_too_large")
@@ -233,13 +233,13 @@ def test_the_process_exits_cleanly_after_serving_a_scene(tmp_path):
     write_nifti(root / "CT.nii.gz", phantom(0), oblique_lps_affine())
     script = f"""
 import socket
-from MedOpenClawLib.server.rest import BackgroundRestServer
+from MedOpenClawLib.server.rest_app import BackgroundRestServer
 from MedOpenClawLib.apps.radiology import build_slicer_registry
 registry = build_slicer_registry([{str(root)!r}])
 assert registry.call("open_case", {{"dicom_dir": "CT.nii.gz", "size": 64}}).ok
 with BackgroundRestServer(registry, "t") as running:
     with socket.create_connection(("127.0.0.1", running.port)) as client:
-        client.sendall(b"GET /v1/state HTTP/1.1\\r\\nAuthorization: Bearer t\\r\\n\\r\\n")
+        client.sendall(b"GET /v1/state HTTP/1.1\\r\\nHost: x\\r\\nAuthorization: Bearer t\\r\\n\\r\\n")
         assert b" 200 " in client.recv(65536)
 print("served")
 """
@@ -259,19 +259,19 @@ def guarded_uvicorn_server(monkeypatch):
     over an endpoint that answers every authorised request; small limits so the test is quick."""
     import uvicorn
 
-    from MedOpenClawLib.server import http_guard, mcp
+    from MedOpenClawLib.server import http_guard, mcp_middleware
 
-    monkeypatch.setattr(http_guard, "MAX_CONNECTIONS", 8)
-    monkeypatch.setattr(http_guard, "HEADER_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(rest, "MAX_CONNECTIONS", 8)
+    monkeypatch.setattr(rest, "HEADER_TIMEOUT_S", 1.0)
     monkeypatch.setattr(rest, "REQUEST_DEADLINE_S", 2.0)
 
     async def endpoint(scope, receive, send):
         if scope["type"] == "http":
-            await mcp.json_answer(send, 200, {"jsonrpc": "2.0", "id": 1, "result": {}})
+            await http_guard.json_answer(send, 200, {"jsonrpc": "2.0", "id": 1, "result": {}})
 
-    listener = mcp.loopback_socket(0)
-    server = uvicorn.Server(uvicorn.Config(mcp.BearerToken(mcp.RequestShape(endpoint), TOKEN), log_level="error",
-                                           lifespan="off", **http_guard.uvicorn_limits()))
+    listener = http_guard.loopback_socket(0)
+    app = mcp_middleware.BearerToken(mcp_middleware.RequestShape(endpoint), TOKEN)
+    server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="off", **http_guard.uvicorn_limits()))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()
     while not server.started:
@@ -282,9 +282,7 @@ def guarded_uvicorn_server(monkeypatch):
 
 
 def test_mcp_http_half_sent_connections_cannot_lock_the_token_holder_out(guarded_uvicorn, monkeypatch):
-    from MedOpenClawLib.server import http_guard
-
-    monkeypatch.setattr(http_guard, "HEADER_TIMEOUT_S", 60.0)  # only the connection limit can free a place here
+    monkeypatch.setattr(rest, "HEADER_TIMEOUT_S", 60.0)  # only the connection limit can free a place here
     stalled = [socket.create_connection(("127.0.0.1", guarded_uvicorn), timeout=10) for _ in range(40)]
     try:
         for client in stalled:
@@ -370,9 +368,9 @@ def exchange_open(port: int, raw: bytes) -> tuple[int, dict | None, bytes]:
 def test_the_mcp_http_port_accepts_connections_as_soon_as_it_is_announced():
     """The banner names the port before the server has started: a client connecting at once waits in the
     listening backlog instead of being refused (what an SDK client on a loaded machine met)."""
-    from MedOpenClawLib.server import mcp
+    from MedOpenClawLib.server import http_guard
 
-    listener = mcp.loopback_socket(0)
+    listener = http_guard.loopback_socket(0)
     try:
         with socket.create_connection(listener.getsockname(), timeout=5):
             pass

@@ -12,7 +12,8 @@ from runtime_data import oblique_lps_affine, phantom, write_nifti
 
 import MedOpenClawLib
 from MedOpenClawLib.apps.radiology import build_slicer_registry
-from MedOpenClawLib.server.rest import BackgroundRestServer, RestService
+from MedOpenClawLib.server.rest import RestService
+from MedOpenClawLib.server.rest_app import BackgroundRestServer
 
 TOKEN = "test-token-123"
 
@@ -83,16 +84,60 @@ def test_unknown_action_bad_json_and_unknown_routes(server):
     assert requests.get(f"{url}/v1/actions/ping", headers=auth(), timeout=5).status_code == 405
 
 
+def test_routing_errors_quote_the_path_and_connections_are_kept_alive(server):
+    """HTTP/1.1 keep-alive: two requests, one connection; a route that does not exist is named in the error."""
+    import http.client
+    import json
+
+    _, _, running = server
+    connection = http.client.HTTPConnection("127.0.0.1", running.port, timeout=5)
+    connection.request("GET", "/", headers=auth())
+    root = connection.getresponse()
+    body, kept = json.loads(root.read()), connection.sock
+    assert root.status == 404 and root.version == 11 and not root.will_close and kept is not None
+    assert body["error"]["code"] == "not_found" and "GET '/'" in body["error"]["message"]
+    connection.request("POST", "/v1/nothing/here?x=1", body=b"{}", headers=auth())
+    nested = connection.getresponse()
+    assert "POST '/v1/nothing/here'" in json.loads(nested.read())["error"]["message"]
+    assert connection.sock is kept  # the same connection answered both
+    connection.close()
+
+
+def test_the_openapi_document_is_valid_and_lists_the_catalog(server):
+    """GET /v1/openapi.json: an OpenAPI 3.1 document that a real validator accepts, with one operation per action
+    the session offers (its request body the action's own schema) and only routes the server answers."""
+    from openapi_spec_validator import validate
+
+    from MedOpenClawLib import apps
+
+    url, _, running = server
+    assert requests.get(f"{url}/v1/openapi.json", timeout=5).status_code == 401
+    document = requests.get(f"{url}/v1/openapi.json", headers=auth(), timeout=5).json()
+    validate(document)
+    actions = {action.name: action for action in running.service.registry.actions()}
+    assert set(actions) == {entry["name"] for entry in apps.entries("radiology", "A")}
+    operations = {path.removeprefix("/v1/actions/"): item["post"] for path, item in document["paths"].items()
+                  if path.startswith("/v1/actions/")}
+    assert set(operations) == set(actions)
+    for name, operation in operations.items():
+        assert operation["requestBody"]["content"]["application/json"]["schema"] == actions[name].parameters
+    assert document["paths"]["/v1/tools"]["get"]["parameters"][1]["schema"]["enum"] == sorted(apps.FORMATS)
+    for path, item in document["paths"].items():
+        if "get" in item:
+            assert requests.get(f"{url}{path}", headers=auth(), timeout=5).status_code == 200, path
+
+
 def test_server_binds_loopback_only(server):
     _, _, running = server
-    assert running.httpd.server_address[0] == "127.0.0.1"
+    assert running.host == "127.0.0.1"
 
 
 def test_service_routes_are_exactly_the_documented_ones():
     source = Path(RestService.__module__.replace(".", "/") + ".py")
     text = (Path(MedOpenClawLib.__file__).parent / source.relative_to("MedOpenClawLib")).read_text()
-    routes = set(re.findall(r'"(/v1/[a-z_/]*)"', text))
-    assert routes == {"/v1/tools", "/v1/state", "/v1/trace", "/v1/actions/", "/v1/sessions", "/v1/sessions/"}
+    routes = set(re.findall(r'"(/v1/[a-z_/.]*)"', text))
+    assert routes == {"/v1/tools", "/v1/state", "/v1/trace", "/v1/actions/", "/v1/sessions", "/v1/sessions/",
+                      "/v1/openapi.json"}
 
 
 CODE_EXECUTION = re.compile(r"(?<![\w.])(eval|exec|compile|execfile)\s*\(|os\.system\s*\(|shell\s*=\s*True|"
