@@ -44,12 +44,11 @@ MESSAGES = [
 # what the server imports before it can answer, each measured alone in a fresh interpreter (CPU ms)
 IMPORT_PARTS = {
     "interpreter": "pass",
-    "sdk_whole_package": "import mcp.server.lowlevel.server, mcp.shared.message, mcp.shared._context_streams",
-    "sdk_parts_used": "from MedOpenClawLib.server.mcp import import_only_the_server_parts\n"
-                      "import_only_the_server_parts()\n"
-                      "import mcp.server.lowlevel.server, mcp.shared.message, mcp.shared._context_streams",
-    "our_modules": "import MedOpenClawLib.cli, MedOpenClawLib.server.mcp, MedOpenClawLib.server.sessions, "
+    "sdk_public_names": "import mcp.server.lowlevel, mcp.server.stdio, mcp.shared.exceptions, mcp_types",
+    "our_modules": "import MedOpenClawLib.cli, MedOpenClawLib.server.mcp_commands, MedOpenClawLib.server.sessions, "
                    "MedOpenClawLib.server.rest, MedOpenClawLib.apps",
+    "our_server_with_sdk": "import MedOpenClawLib.cli, MedOpenClawLib.server.mcp_commands, "
+                           "MedOpenClawLib.server.mcp, MedOpenClawLib.server.mcp_transport",
 }
 
 

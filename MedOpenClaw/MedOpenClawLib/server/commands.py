@@ -11,8 +11,10 @@ from ..bench.modules import known
 from ..cli import NON_NEGATIVE, PORT, existing_directory, user_path
 from ..core import settings
 from ..core.applications import APPLICATIONS, TRACKS
+from ..core.audit import verify_trace
 from ..core.formats import markdown_table
 from ..core.toolset import ActionSpec
+from ..replay import replay_trace
 from ..trace_audit.commands import add_audit_command
 from .rest import RestService, SceneThreadExecutor, new_token
 from .sessions import (
@@ -105,8 +107,6 @@ def run_tools(args: argparse.Namespace) -> int:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    from ..replay import replay_trace
-
     report = replay_trace(args.trace, args.data_root)
     print(json.dumps(report.to_json(), indent=2, default=str))
     return 0 if report.ok else 1
@@ -128,8 +128,6 @@ def expected_anchor(args: argparse.Namespace) -> dict | None:
 
 
 def run_verify(args: argparse.Namespace) -> int:
-    from ..core.audit import verify_trace
-
     report = verify_trace(args.trace, anchor=expected_anchor(args))
     print(json.dumps(report.to_json()))
     return 0 if report.ok else 1

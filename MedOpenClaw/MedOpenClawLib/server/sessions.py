@@ -25,10 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..cli import SECONDS, Number, existing_directory, user_path
 from ..core.applications import APPLICATIONS
 from ..core.audit import AuditTrace
 from ..core.policy import PACKAGE_DATA, PACKAGE_HIDDEN, PACKAGE_MANIFEST, is_package
 from ..core.result import ActionError
+from ..pathology.cases import SLIDE_SUFFIXES
+from .supervisor import SupervisedRegistry
 
 SCAN_DEPTH, SCAN_ENTRIES = 4, 20_000  # how far a data root is searched for packages and slides
 VOLUME_SUFFIXES = (".nii", ".nii.gz", ".nrrd", ".nhdr", ".mha", ".mhd", ".dcm")
@@ -54,8 +57,6 @@ def round_budget(text: str) -> int | None:
 
 
 def add_session_arguments(parser: argparse.ArgumentParser) -> None:
-    from ..cli import SECONDS, Number, existing_directory, user_path
-
     parser.add_argument("--data-root", action="append", required=True, type=existing_directory,
                         help="directory open_case may read (repeat); a case package is served only through its "
                              "data/ folder")
@@ -135,8 +136,6 @@ def choose_application(requested: str, roots: list[str]) -> tuple[str, str | Non
     """The application to serve and, when it was chosen from the roots' contents, the line that says why."""
     if requested != "auto":
         return requested, None
-    from ..pathology.cases import SLIDE_SUFFIXES
-
     slides = volumes = 0
     for root in roots:
         for _, entry in _walk(Path(root)):
@@ -176,8 +175,6 @@ def session_registry(args: argparse.Namespace, header: dict, save_images: bool, 
     if args.in_process:
         trace = AuditTrace(trace_path, header=header, save_images=save_images, window=window)
         return build_in_process(args.app, args.data_root, args.track, trace, args.max_rounds)
-    from .supervisor import SupervisedRegistry
-
     if trace_path is None:  # the supervisor restores sessions from their trace file: keep a private one
         workdir = Path(tempfile.mkdtemp(prefix="medopenclaw-viewer-"))
         trace = AuditTrace(workdir / "trace.jsonl", header=header, window=window)
@@ -192,10 +189,10 @@ def session_registry(args: argparse.Namespace, header: dict, save_images: bool, 
 def build_in_process(application: str, data_roots: list[str], track: str, trace: AuditTrace,
                      max_rounds: int | None):
     if application == "pathology":
-        from ..pathology.actions import build_pathology_registry
+        from ..pathology.actions import build_pathology_registry  # openslide/tiffslide: only in-process viewers
 
         return build_pathology_registry(data_roots, track=track, trace=trace, max_rounds=max_rounds)
-    from ..apps.radiology import build_slicer_registry
+    from ..apps.radiology import build_slicer_registry  # slicer (vtk): seconds to import, only in-process viewers
 
     return build_slicer_registry(data_roots, track=track, trace=trace, max_rounds=max_rounds)
 
