@@ -268,10 +268,11 @@ def resample_volume(ctx, transform_name, reference_volume_ref, interpolation: st
     "segment_region", "operator",
     "Segment the lesion under seed points (RAS mm, or 0..999 points on a view) by region growing. Seed inside the "
     "lesion where its signal is most uniform, on the volume where it stands out (brain tumour with oedema: FLAIR; "
-    "lung tumour: CT). 'confidence' (default) keeps voxels within median +- multiplier x spread of the seeds' "
-    "3x3x3 neighbourhoods, 'threshold' within [lower, upper]. A leak stop cuts growth that passes through a narrow "
-    "contact into neighbouring tissue, and growth ends at max_volume_ml; data.stop says which ended it. Returns "
-    "the same statistics as vista3d_segment.",
+    "lung tumour: CT). 'confidence' (default) keeps voxels within multiplier x spread of the intensity of the "
+    "tissue under the seeds (their 3x3x3 neighbourhoods' mode nearest the seed voxels; spread at most twice the "
+    "image noise), 'threshold' within [lower, upper]. Leak stops cut growth that passes through a narrow contact "
+    "into neighbouring tissue or starts adding tissue of a different intensity, and growth ends at max_volume_ml; "
+    "data.stop says which ended it. Returns the same statistics as vista3d_segment.",
     {**VOLUME, "seeds_ras": POINTS_RAS, "seeds_1000": POINTS_1000, "view": VIEW, "image_id": IMAGE_ID,
      "method": {"type": "string", "enum": list(METHODS), "default": "confidence"},
      "lower": {"type": "number"}, "upper": {"type": "number"},
@@ -311,6 +312,9 @@ def segment_region(ctx, method: str, multiplier: float, max_volume_ml: float, si
     if grown.stop == "leak":
         add_warning(data, "region_leaked", "growth passed through a narrow contact into neighbouring tissue and was "
                                            "cut there: check the outline, or seed elsewhere")
+    elif grown.stop == "drift":
+        add_warning(data, "region_drifted", "growth began adding tissue of a different intensity than under the seeds "
+                                            "and was cut there: check the outline, or seed elsewhere")
     elif grown.stop == "volume_cap":
         add_warning(data, "region_capped", f"growth reached max_volume_ml ({max_volume_ml:g} mL) and was stopped: "
                                            "the range probably covers neighbouring tissue")

@@ -10,7 +10,7 @@ from pydicom.dataset import Dataset
 from MedOpenClawLib.operators.dicom_seg import DicomSegError, Segment, export_seg, import_seg
 from MedOpenClawLib.operators.image import ImageVolume
 from MedOpenClawLib.operators.quantify import region_statistics
-from MedOpenClawLib.operators.region_growing import GrowingParameters, grow_region
+from MedOpenClawLib.operators.region_growing import GrowingParameters, grow_region, image_noise
 from MedOpenClawLib.operators.suv import SuvError, suv_calibration
 
 
@@ -59,6 +59,41 @@ def test_the_seed_region_statistics_keep_a_bright_rim_and_fill_its_dark_core():
     values = np.where(outer & ~core, 900.0, np.where(core, 250.0, 450.0)) + rng.normal(0.0, 20.0, shape)
     grown = grow_region(ImageVolume(values, np.eye(4)), [(20, 20, 28)], GrowingParameters())  # seed on the rim
     assert grown.stop == "complete" and dice(grown.mask, outer) > 0.95  # the core is a hole of the rim: filled
+
+
+def test_a_seed_on_the_lesions_corner_takes_the_lesions_intensity_not_its_neighbourhoods_median():
+    """A seed on a corner of a bright lesion: 8 of its 27 neighbours are lesion, so their median is the dark
+    surrounding tissue's (the old seed statistics grew the surroundings, 7x the lesion); the seed tissue is the
+    mode nearest the seed voxel."""
+    shape = (40, 40, 40)
+    k, j, i = np.indices(shape)
+    lesion = (i >= 20) & (j >= 20) & (k >= 20)
+    values = np.where(lesion, 900.0, 300.0) + np.random.default_rng(6).normal(0.0, 30.0, shape)
+    grown = grow_region(ImageVolume(values, np.eye(4)), [(20, 20, 20)], GrowingParameters())
+    assert grown.lower > 300.0 + 3 * 30.0 and dice(grown.mask, lesion) > 0.95
+
+
+def test_the_drift_stop_cuts_growth_into_a_neighbouring_tissue_the_range_reaches_through_a_broad_contact():
+    """A lesion (900) half sunk in a large tissue of close intensity (860, FLAIR-bright white-matter disease against
+    oedema): the range reaches part of that tissue, and the contact is a hemisphere, not a narrow bridge, so only
+    the layers' intensities tell; without the drift stop the growth took 17x the lesion."""
+    shape = (40, 40, 48)
+    lesion = _ball(shape, (20, 20, 16), 8)
+    neighbour = np.zeros(shape, bool)
+    neighbour[2:38, 2:38, 18:46] = True
+    values = np.where(lesion, 900.0, np.where(neighbour & ~lesion, 860.0, 500.0))
+    values = values + np.random.default_rng(5).normal(0.0, 20.0, shape)
+    grown = grow_region(ImageVolume(values, np.eye(4)), [(20, 20, 14)], GrowingParameters())
+    assert grown.lower < 860.0 and grown.stop == "drift" and grown.mask.sum() < 3 * lesion.sum()
+    assert dice(grown.mask, lesion) > 0.6
+
+
+def test_image_noise_is_the_noise_deviation_whatever_the_edges_and_zero_on_constant_data():
+    shape = (32, 32, 32)
+    edges = np.where(_ball(shape, (16, 16, 16), 8), 1000.0, 0.0) + np.where(_ball(shape, (16, 16, 16), 4), 500, 0)
+    noisy = edges + np.random.default_rng(7).normal(0.0, 25.0, shape)
+    assert image_noise(noisy, [(16, 16, 16)]) == pytest.approx(25.0, rel=0.1)
+    assert image_noise(np.zeros(shape), [(16, 16, 16)]) == 0.0
 
 
 def test_region_growing_rejects_bad_parameters():
