@@ -204,6 +204,27 @@ def test_half_sent_connections_cannot_lock_the_token_holder_out(server, monkeypa
             client.close()
 
 
+def test_a_body_that_does_not_arrive_loses_its_request(server):
+    """Headers complete, the declared body never sent: 408 in the JSON shape at the body deadline (2 s here)."""
+    status, body, head = exchange_open(server.port, request("POST", "/v1/actions/ping", length="100"))
+    assert status == 408 and body["error"]["code"] == "timeout" and b"connection: close" in head.lower()
+
+
+def test_when_every_connection_carries_a_request_a_new_one_is_refused_busy(server, monkeypatch):
+    """The limit (4 here) reached by connections whose requests wait for the scene: nothing to evict, so the
+    newcomer is answered 503 in the JSON shape; the waiting requests are all answered afterwards."""
+    monkeypatch.setattr(rest, "MAX_CONNECTIONS", 4)
+    server.executor.submit(time.sleep, 2.0)  # the scene's thread is busy: the requests below wait for it
+    waiting = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(4)]
+    for client in waiting:
+        client.sendall(request("GET", "/v1/state"))
+    time.sleep(0.5)
+    assert_json_error(exchange(server.port, request("GET", "/v1/state")), 503, "busy")
+    for client in waiting:
+        assert client.recv(65536).startswith(b"HTTP/1.1 200")
+        client.close()
+
+
 def test_state_is_always_strict_json(server):
     status, body, _ = exchange(server.port, request("GET", "/v1/state"))
     assert status == 200 and body["active_volume"] is None
