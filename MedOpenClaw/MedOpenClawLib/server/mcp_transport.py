@@ -64,7 +64,9 @@ class LineOutput:
 
 
 async def usable_lines(lines: AsyncIterator[str], output: LineOutput) -> AsyncIterator[str]:
-    """The lines that are one valid JSON-RPC message each; every other line is answered here (:func:`refusal`)."""
+    """The lines that are one valid JSON-RPC message each; every other line is answered here (:func:`refusal`).
+    ``stdio_server`` parses each line again: its public interface takes lines, and what it cannot parse it only
+    logs (a client's few small requests; the cost is not measurable beside the answers' images)."""
     async for line in lines:
         try:
             types.jsonrpc_message_adapter.validate_json(line, by_name=False)
