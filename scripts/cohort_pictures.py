@@ -26,14 +26,15 @@ def _grey(image: np.ndarray, low: float, high: float) -> np.ndarray:
     return (np.clip((image - low) / max(high - low, 1e-6), 0, 1) * 255).astype(np.uint8)
 
 
-def _fit(image: np.ndarray):
+def _fit(image: np.ndarray) -> np.ndarray:
+    """``image`` as RGB, shrunk into a black SIDE x SIDE square (aspect kept)."""
     from PIL import Image
 
     picture = Image.fromarray(image).convert("RGB")
     picture.thumbnail((SIDE, SIDE))
     canvas = Image.new("RGB", (SIDE, SIDE), (0, 0, 0))
     canvas.paste(picture, ((SIDE - picture.width) // 2, (SIDE - picture.height) // 2))
-    return canvas
+    return np.asarray(canvas)
 
 
 def _axial(path: Path, k: int | None = None) -> tuple[np.ndarray, int]:
@@ -123,35 +124,51 @@ PICTURES = {
 }
 
 
-def module_pictures(root: Path) -> dict[str, list]:
+def module_pictures(root: Path) -> dict[str, tuple[list[str], list]]:
+    """dataset name -> (what each picture shows, the pictures) for every module, in row order."""
     rows = {}
     for module, (what, pictures) in PICTURES.items():
-        dataset = modules.get(module).dataset_dir
-        rows[f"{dataset} ({what})"] = pictures(root / dataset)
+        rows[modules.get(module).dataset_dir] = (what.split(", "), pictures(root / modules.get(module).dataset_dir))
     return rows
 
 
-def main() -> int:
-    from PIL import Image, ImageDraw
+def draw_sheet(before: dict, after: dict, out: Path) -> None:
+    """A row per dataset, the previous generator's two pictures beside the calibrated cohort's, each titled with
+    what it shows, drawn with matplotlib (its bundled DejaVu Sans)."""
+    import matplotlib
 
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as pyplot
+
+    figure, axes = pyplot.subplots(len(before), 4, figsize=(9.4, 2.55 * len(before) + 0.5), squeeze=False,
+                                   gridspec_kw={"wspace": 0.06, "hspace": 0.22, "left": 0.035, "right": 0.995,
+                                                "top": 1 - 0.55 / (2.55 * len(before) + 0.5), "bottom": 0.01})
+    for row, dataset in enumerate(before):
+        (names, old), (_, new) = before[dataset], after[dataset]
+        for column, (name, picture) in enumerate(zip(names * 2, old + new)):
+            axis = axes[row][column]
+            axis.imshow(picture, interpolation="lanczos")
+            axis.set_xticks([])
+            axis.set_yticks([])
+            axis.set_title(name, fontsize=9, pad=3)
+        axes[row][0].text(-0.05, 0.5, dataset, transform=axes[row][0].transAxes, ha="right", va="center",
+                          rotation=90, fontsize=10, fontweight="bold")
+    for first, heading in ((0, "previous generator"), (2, "calibrated cohort")):
+        left, right = axes[0][first].get_position(), axes[0][first + 1].get_position()
+        figure.text((left.x0 + right.x1) / 2, left.y1 + 0.35 / figure.get_figheight(), heading, ha="center",
+                    va="bottom", fontsize=12, fontweight="bold")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out, dpi=120)
+    pyplot.close(figure)
+
+
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--before", required=True)
     parser.add_argument("--after", required=True)
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
-    before, after = module_pictures(Path(args.before)), module_pictures(Path(args.after))
-    label_width, gap = 230, 12
-    sheet = Image.new("RGB", (label_width + 4 * SIDE + 3 * gap, 30 + len(before) * (SIDE + gap)), "white")
-    draw = ImageDraw.Draw(sheet)
-    draw.text((label_width, 8), "previous generator", fill="black")
-    draw.text((label_width + 2 * SIDE + 2 * gap, 8), "calibrated cohort", fill="black")
-    for row, name in enumerate(before):
-        y = 30 + row * (SIDE + gap)
-        draw.text((8, y + SIDE // 2), name, fill="black")
-        for column, picture in enumerate(before[name] + after[name]):
-            sheet.paste(picture, (label_width + column * SIDE + column * gap + (gap if column >= 2 else 0), y))
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    sheet.save(args.out)
+    draw_sheet(module_pictures(Path(args.before)), module_pictures(Path(args.after)), Path(args.out))
     return 0
 
 
