@@ -8,7 +8,9 @@ among those at or above the mask's median intensity on the segmented volume, whi
 description points the agent to (FLAIR for a brain tumour with its oedema, CT for a lung tumour). Lesion masks:
 UCSF-PDGM's tumour segmentation (all labels), LUMIERE's CURRENT DeepBraTumIA mask (all labels, atlas space like
 the images), NSCLC's DICOM SEG tumour. ``vista3d_segment`` is measured the same way with the weights configured
-(``MEDOPENCLAW_VISTA3D_BUNDLE``) when there are any; otherwise the reason is recorded and no number.
+(``MEDOPENCLAW_VISTA3D_BUNDLE``) when there are any; otherwise the reason is recorded and no number. The drift
+stop's limit (``drift_spreads``) was set on this cohort, so ``drift_spreads_sensitivity`` keeps the summaries with
+the limits on either side of it.
 
 Run: MEDOPENCLAW_CACHE=... python scripts/bench_segment_defaults.py  (generates the cohort when not cached)
 """
@@ -33,6 +35,7 @@ from MedOpenClawLib.operators.region_growing import GrowingParameters, grow_regi
 
 LUMIERE_SEQUENCE = "FLAIR"
 MAX_VOLUME_RATIO = 3.0  # the issue's bound: never more than 3x the lesion's volume
+DRIFT_ALTERNATIVES = (1.0, 1.5)  # the drift stop's limit on either side of the default, set on this cohort
 
 
 def read_image(path: Path) -> sitk.Image:
@@ -69,20 +72,31 @@ def conspicuous_seed(values: np.ndarray, lesion: np.ndarray) -> tuple[int, int, 
     return int(i), int(j), int(k)
 
 
-def measure_case(volume_path: Path, mask_path: Path) -> dict:
+def measure_case(volume_path: Path, mask_path: Path, parameters: list[GrowingParameters]) -> list[dict]:
+    """The case grown from its seed with each of ``parameters``."""
     image = read_image(volume_path)
     volume = from_sitk(image)
     lesion_image = sitk.Resample(sitk.ReadImage(str(mask_path)), image, sitk.Transform(), sitk.sitkNearestNeighbor)
     lesion = sitk.GetArrayFromImage(lesion_image) > 0
     seed = conspicuous_seed(volume.array, lesion)
-    started = time.perf_counter()
-    grown = grow_region(volume, [seed], GrowingParameters())
-    seconds = time.perf_counter() - started
-    overlap = int((grown.mask & lesion).sum())
-    return {"dice": round(2.0 * overlap / (int(grown.mask.sum()) + int(lesion.sum())), 3),
-            "volume_ratio": round(float(grown.mask.sum() / lesion.sum()), 3),
-            "lesion_ml": round(float(lesion.sum() * volume.voxel_volume_mm3 / 1000.0), 2),
-            "stop": grown.stop, "seconds": round(seconds, 2), "seed_ijk": list(seed)}
+    results = []
+    for setting in parameters:
+        started = time.perf_counter()
+        grown = grow_region(volume, [seed], setting)
+        seconds = time.perf_counter() - started
+        overlap = int((grown.mask & lesion).sum())
+        results.append({"dice": round(2.0 * overlap / (int(grown.mask.sum()) + int(lesion.sum())), 3),
+                        "volume_ratio": round(float(grown.mask.sum() / lesion.sum()), 3),
+                        "lesion_ml": round(float(lesion.sum() * volume.voxel_volume_mm3 / 1000.0), 2),
+                        "stop": grown.stop, "seconds": round(seconds, 2), "seed_ijk": list(seed)})
+    return results
+
+
+def summary(cases: dict[str, dict]) -> dict:
+    """Median Dice, the largest volume ratio and how many cases exceed the issue's bound."""
+    ratios = [case["volume_ratio"] for case in cases.values()]
+    return {"median_dice": round(statistics.median(case["dice"] for case in cases.values()), 3),
+            "max_volume_ratio": max(ratios), "over_3x": sum(ratio > MAX_VOLUME_RATIO for ratio in ratios)}
 
 
 def vista3d_on_nsclc(cases_dir: Path) -> dict:
@@ -130,21 +144,22 @@ def main() -> None:
     def package(module: str) -> Path:
         return args.cases / module if args.cases else synthetic_cases(module)
 
-    modules = {}
+    settings = [GrowingParameters(), *(GrowingParameters(drift_spreads=value) for value in DRIFT_ALTERNATIVES)]
+    modules, sensitivity = {}, {str(value): {} for value in DRIFT_ALTERNATIVES}
     for module, segmented in (("ucsf-pdgm", "FLAIR"), ("lumiere", "CURRENT_FLAIR (atlas space)"),
                               ("nsclc", "the CT series the SEG references")):
-        cases_dir = package(module)
-        cases = {case_id: measure_case(volume, mask) for case_id, volume, mask in lesion_inputs(module, cases_dir)}
-        dice = [case["dice"] for case in cases.values()]
-        ratios = [case["volume_ratio"] for case in cases.values()]
-        modules[module] = {"segmented": segmented, "cases": cases, "median_dice": round(statistics.median(dice), 3),
-                           "max_volume_ratio": max(ratios),
-                           "over_3x": sum(ratio > MAX_VOLUME_RATIO for ratio in ratios)}
-        print(module, {key: value for key, value in modules[module].items() if key != "cases"}, flush=True)
+        measured = {case_id: measure_case(volume, mask, settings)
+                    for case_id, volume, mask in lesion_inputs(module, package(module))}
+        cases = {case_id: results[0] for case_id, results in measured.items()}
+        modules[module] = {"segmented": segmented, "cases": cases, **summary(cases)}
+        for index, value in enumerate(DRIFT_ALTERNATIVES, start=1):
+            sensitivity[str(value)][module] = summary({case_id: grown[index] for case_id, grown in measured.items()})
+        print(module, summary(cases), flush=True)
     results = json.loads(args.out.read_text()) if args.out.exists() else {}
     results["defaults_on_cohort"] = {
         "cohort": package("ucsf-pdgm").resolve().parent.parent.name,
-        "segment_region": {"parameters": GrowingParameters().__dict__, "modules": modules},
+        "segment_region": {"parameters": GrowingParameters().__dict__, "modules": modules,
+                           "drift_spreads_sensitivity": sensitivity},
         "vista3d_segment": vista3d_on_nsclc(package("nsclc")),
     }
     args.out.write_text(json.dumps(results, indent=2) + "\n")

@@ -48,6 +48,7 @@ class GrowingParameters:
     upper: float | None = None
     multiplier: float = 2.5  # confidence method: centre +- multiplier x spread of the seed tissue
     max_volume_ml: float = 500.0  # leak stop: growth ends at this volume
+    drift_spreads: float = DRIFT_SPREADS  # drift stop (not offered to the agent; scripts/bench_segment_defaults.py)
 
 
 @dataclass(frozen=True)
@@ -140,6 +141,8 @@ def grow_region(volume: ImageVolume, seeds_ijk: Sequence[Sequence[int]], paramet
         raise ValueError(f"method must be one of {METHODS}")
     if not parameters.max_volume_ml > 0:
         raise ValueError("max_volume_ml must be positive")
+    if not parameters.drift_spreads > 0:
+        raise ValueError("drift_spreads must be positive")
     seeds = [tuple(int(round(value)) for value in seed) for seed in seeds_ijk]
     if not seeds:
         raise ValueError("at least one seed is required")
@@ -174,7 +177,7 @@ def grow_region(volume: ImageVolume, seeds_ijk: Sequence[Sequence[int]], paramet
         if cut is not None:
             region, stop = (depth >= 0) & (depth <= cut), "leak"
             break
-        if len(drifts) >= 3 and abs(sum(drifts[-3:])) > 3 * DRIFT_SPREADS:
+        if len(drifts) >= 3 and abs(sum(drifts[-3:])) > 3 * parameters.drift_spreads:
             region, stop = (depth >= 0) & (depth < len(layers) - 3), "drift"
             break
         if grown > cap_voxels:

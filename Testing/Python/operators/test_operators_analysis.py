@@ -104,6 +104,8 @@ def test_region_growing_rejects_bad_parameters():
         grow_region(volume, [], GrowingParameters())
     with pytest.raises(ValueError, match="max_volume_ml"):
         grow_region(volume, [(4, 4, 4)], GrowingParameters(max_volume_ml=0))
+    with pytest.raises(ValueError, match="drift_spreads"):
+        grow_region(volume, [(4, 4, 4)], GrowingParameters(drift_spreads=0))
 
 
 def test_statistics_of_a_box_match_its_geometry():
