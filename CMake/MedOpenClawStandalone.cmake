@@ -46,6 +46,7 @@ set(MEDOPENCLAW_TEST_ENVIRONMENT
   "PYTHONPATH=${_medopenclaw_root}/MedOpenClaw${_medopenclaw_path_separator}${_medopenclaw_root}/MedCopilot"
   "QT_QPA_PLATFORM=offscreen"
   "PYTHONDONTWRITEBYTECODE=1"
+  "PYTHONFAULTHANDLER=1"
   "MEDOPENCLAW_CACHE=${_medopenclaw_test_cache}"
   )
 
