@@ -155,21 +155,15 @@ def milestone_findings(progress: dict | None) -> list[Finding]:
 # ------------------------------------------------------------------------------------------------ final state
 def final_view(timeline: Timeline) -> dict | None:
     """The last recorded views (volumes and offsets) and the last image the agent received of each view."""
-    calls = [call for call in timeline.calls if as_dict(timeline.state_after(call).get("views"))]
-    if not calls:
+    if not timeline.final_views:
         return None
-    views = as_dict(timeline.state_after(calls[-1]).get("views"))
     summary = {}
     for name in SLICE_VIEWS:
-        view = as_dict(views.get(name))
+        view = as_dict(timeline.final_views.get(name))
         if view:
             summary[name] = {"background": text(view.get("background")), "foreground": text(view.get("foreground")),
                              "offset_mm": number(view.get("offset_mm"))}
-    images = {}
-    for shown in timeline.shown:
-        if shown.path:
-            images[shown.view] = shown.path
-    return {"views": summary, "images": images}
+    return {"views": summary, "images": dict(timeline.final_images)}
 
 
 def final_mask(timeline: Timeline) -> dict | None:

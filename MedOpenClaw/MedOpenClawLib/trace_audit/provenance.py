@@ -260,4 +260,4 @@ def measurements(timeline: Timeline) -> list[FieldProvenance]:
 
 
 def _seqs(items) -> list[int]:
-    return sorted({item.seq for item in items})
+    return sorted({seq for item in items for seq in item.seqs})

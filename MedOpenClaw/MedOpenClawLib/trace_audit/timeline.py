@@ -13,10 +13,17 @@ Every rule reads the trace through this module, so a change of the record format
   screenshot) and every captured field.
 
 Nothing here trusts the trace's shape: a missing or mistyped key reads as absent, never as an exception.
+
+The trace is read once, as a stream, and what is kept grows with what the rules can cite, not with the trace
+(``medopenclaw trace audit`` of a long trace): no record is kept whole; a call keeps its arguments and the keys of
+its result data the rules read (:data:`DATA_KEYS`), and its viewer state only for the actions whose state a rule
+reads (:data:`STATE_READ_BY`); images are reduced to :class:`Shown` entries as they are read, one per distinct
+image (view, offset, geometry, layers) listing every call that showed it.
 """
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -28,6 +35,14 @@ from ..core.result import ActionError
 # canonical RAS axis index per view (axial = S, sagittal = R, coronal = A), as in viewer.geometry.CANONICAL_AXIS
 AXIS_INDEX = {"axial": 2, "sagittal": 0, "coronal": 1}
 SLICE_VIEWS = tuple(AXIS_INDEX)
+# the keys of a call's result data the rules read (detectors, milestones, provenance, and the montage and capture
+# readers here); a rule reading another key fails loudly (:class:`KeptData`) rather than seeing it absent
+DATA_KEYS = frozenset({"background", "capture", "center_ras", "downsample", "end_ras", "foreground", "inputs",
+                       "length_mm", "offsets_mm", "outputs", "ras", "segments", "start_ras", "statistics",
+                       "transform_id", "volume_name", "warnings", "x", "y"})
+# the actions whose recorded viewer state a rule reads (detectors.Volumes, Timeline.displayed_layers)
+STATE_READ_BY = frozenset({"register_volumes", "apply_transform", "resample_volume", "fusion",
+                           "record_key_slices", "record_point"})
 
 
 def as_dict(value) -> dict:
@@ -56,40 +71,61 @@ def point(value, size: int) -> list[float] | None:
     return values if len(values) == size and all(item is not None for item in values) else None
 
 
-@dataclass
+class KeptData(dict):
+    """A call's result data reduced to :data:`DATA_KEYS`: reading any other key is a rule out of step with
+    :data:`DATA_KEYS` (an error in this package, raised), never a value silently absent."""
+
+    def get(self, key, default=None):
+        self._declared(key)
+        return super().get(key, default)
+
+    def __getitem__(self, key):
+        self._declared(key)
+        return super().__getitem__(key)
+
+    @staticmethod
+    def _declared(key) -> None:
+        if key not in DATA_KEYS:
+            raise KeyError(f"the trace audit keeps no result key {key!r}: add it to timeline.DATA_KEYS")
+
+
+@dataclass(slots=True)
 class Call:
-    """One action record."""
+    """One action record, reduced to what the rules read."""
 
     seq: int
     actor: str
     action: str
     arguments: dict
     ok: bool
-    data: dict
-    images: list[dict]
-    artifacts: list[dict]
-    record: dict = field(repr=False)
+    data: KeptData
+    state: dict | None = field(default=None, repr=False)  # kept for STATE_READ_BY actions only
 
     @property
     def by_agent(self) -> bool:
         return self.actor == "agent"
 
 
-@dataclass
+@dataclass(slots=True)
 class Shown:
-    """One slice image the agent received (a montage contributes one entry per tile offset)."""
+    """One distinct slice image the agent received (a montage contributes one entry per tile offset), with every
+    call that showed it."""
 
-    seq: int
+    seqs: list[int]
     view: str
     offset_mm: float
     step_mm: float | None  # slice thickness of the image (None: unknown)
     geometry: dict | None  # the image's geometry record (None for montage tiles)
     background: str | None
     foreground: str | None
-    path: str | None = None
+
+    @property
+    def seq(self) -> int:
+        """The first call that showed it."""
+        return self.seqs[0]
 
 
-@dataclass
+@dataclass(slots=True)
 class ViewedField:
     """A whole-slide field the agent saw: level-0 ``[x0, y0, x1, y1]`` at ``downsample``."""
 
@@ -101,17 +137,22 @@ class ViewedField:
 
 class Timeline:
     def __init__(self, records: Iterable):
-        """``records``: a list, or an iterator read once (``audit.iter_trace``): only the action records and the
-        few others the rules read are kept, never the model turns and receipts of a long trace."""
+        """``records``: a list, or an iterator read once (``audit.iter_trace``)."""
         self.header: dict = {}
         self.prompt: dict | None = None
         self.prompt_seq: int | None = None
         self.final_text: str | None = None
         self.final_seq: int | None = None  # the record holding the final answer
         self.calls: list[Call] = []
-        # traces carry state deltas (see ..audit): rebuilt once, keyed by record; a delta that does not apply
-        # leaves the whole trace without states
-        replay, states = StateReplay(), {}
+        self.final_views: dict = {}  # the views of the last action record whose state has any
+        self.final_images: dict[str, str] = {}  # view -> path of the last image of it the agent received
+        self.viewed_fields: list[ViewedField] = []
+        # traces carry state deltas (see ..audit), replayed as the records stream by; a delta that does not
+        # apply leaves the rest of the trace without states (those replayed before it stand)
+        replay: StateReplay | None = StateReplay()
+        self._shown: dict[tuple, Shown] = {}
+        self._baseline: list[tuple[Call, list[str], list[tuple[Shown, str | None]]]] = []  # system calls' images
+        self._setup_fields: list[ViewedField] = []  # the fields of the last system call before the prompt
         last_model = None
         for record in records if isinstance(records, (list, tuple, Iterator)) else ():
             if not isinstance(record, dict):
@@ -127,19 +168,19 @@ class Timeline:
             elif kind == "episode_end" and isinstance(payload.get("final_text"), str):
                 self.final_text = payload["final_text"]
             elif kind == "action":
-                self.calls.append(self._call(record))
-                if states is not None:
+                state = None
+                if replay is not None:
                     try:
-                        states[id(record)] = replay.after(record)
+                        state = replay.after(record)
                     except StateDeltaError:
-                        states = None
-        self._states = states or {}
+                        replay = None
+                self._read_call(record, as_dict(state))
         if last_model is not None:  # the answer is the last model turn; the end record repeats it
             self.final_seq = last_model[1]
             if self.final_text is None:
                 self.final_text = last_model[0]
-        self.shown = self._shown()
-        self.viewed_fields = self._viewed_fields()
+        self.shown = self._merged_shown()
+        self.viewed_fields = self._setup_fields + self.viewed_fields
 
     # ----------------------------------------------------------------------------------------------- records
     @staticmethod
@@ -147,7 +188,8 @@ class Timeline:
         value = record.get("seq")
         return value if isinstance(value, int) and not isinstance(value, bool) else -1
 
-    def _call(self, record: dict) -> Call:
+    def _read_call(self, record: dict, state: dict) -> None:
+        """Keep what the rules read of one action record: the call, its shown images, its viewed fields."""
         result = as_dict(record.get("result"))
         action = str(record.get("action") or "")
         arguments = as_dict(record.get("arguments"))
@@ -155,16 +197,33 @@ class Timeline:
             arguments = canonical_arguments(action, arguments)
         except ActionError:
             pass  # both names (the registry refused the call): the record is read as written
-        return Call(
-            seq=self.seq(record), actor=str(record.get("actor") or ""), action=action,
-            arguments=arguments, ok=record.get("status") == "ok",
-            data=as_dict(result.get("data")), images=[as_dict(image) for image in as_list(result.get("images"))],
-            artifacts=[as_dict(item) for item in as_list(record.get("artifacts"))], record=record,
-        )
+        data = as_dict(result.get("data"))
+        call = Call(seq=self.seq(record), actor=str(record.get("actor") or ""), action=action, arguments=arguments,
+                    ok=record.get("status") == "ok", data=KeptData({key: data[key] for key in DATA_KEYS & data.keys()}),
+                    state=state if action in STATE_READ_BY else None)
+        self.calls.append(call)
+        views = as_dict(state.get("views"))
+        if views:
+            self.final_views = views
+        images = [as_dict(image) for image in as_list(result.get("images"))]
+        before_prompt = self.prompt is None
+        if call.by_agent and call.ok and images:
+            for shown, path in self._images(call, images, state):
+                self._show(shown, path)
+        elif before_prompt and not call.by_agent and call.ok and images:
+            checksums = [str(as_dict(item).get("sha256")) for item in as_list(record.get("artifacts"))]
+            self._baseline.append((call, checksums, self._images(call, images, state)))
+        if call.by_agent:
+            self.viewed_fields += self._fields(call, state)
+        elif before_prompt and call.ok:
+            self._setup_fields = self._fields(call, state)
 
     def state_after(self, call: Call) -> dict:
-        """The viewer state after ``call`` (the one accessor of trace state), rebuilt from the trace's deltas."""
-        return as_dict(self._states.get(id(call.record)))
+        """The viewer state after ``call`` (the one accessor of trace state), rebuilt from the trace's deltas:
+        kept for the :data:`STATE_READ_BY` actions only, and reading another's is an error in this package."""
+        if call.action not in STATE_READ_BY:
+            raise LookupError(f"the trace audit keeps no viewer state for {call.action}: add it to STATE_READ_BY")
+        return as_dict(call.state)
 
     @property
     def module(self) -> str | None:
@@ -213,52 +272,74 @@ class Timeline:
         return layers
 
     # -------------------------------------------------------------------------------------------- shown
-    def _prompt_checksums(self) -> set[str]:
-        return {str(as_dict(image).get("sha256")) for image in as_list(as_dict(self.prompt).get("images"))}
-
-    def _received_calls(self) -> list[Call]:
-        before_prompt = [call for call in self.calls if not call.by_agent and call.ok and call.images
-                         and (self.prompt_seq is None or call.seq < self.prompt_seq)]
-        checksums = self._prompt_checksums()
-        baseline = [call for call in before_prompt
-                    if any(str(item.get("sha256")) in checksums for item in call.artifacts)]
-        if not baseline and before_prompt and not any(call.artifacts for call in before_prompt):
-            baseline = before_prompt[-1:]
-        return sorted(baseline + [call for call in self.agent_calls if call.ok and call.images],
-                      key=lambda call: call.seq)
-
-    def _shown(self) -> list[Shown]:
+    def _images(self, call: Call, images: list[dict], state: dict) -> list[tuple[Shown, str | None]]:
+        """(shown image, its file) of each image a call returned, read with the state recorded with it."""
+        views = as_dict(state.get("views"))
         shown = []
-        for call in self._received_calls():
-            views = as_dict(self.state_after(call).get("views"))
-            for image in call.images:
-                view = text(image.get("view"))
-                if view == "montage":
-                    shown.extend(self._montage(call, views))
-                    continue
-                offset = number(image.get("slice_offset_mm"))
-                if view not in AXIS_INDEX or offset is None:
-                    continue
-                geometry = as_dict(image.get("geometry")) or None
-                thickness = point(as_dict(geometry).get("field_of_view_mm"), 3)
-                layers = as_dict(views.get(view))
-                shown.append(Shown(call.seq, view, offset, thickness[2] if thickness else None, geometry,
-                                   text(layers.get("background")), text(layers.get("foreground")),
-                                   text(image.get("path"))))
+        for image in images:
+            view = text(image.get("view"))
+            if view == "montage":
+                shown.extend((tile, None) for tile in self._montage(call, views, state))
+                continue
+            offset = number(image.get("slice_offset_mm"))
+            if view not in AXIS_INDEX or offset is None:
+                continue
+            geometry = as_dict(image.get("geometry")) or None
+            thickness = point(as_dict(geometry).get("field_of_view_mm"), 3)
+            layers = as_dict(views.get(view))
+            shown.append((Shown([call.seq], view, offset, thickness[2] if thickness else None, geometry,
+                                text(layers.get("background")), text(layers.get("foreground"))),
+                          text(image.get("path"))))
         return shown
 
-    def _montage(self, call: Call, views: dict) -> list[Shown]:
+    def _show(self, shown: Shown, path: str | None) -> None:
+        """Add a received image: a new entry, or the call's number on the entry of the same image."""
+        geometry = json.dumps(shown.geometry, sort_keys=True, default=str) if shown.geometry else None
+        key = (shown.view, shown.offset_mm, shown.step_mm, geometry, shown.background, shown.foreground)
+        known = self._shown.get(key)
+        if known is None:
+            self._shown[key] = shown
+        elif known.seqs[-1] != shown.seq:
+            known.seqs.append(shown.seq)
+        if path is not None:
+            self.final_images[shown.view] = path
+
+    def _merged_shown(self) -> list[Shown]:
+        """The shown images, the baseline views before the prompt among them: those of the system calls before
+        the prompt whose checksums the prompt lists (without checksums in the trace, the last such call's)."""
+        before = [item for item in self._baseline if self.prompt_seq is None or item[0].seq < self.prompt_seq]
+        checksums = {str(as_dict(image).get("sha256")) for image in as_list(as_dict(self.prompt).get("images"))}
+        baseline = [item for item in before if any(checksum in checksums for checksum in item[1])]
+        if not baseline and before and not any(item[1] for item in before):
+            baseline = before[-1:]
+        agent, agent_images = self._shown, self.final_images
+        self._shown, self.final_images = {}, {}
+        for _, _, images in baseline:  # received before the agent's calls: their entries come first
+            for shown, path in images:
+                self._show(shown, path)
+        for key, shown in agent.items():
+            if key in self._shown:
+                self._shown[key].seqs.extend(shown.seqs)
+            else:
+                self._shown[key] = shown
+        self.final_images.update(agent_images)
+        merged = sorted(self._shown.values(), key=lambda shown: shown.seq)
+        self._shown, self._baseline = {}, []
+        return merged
+
+    def _montage(self, call: Call, views: dict, state: dict) -> list[Shown]:
         view = text(call.arguments.get("view"))
         if view not in AXIS_INDEX:
             return []
         layers = as_dict(views.get(view))
         background = text(layers.get("background"))
-        step = self._spacing(call, background, view)
-        return [Shown(call.seq, view, offset, step, None, background, text(layers.get("foreground")))
+        step = self._spacing(state, background, view)
+        return [Shown([call.seq], view, offset, step, None, background, text(layers.get("foreground")))
                 for offset in (number(item) for item in as_list(call.data.get("offsets_mm"))) if offset is not None]
 
-    def _spacing(self, call: Call, volume: str | None, view: str) -> float | None:
-        for item in as_list(self.state_after(call).get("volumes")):
+    @staticmethod
+    def _spacing(state: dict, volume: str | None, view: str) -> float | None:
+        for item in as_list(state.get("volumes")):
             item = as_dict(item)
             spacing = point(item.get("spacing_mm"), 3)
             if item.get("name") == volume and spacing:
@@ -266,19 +347,17 @@ class Timeline:
         return None
 
     # --------------------------------------------------------------------------------------- pathology
-    def _viewed_fields(self) -> list[ViewedField]:
+    def _fields(self, call: Call, state: dict) -> list[ViewedField]:
+        """The whole-slide fields shown after ``call``: the viewer's, and the captured one."""
         fields = []
-        before = [call for call in self.calls if not call.by_agent and call.ok
-                  and (self.prompt_seq is None or call.seq < self.prompt_seq)]
-        for call in before[-1:] + self.agent_calls:
-            view = as_dict(as_dict(self.state_after(call).get("viewer")).get("view"))
-            found = self._field(call.seq, view)
+        view = as_dict(as_dict(state.get("viewer")).get("view"))
+        found = self._field(call.seq, view)
+        if found is not None:
+            fields.append(found)
+        if call.action == "capture_viewer" and call.ok:
+            found = self._field(call.seq, as_dict(call.data.get("capture")), view.get("max_downsample"))
             if found is not None:
                 fields.append(found)
-            if call.action == "capture_viewer" and call.ok:
-                found = self._field(call.seq, as_dict(call.data.get("capture")), view.get("max_downsample"))
-                if found is not None:
-                    fields.append(found)
         return fields
 
     @staticmethod

@@ -11,7 +11,9 @@ from trace_builder import TraceBuilder, audit_trace, geometry, image
 
 from MedOpenClawLib.cli import main
 from MedOpenClawLib.trace_audit import stability
+from MedOpenClawLib.trace_audit.milestones import final_view
 from MedOpenClawLib.trace_audit.provenance import reported_measurements
+from MedOpenClawLib.trace_audit.timeline import Timeline
 
 ANSWER = "ANSWER: B"
 LUMIERE = ("OLD_CT1", "OLD_FLAIR", "CURRENT_CT1", "CURRENT_FLAIR")
@@ -336,6 +338,24 @@ def test_stability_across_repeats():
     assert result["mask_bbox_iou"] == 0.5 and result["final_view_agreement"] == 1.0
     assert result["mask_volume_cv"] == pytest.approx(0.2)
     assert [item["complete"] for item in result["milestones"]] == [True, False]
+
+
+# ------------------------------------------------------------------------------------- reading the trace
+def test_the_timeline_keeps_one_entry_per_distinct_image_and_only_the_state_rules_read():
+    """A long trace is read in memory that grows with what can be cited, not with the records."""
+    trace = TraceBuilder(tools=("observe", "set_slice_offset")).prompt([image("axial", 0.0)])
+    again = [trace.call("observe", {}, {}, [{**image("axial", 10.0), "path": f"i{n}.png"}]) for n in range(3)]
+    other = trace.call("set_slice_offset", {"view": "axial", "offset": 12}, {"offset_mm": 12.0},
+                       [{**image("axial", 12.0), "path": "last.png"}])
+    timeline = Timeline(iter(trace.answer(evidence_answer(axial=10.0)).records))
+    assert [(shown.offset_mm, shown.seqs) for shown in timeline.shown] == [(0.0, [2]), (10.0, again), (12.0, [other])]
+    assert field(audit_trace(trace.records), "key_slice_axial_mm").records == again
+    assert final_view(timeline)["images"] == {"axial": "last.png"}
+    call = timeline.calls[-1]
+    with pytest.raises(LookupError, match="STATE_READ_BY"):
+        timeline.state_after(call)  # set_slice_offset's state is read by no rule, so not kept
+    with pytest.raises(KeyError, match="DATA_KEYS"):
+        call.data.get("offset_mm")  # nor its result keys no rule reads
 
 
 # --------------------------------------------------------------------------------------------- robustness
