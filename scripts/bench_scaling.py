@@ -43,8 +43,8 @@ from MedOpenClawLib.core.audit import GENESIS, canonical_json, record_hash  # no
 
 MODULE = "ucsf-pdgm"
 CASES = 6
-SIZES = {"score": (1000, 2000, 4000), "report": (60, 120, 240), "resume": (60, 120, 240),
-         "verify": (10000, 20000, 40000), "audit": (10000, 20000, 40000)}
+SIZES = {"score": (1000, 2000, 4000), "report": (60, 120, 240), "resume": (240, 960, 3840),
+         "verify": (10000, 20000, 40000), "audit": (10000, 40000, 160000)}
 TINY = {"score": 6, "report": 6, "resume": 6, "verify": 50, "audit": 50}
 
 
@@ -188,7 +188,7 @@ def growth(kind: str, seed: Path, scratch: Path, cache: Path, sizes: tuple[int, 
         print(kind, json.dumps(row), flush=True)
         shutil.rmtree(scratch / f"{kind}-{size}", ignore_errors=True)
     above = [max(row["cpu_s"] - fixed["cpu_s"], 1e-3) for row in rows]
-    return {"fixed": {"size": TINY[kind], **fixed}, "sizes": rows,
+    return {"fixed": {"size": TINY[kind], **fixed}, "sizes": rows, "load_average_at_end": round(os.getloadavg()[0], 2),
             "exponent_cpu": exponent(list(sizes), above),
             "exponent_rss": exponent(list(sizes), [max(row["max_rss_mb"] - fixed["max_rss_mb"], 1.0) for row in rows]),
             "cpu_ms_per_unit": [round(1000 * cost / row["size"], 3) for cost, row in zip(above, rows)]}
