@@ -286,7 +286,11 @@ def main_bench() -> None:
     results["all_matrix_cells_ok"] = all(cell["ok"] for row in results["modules"].values()
                                          for cell in row.get("matrix", {}).values())
     results["seconds"] = round(time.perf_counter() - started, 1)
-    Path(args.out).write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    out = Path(args.out)
+    if out.exists():  # the per-provider entries are scripts/bench_provider_traffic.py's
+        previous = json.loads(out.read_text(encoding="utf-8"))
+        results.update({key: previous[key] for key in ("providers", "provider_sdks") if key in previous})
+    out.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -40,7 +40,7 @@ class WorkerBusy(RuntimeError):
 @dataclass
 class ModelCall:
     """``model.complete(messages, tools)``, as data a child process can receive: the model must pickle (the
-    providers do: their configuration and a ``requests.Session``)."""
+    providers do: their configuration and their conversation state; each process opens its own connections)."""
 
     model: Any
     messages: list

@@ -4,10 +4,13 @@ registry whose actions render images."""
 
 from __future__ import annotations
 
+import base64
 import json
+import struct
 import sys
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -24,12 +27,45 @@ from MedOpenClawLib.providers.messages import ModelReply, ToolCall
 @dataclass
 class Scripted:
     """One scripted HTTP answer: ``status`` and JSON ``body``, after ``delay_s`` seconds; a list ``body`` is sent
-    as server-sent events (``text/event-stream``), one ``data:`` line per item."""
+    as server-sent events (``text/event-stream``), one ``data:`` line per item; ``bytes`` as they are."""
 
-    body: dict | list
+    body: dict | list | bytes
     status: int = 200
     delay_s: float = 0.0
     headers: dict = field(default_factory=dict)
+
+
+def aws_event_stream(events: list[dict]) -> bytes:
+    """Messages events framed as Bedrock's InvokeModelWithResponseStream sends them: one AWS event-stream message
+    per event (prelude, CRC32s, string headers ``:event-type: chunk``), its payload ``{"bytes": base64(event)}``
+    (the binary format as botocore/eventstream.py's EventStreamBuffer reads it)."""
+    frames = b""
+    for event in events:
+        headers = b"".join(len(name).to_bytes(1, "big") + name.encode() + b"\x07" + len(value).to_bytes(2, "big")
+                           + value.encode() for name, value in ((":event-type", "chunk"),
+                                                               (":content-type", "application/json"),
+                                                               (":message-type", "event")))
+        payload = json.dumps({"bytes": base64.b64encode(json.dumps(event).encode()).decode()}).encode()
+        prelude = struct.pack(">II", 16 + len(headers) + len(payload), len(headers))
+        head = prelude + struct.pack(">I", zlib.crc32(prelude)) + headers + payload
+        frames += head + struct.pack(">I", zlib.crc32(head))
+    return frames
+
+
+class Headers(dict):
+    """A request's headers, their names compared case-insensitively as HTTP's are (httpx sends them lower-case)."""
+
+    def __init__(self, items):
+        super().__init__((name.lower(), value) for name, value in items)
+
+    def __getitem__(self, name: str) -> str:
+        return super().__getitem__(name.lower())
+
+    def __contains__(self, name: object) -> bool:
+        return super().__contains__(str(name).lower())
+
+    def get(self, name: str, default: object = None) -> object:
+        return super().get(name.lower(), default)
 
 
 class QuietServer(ThreadingHTTPServer):
@@ -60,7 +96,7 @@ class FakeModelServer:
                 length = int(self.headers.get("Content-Length", 0))
                 raw = self.rfile.read(length)
                 body = json.loads(raw)
-                request = {"path": self.path, "headers": dict(self.headers), "body": body, "raw": raw}
+                request = {"path": self.path, "headers": Headers(self.headers.items()), "body": body, "raw": raw}
                 if keep_requests:
                     server.requests.append(request)
                 if handle is not None:
@@ -72,12 +108,13 @@ class FakeModelServer:
                 time.sleep(answer.delay_s)
                 streamed = isinstance(answer.body, list)
                 payload = ("".join(f"event: {event.get('type', 'message')}\ndata: {json.dumps(event)}\n\n"
-                                   for event in answer.body).encode() if streamed else json.dumps(answer.body).encode())
+                                   for event in answer.body).encode() if streamed else answer.body
+                           if isinstance(answer.body, bytes) else json.dumps(answer.body).encode())
+                headers = {"Content-Type": "text/event-stream" if streamed else "application/json", **answer.headers}
                 try:
                     self.send_response(answer.status)
-                    self.send_header("Content-Type", "text/event-stream" if streamed else "application/json")
                     self.send_header("Content-Length", str(len(payload)))
-                    for key, value in answer.headers.items():
+                    for key, value in headers.items():
                         self.send_header(key, value)
                     self.end_headers()
                     self.wfile.write(payload)

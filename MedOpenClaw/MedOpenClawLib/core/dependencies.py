@@ -28,7 +28,8 @@ from packaging.version import Version
 from .result import ActionError
 
 FEATURES: dict[str, tuple[str, ...]] = {
-    "core": ("jsonschema>=4.20", "nibabel>=5.2", "pillow>=10", "requests>=2.31"),  # registry, rendering, models
+    # registry, rendering; the models' wire: the vendors' SDKs (the copilot's model calls)
+    "core": ("jsonschema>=4.20", "nibabel>=5.2", "pillow>=10", "openai>=3.57", "anthropic>=2.15", "httpx2>=2.16"),
     "track_b": ("scipy>=1.11",),  # quantification (convex-hull diameters)
     # export_dicom_seg / import_dicom_seg; the preview of 3D Slicer bundles highdicom 0.27.0, which is kept
     "dicom_seg": ("highdicom>=0.27", "pydicom>=3.0.1"),

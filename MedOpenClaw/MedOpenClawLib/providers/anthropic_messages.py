@@ -14,11 +14,14 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
-from .base import Provider
+import anthropic
+
 from .http import ProviderError
 from .messages import ImageInput, Message, ModelReply, ReportedUsage, ToolCall, invalid_number
 from .tool_schemas import anthropic_tools, concise
+from .wires import SDKProvider
 
 API_VERSION = "2023-06-01"
 THINKING_BLOCKS = ("thinking", "redacted_thinking")
@@ -57,22 +60,30 @@ def _assistant_blocks(message: Message) -> list[dict]:
     return [block for block in content if block.get("type") not in OWN_BLOCKS] + text + calls
 
 
-class AnthropicProvider(Provider):
+class AnthropicProvider(SDKProvider):
+    """``POST {base}/v1/messages`` (``{base}/messages`` when the base ends in ``/v1``) through
+    ``anthropic.Anthropic``; the key in ``x-api-key``, never an empty one (local servers may need none)."""
+
+    sdk = anthropic
     stream_format = "anthropic"
     stream_fields = {"stream": True}
 
-    def _url(self) -> str:
-        base = self.config.base_url
-        return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+    def _make_client(self) -> anthropic.Anthropic:
+        # the key in x-api-key as the Messages API documents it (Anthropic-compatible servers read it there), never
+        # the SDK's Bearer form (_extra_headers); "" rather than None, which would make the SDK read
+        # ANTHROPIC_API_KEY even for a server that is not Anthropic's
+        key = {"x-api-key": self.config.api_key} if self.config.api_key else {}
+        return anthropic.Anthropic(api_key="", base_url=self.config.base_url.removesuffix("/v1"), max_retries=0,
+                                   http_client=self.http, default_headers={"anthropic-version": API_VERSION, **key})
+
+    def _extra_headers(self) -> dict:
+        return {"Authorization": anthropic.omit}
+
+    def _sdk_method(self) -> Callable:
+        return self.client.messages.with_raw_response.create
 
     def wire_tools(self, tools: list[dict]) -> list[dict]:
         return anthropic_tools(concise(tools))
-
-    def _headers(self) -> dict:
-        headers = {"Content-Type": "application/json", "anthropic-version": API_VERSION}
-        if self.config.api_key:  # local Anthropic-compatible servers may need none; never send an empty key
-            headers["x-api-key"] = self.config.api_key
-        return headers
 
     def _request_body(
         self, messages: list[Message], wire_tools: list[dict], allow_tools: bool

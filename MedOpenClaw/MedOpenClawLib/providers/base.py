@@ -9,24 +9,27 @@ import re
 import time
 from abc import ABC, abstractmethod
 from dataclasses import replace
+from types import ModuleType
 
-import requests
+import httpx2
 
 from ..core.redaction import redact_text
 from .config import ProviderConfig, thinking_budget
 from .conversation import ContextBudgetError, fit
 from .discovery import reported_window
-from .http import AUTH_STATUSES, RETRY_STATUSES, ProviderError, RetryPolicy, encoded_size, post_json
+from .http import AUTH_STATUSES, RETRY_STATUSES, ProviderError, RetryPolicy, encoded_size, exchange_json
 from .limits import CONTEXT_MARGIN
 from .messages import ImageInput, Message, ModelReply
-from .streaming import ASSEMBLERS
+from .streaming import ASSEMBLERS, sse_events
 from .text_calls import text_tool_calls
 from .tool_schemas import drop_strict_nulls, strict_optional
+from .transport import attempt, http_client
 
 log = logging.getLogger(__name__)
 
 PREFLIGHT_RETRY = RetryPolicy(max_retries=3, backoff_s=0.5, max_backoff_s=4.0, deadline_s=15.0)
 PREFLIGHT_TIMEOUT_S = 10.0
+REQUEST_ID_HEADERS = ("x-request-id", "request-id", "x-amzn-requestid")  # OpenAI, Anthropic, AWS
 REFUSED_SHARE = 0.75  # after a refusal for length, prompts are held under this share of the refused one
 PREFLIGHT_TOKENS = 256  # room for one short tool call (plus any thinking budget the request declares)
 PREFLIGHT_TOOL = {
@@ -39,6 +42,7 @@ PREFLIGHT_PROMPT = "The attached image is one coloured square. Call the tool rep
 # what servers answer a request with an image for a text-only model, or with tools when they have no tool calling
 NO_IMAGES = re.compile(r"image|vision|multimodal|multi-modal|mmproj|content type|image_url", re.IGNORECASE)
 NO_TOOLS = re.compile(r"tool|function", re.IGNORECASE)
+UNSENDABLE = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]|^\s|\s$")  # what no HTTP header value may hold (RFC 9110 §5.5)
 
 
 def _drop_strict_nulls(calls: list, tools: list[dict]) -> None:
@@ -63,14 +67,27 @@ def preflight_image() -> ImageInput:
 
 
 class Provider(ABC):
-    """Translates the neutral conversation to a vendor's wire format and back (retries: ``post_json``); each
-    request carries the view of the conversation that the policy and the server's limits allow."""
+    """Translates the neutral conversation to a vendor's wire format and back; each request carries the view of the
+    conversation that the policy and the server's limits allow, and goes out in one attempt at a time
+    (:mod:`.wires`: the vendor's SDK client, or a plain JSON POST) under the project's one retry policy
+    (``exchange_json``)."""
 
-    def __init__(self, config: ProviderConfig, session: requests.Session | None = None):
+    sdk: ModuleType | None = None  # the vendor SDK whose client carries the requests (its exception classes)
+
+    def __init__(self, config: ProviderConfig, http: httpx2.Client | None = None):
         self.config = config
-        self.session = session or requests.Session()
+        self.http = http or http_client()  # bounded replies (transport.py); an SDK client is handed it
         self.squeeze = 0  # refusals for length so far: each makes later requests of the episode more compact
         self._limits = config.limits()
+        self._client: object | None = None
+
+    def __getstate__(self) -> dict:
+        """A provider pickles (the copilot's model calls run in a child process) without its connections: the
+        child opens its own."""
+        return {key: value for key, value in self.__dict__.items() if key not in ("http", "_client")}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state, http=http_client(), _client=None)
 
     def complete(self, messages: list[Message], tools: list[dict], allow_tools: bool = True) -> ModelReply:
         """Ask for the next turn. ``tools`` are neutral ``{name, description, parameters}`` dicts; with
@@ -104,7 +121,7 @@ class Provider(ABC):
                 log.warning("the server refused a request for its length (%s); retrying on a compact context",
                             error)
                 continue
-            reply.request = request
+            reply.request = {**request, **(reply.request or {})}
             if tools and not reply.tool_calls and reply.text:
                 reply.tool_calls, reply.text = text_tool_calls(reply.text, {tool["name"] for tool in tools})
             if self._limits.schema_dialect == "openai-strict":
@@ -124,7 +141,7 @@ class Provider(ABC):
         budget = thinking_budget(self.config.extra_body)
         floor = 1024 if self.config.token_limit_field == "max_completion_tokens" else PREFLIGHT_TOKENS
         config = replace(self.config, max_tokens=min(self.config.max_tokens, floor) + budget)
-        body, images = type(self)(config, self.session)._request_body(
+        body, images = type(self)(config, self.http)._request_body(
             [Message("user", PREFLIGHT_PROMPT, images=[preflight_image()])], self.wire_tools([PREFLIGHT_TOOL]), True)
         try:
             reply = self._send(self._final_body(body), images, PREFLIGHT_TIMEOUT_S, PREFLIGHT_RETRY,
@@ -160,7 +177,7 @@ class Provider(ABC):
 
     def _discover_limits(self) -> list[str]:
         """Take the window the server reports (:mod:`.discovery`); without one, say in one line what is assumed."""
-        found = reported_window(self.session, self.config.base_url, self.config.model, self._headers())
+        found = reported_window(self._get, self.config.base_url, self.config.model)
         if found and found[0] > self.config.max_tokens:
             self.config.context_window = found[0]
             self._limits = self.config.limits()
@@ -173,18 +190,18 @@ class Provider(ABC):
 
     def _send(self, body: dict, images: int, timeout_s: float, retry: RetryPolicy,
               retry_log_level: int = logging.WARNING) -> ModelReply:
+        if self.config.api_key and UNSENDABLE.search(self.config.api_key):
+            raise ProviderError("the API key holds a line break, a control character or surrounding spaces: it "
+                                "cannot go in a header (check how it was copied)", fatal=True)
         started = time.perf_counter()
-        response, retries = post_json(
-            self.session,
-            self._url(),
-            self._headers(),
+        response, retries, exchange = exchange_json(
+            lambda timeout: attempt(self.sdk, lambda: self._post(body, timeout), timeout),
             body,
             timeout_s=timeout_s,
             retry=retry,
             secrets=(self.config.api_key,),
             retry_log_level=retry_log_level,
-            sign=self._sign,
-            assemble=ASSEMBLERS[self.stream_format] if self.streaming() else None,
+            assemble=self._assemble if self.streaming() else None,
         )
         try:
             reply = self._parse(response)
@@ -196,6 +213,7 @@ class Provider(ABC):
         reply.usage.images_sent = images
         reply.usage.retries = retries
         reply.usage.model_seconds = time.perf_counter() - started
+        reply.request = self._exchanged(exchange)
         if self.config.price is not None:
             reply.usage.cost_usd = self.config.price.cost(reply.usage)
         return reply
@@ -210,7 +228,26 @@ class Provider(ABC):
         return {key: value for key, value in given.items()
                 if value is not None and key in self.config.provider_kind.takes}
 
-    _sign = None  # or a method: the headers that authenticate a body's exact bytes (http.post_json's sign)
+    def _get(self, url: str) -> httpx2.Response:
+        """A GET of ``url`` (absolute) as this provider authenticates, one attempt (discovery)."""
+        return attempt(self.sdk, lambda: self._fetch(url), PREFLIGHT_TIMEOUT_S)
+
+    def _events(self, response: httpx2.Response) -> list[dict]:
+        """The events of a streamed reply, in order (this wire's server-sent events)."""
+        return sse_events(response.text)
+
+    def _assemble(self, response: httpx2.Response) -> dict:
+        return ASSEMBLERS[self.stream_format](self._events(response))
+
+    @staticmethod
+    def _exchanged(response: httpx2.Response) -> dict:
+        """What went over the wire, for the trace: where (credentials redacted), the status, the server's request
+        id, and the bytes each way as sent (an SDK's compact UTF-8 JSON) and received."""
+        request_id = next((response.headers[name] for name in REQUEST_ID_HEADERS if name in response.headers), None)
+        return {"url": redact_text(str(response.request.url)), "status": response.status_code,
+                "request_id": request_id, "sent_bytes": len(response.request.content),
+                "received_bytes": len(response.content)}
+
     stream_format = ""  # streaming.ASSEMBLERS key of this wire's server-sent events
     stream_fields: dict = {}  # what a request adds to be streamed
 
@@ -227,10 +264,13 @@ class Provider(ABC):
         return {**body, **self.stream_fields} if self.streaming() else body
 
     @abstractmethod
-    def _url(self) -> str: ...
+    def _post(self, body: dict, timeout: float) -> object:
+        """One attempt of sending ``body``, without retries: an SDK call's raw response or an ``httpx2.Response``
+        (:func:`.transport.attempt` reads it and maps its failures)."""
 
     @abstractmethod
-    def _headers(self) -> dict: ...
+    def _fetch(self, url: str) -> object:
+        """One GET of ``url`` with this provider's authentication (discovery), as :meth:`_post` answers."""
 
     @abstractmethod
     def wire_tools(self, tools: list[dict]) -> list[dict]:

@@ -9,14 +9,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from urllib.parse import quote
 
-import requests
+import httpx2
 
-from .http import read_body
 from .messages import loads_bounded
+from .transport import TransportFailure
 
-TIMEOUT_S = 10.0
 WINDOW_FIELDS = ("max_model_len", "loaded_context_length", "context_length", "max_context_length")
 MAX_DEPTH = 16  # a model listing is a few levels deep
 
@@ -39,17 +39,17 @@ def _window(entry: dict | None) -> object:
     return next((entry[name] for name in WINDOW_FIELDS if name in entry), None)
 
 
-def reported_window(session: requests.Session, base_url: str, model: str, headers: dict) -> tuple[int, str] | None:
-    """``(tokens, url)`` of the first window the server reports for ``model``; None when it reports none."""
+def reported_window(get: Callable[[str], httpx2.Response], base_url: str, model: str) -> tuple[int, str] | None:
+    """``(tokens, url)`` of the first window the server reports for ``model``; None when it reports none. ``get``
+    answers a URL with its response, body read (within the reply size ceiling) or raises (the provider's client)."""
     root = base_url.removesuffix("/v1")
     for url in (f"{base_url}/models", f"{root}/api/v0/models/{quote(model, safe='')}", f"{root}/props"):
         try:
-            response = session.get(url, headers=headers, timeout=TIMEOUT_S, stream=True)
+            response = get(url)
             if response.status_code != 200:
-                response.close()
                 continue
-            value = _window(_entry(loads_bounded(read_body(response), MAX_DEPTH, strict=False), model))
-        except (requests.RequestException, ValueError, AttributeError):
+            value = _window(_entry(loads_bounded(response.text, MAX_DEPTH, strict=False), model))
+        except (TransportFailure, ValueError, AttributeError):
             continue
         if isinstance(value, int) and not isinstance(value, bool) and value > 0:
             return value, url

@@ -29,16 +29,16 @@ import re
 from typing import TYPE_CHECKING
 from urllib.parse import quote
 
-from .base import Provider
 from .google_credentials import GoogleToken
 from .http import ProviderError
 from .messages import ImageInput, Message, ModelReply, ReportedUsage, ToolCall, invalid_number
 from .openai_chat import TOOL_IMAGES_TEXT
 from .streaming import generate_content_response
 from .tool_schemas import concise, gemini_schema
+from .wires import HTTPProvider
 
 if TYPE_CHECKING:
-    import requests
+    import httpx2
 
     from .config import ProviderConfig
 
@@ -96,11 +96,11 @@ def _response_part(message: Message, server_ids: dict[str, str]) -> dict:
     return {"functionResponse": response}
 
 
-class GeminiProvider(Provider):
+class GeminiProvider(HTTPProvider):
     stream_format = "gemini"  # :streamGenerateContent?alt=sse: the body is the same
 
-    def __init__(self, config: ProviderConfig, session: requests.Session | None = None):
-        super().__init__(config, session)
+    def __init__(self, config: ProviderConfig, http: httpx2.Client | None = None):
+        super().__init__(config, http)
         self._call_numbers = itertools.count(1)  # Gemini's calls rarely carry ids: the episode's own, unique
 
     def _model_path(self) -> str:
@@ -241,8 +241,8 @@ class GeminiVertexProvider(GeminiProvider):
     def _headers(self) -> dict:
         return {"Content-Type": "application/json"}
 
-    def __init__(self, config: ProviderConfig, session: requests.Session | None = None):
-        super().__init__(config, session)
+    def __init__(self, config: ProviderConfig, http: httpx2.Client | None = None):
+        super().__init__(config, http)
         self._token = GoogleToken(config.kind)
 
     def _sign(self, data: bytes) -> dict:

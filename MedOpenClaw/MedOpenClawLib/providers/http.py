@@ -1,4 +1,5 @@
-"""HTTP transport shared by the providers: per-call timeout, retries with backoff, error classes, key scrubbing.
+"""The requests of every provider under one policy: per-call timeout, retries with backoff, error classes, key
+scrubbing (each attempt goes through the vendor's SDK, :mod:`.transport`).
 
 Three kinds of failure, because a batch run must react differently to each:
 
@@ -25,11 +26,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import requests
+import httpx2
 
 from ..core.redaction import redact_text
 from .messages import loads_bounded
-from .streaming import sse_events
+from .transport import TransportFailure
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +40,8 @@ AUTH_STATUSES = frozenset({401, 403})
 INVALID_KEY = re.compile(r"API key not valid|API_KEY_INVALID")
 RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
 MAX_RESPONSE_DEPTH = 64  # a reply's envelope is ~8 levels; tool input objects are bounded at 32 below that
-# a reply body larger than this is refused unread: 128k output tokens are ~0.5 MB of text (3 MB with every
-# character JSON-escaped), so only a hostile or broken server sends more, and every parse of it costs time
-MAX_RESPONSE_BYTES = 8 * 1024 * 1024
+# streamed replies: server-sent events, and Bedrock's binary AWS event stream
+STREAM_TYPES = ("text/event-stream", "application/vnd.amazon.eventstream")
 UNKNOWN_MODEL = re.compile(
     r"model[^.]{0,120}\b(not found|does not exist|not exist|is not a valid)"
     r"|(unknown|invalid|no such|not a valid) model|model_not_found",
@@ -79,9 +79,9 @@ class ProviderError(Exception):
 
 
 def encoded_size(value: object) -> int:
-    """Bytes of ``value`` in a request body as :func:`post_json` sends it (``requests`` encodes with ``json.dumps``:
-    every non-ASCII character escaped, 6 bytes for most, 12 for one outside the BMP such as an emoji). Request
-    budgets are measured with this, never with character counts."""
+    """Bytes of ``value`` in a request body, at most: ``json.dumps`` escapes every non-ASCII character (6 bytes for
+    most, 12 for one outside the BMP such as an emoji) and spaces its separators, while the SDKs send compact UTF-8,
+    never longer. Request budgets are measured with this, never with character counts."""
     return len(json.dumps(value))
 
 
@@ -124,21 +124,6 @@ def scrub(text: str, secrets: tuple[str, ...]) -> str:
     return redact_text(text, secrets)
 
 
-class ResponseTooLarge(ValueError):
-    """A response body over :data:`MAX_RESPONSE_BYTES`."""
-
-
-def read_body(response: requests.Response, limit: int = MAX_RESPONSE_BYTES) -> str:
-    """The body of a streamed response as text, read only up to ``limit`` bytes (ResponseTooLarge beyond)."""
-    data = bytearray()
-    with response:
-        for chunk in response.iter_content(64 * 1024):
-            data += chunk
-            if len(data) > limit:
-                raise ResponseTooLarge(f"a response of more than {limit} bytes")
-    return data.decode(response.encoding or "utf-8", errors="replace")
-
-
 def provider_message(text: str) -> str:
     """The provider's own explanation in an error body: ``error.message`` (OpenAI, Anthropic, vLLM), ``error`` or
     ``detail`` (Ollama, FastAPI servers), else the start of the body."""
@@ -171,13 +156,6 @@ def retry_info(text: str) -> str | None:
     return None
 
 
-def connection_reason(error: requests.ConnectionError) -> str:
-    """The innermost cause (``Failed to establish a new connection: [Errno 111] Connection refused``), without
-    urllib3's pool wrapper text."""
-    reason = getattr(error.args[0], "reason", None) if error.args else None
-    return str(reason or error)
-
-
 def too_long(status: int, message: str) -> bool:
     """The server refused the request for its size (see the module docstring)."""
     return status == 413 or (400 <= status < 600 and status not in (429, 529) and bool(LENGTH_ERROR.search(message)))
@@ -196,10 +174,15 @@ def classify(status: int, message: str) -> tuple[bool, bool, str]:
     return False, False, f"request rejected (HTTP {status})"
 
 
-def post_json(
-    session: requests.Session,
-    url: str,
-    headers: dict,
+def reply_json(response: httpx2.Response, assemble: Callable[[httpx2.Response], dict] | None) -> dict:
+    """A successful reply's body: JSON, or the events of a streamed reply assembled by ``assemble``."""
+    if assemble is not None and response.headers.get("content-type", "").startswith(STREAM_TYPES):
+        return assemble(response)
+    return loads_bounded(response.text, MAX_RESPONSE_DEPTH, strict=False)
+
+
+def exchange_json(
+    send: Callable[[float], httpx2.Response],
     body: dict,
     timeout_s: float,
     retry: RetryPolicy,
@@ -207,52 +190,39 @@ def post_json(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
     retry_log_level: int = logging.WARNING,
-    sign: Callable[[bytes], dict] | None = None,
-    assemble: Callable[[list[dict]], dict] | None = None,
-) -> tuple[dict, int]:
-    """POST ``body``; return ``(json_response, retries_used)`` or raise :class:`ProviderError`. Each retry is
-    logged at ``retry_log_level``. ``sign`` gives headers that authenticate the exact bytes sent (AWS SigV4),
-    asked again for every attempt (signatures carry a time). ``assemble`` turns the events of a streamed reply
-    (``text/event-stream``) into the reply the request would have had without streaming (:mod:`.streaming`)."""
+    assemble: Callable[[httpx2.Response], dict] | None = None,
+) -> tuple[dict, int, httpx2.Response]:
+    """Send ``body`` with ``send(timeout)`` (one attempt through a vendor SDK, :func:`.transport.attempt`) under
+    the one retry policy; return ``(json_response, retries_used, http_response)`` or raise :class:`ProviderError`.
+    Each retry is logged at ``retry_log_level``. ``assemble`` turns a streamed reply into the reply the request
+    would have had without streaming (:mod:`.streaming`)."""
     try:
-        data = json.dumps(body, allow_nan=False).encode()
+        json.dumps(body, allow_nan=False)
     except ValueError as error:
         raise ProviderError(f"the request body is not valid JSON: {error}") from None
     started = clock()
     attempt = 0
+    url = ""
     while True:
         status = None
         retry_after = None
         fatal = length = False
         remaining = retry.deadline_s - (clock() - started)
         try:
-            sent = {**headers, **sign(data)} if sign else headers
-            response = session.post(url, headers=sent, data=data, timeout=min(timeout_s, max(remaining, 0.5)),
-                                    stream=True)
-            status = response.status_code
-            try:
-                text = read_body(response)
-                if status < 400 and assemble is not None and \
-                        response.headers.get("content-type", "").startswith("text/event-stream"):
-                    return assemble(sse_events(text)), attempt
-                if status < 400:
-                    return loads_bounded(text, MAX_RESPONSE_DEPTH, strict=False), attempt
-            except ValueError as error:  # too large, not JSON, or nested too deep to parse safely
-                raise ProviderError(f"{scrub(url, secrets)}: response refused ({error})", status) from None
-            retry_after = response.headers.get("retry-after") or retry_info(text)
-            explanation = provider_message(text)
+            response = send(min(timeout_s, max(remaining, 0.5)))
+            url, status = str(response.request.url), response.status_code
+            if status < 400:
+                return reply_json(response, assemble), attempt, response
+            retry_after = response.headers.get("retry-after") or retry_info(response.text)
+            explanation = provider_message(response.text)
             length = too_long(status, explanation)
             retryable, fatal, what = classify(status, explanation)
             message = f"{what}: {scrub(explanation, secrets)}"
-        except requests.Timeout:
-            message, retryable = f"no response within {timeout_s:g} s", True
-        except requests.ConnectionError as error:
-            message, retryable = f"connection failed: {scrub(connection_reason(error), secrets)}", True
-        except requests.RequestException as error:
-            # a body cut off mid-stream is transient; a bad URL or header (e.g. a key with a newline, whose
-            # message quotes the key) is not, and must still end as a scrubbed ProviderError, never a crash
-            retryable = isinstance(error, requests.exceptions.ChunkedEncodingError)
-            message = f"request failed: {type(error).__name__}: {scrub(str(error), secrets)}"
+        except TransportFailure as failure:
+            url, message, retryable = failure.url, scrub(str(failure), secrets), failure.retryable
+        except ValueError as error:  # too large, not JSON, or nested too deep to parse safely
+            where = getattr(error, "url", None) or url
+            raise ProviderError(f"{scrub(where, secrets)}: response refused ({error})", status) from None
         where = scrub(url, secrets)
         if not retryable or attempt >= retry.max_retries:
             raise ProviderError(f"{where}: {message} (after {attempt + 1} attempts)", status, retryable, fatal, length)

@@ -22,9 +22,10 @@ What each server requires of the history it is sent back:
 from __future__ import annotations
 
 import json
-from urllib.parse import quote
+from collections.abc import Callable
 
-from .base import Provider
+import openai
+
 from .http import ProviderError
 from .messages import (
     ImageInput,
@@ -36,6 +37,7 @@ from .messages import (
     parse_tool_arguments,
 )
 from .tool_schemas import concise, openai_tools
+from .wires import SDKProvider
 
 TOOL_IMAGES_TEXT = "Images returned by the tool calls above:"
 BRIDGE_TEXT = "(tool results received)"
@@ -72,21 +74,23 @@ def function_call(call_id: str, name: object, raw_arguments: object, vendor: dic
                     parse_error=error, repair=repair, vendor=vendor)
 
 
-class OpenAIChatProvider(Provider):
+class OpenAIChatProvider(SDKProvider):
+    """``POST {base}/chat/completions`` through ``openai.OpenAI``; the key as a Bearer token."""
+
+    sdk = openai
     stream_format = "chat"
     stream_fields = {"stream": True, "stream_options": {"include_usage": True}}  # usage comes in the last chunk
 
-    def _url(self) -> str:
-        return f"{self.config.base_url}/chat/completions"
+    def _make_client(self) -> openai.OpenAI:
+        # a keyless local server: the SDK takes a key source and leaves the header out (_extra_headers)
+        return openai.OpenAI(api_key=self.config.api_key or (lambda: ""), base_url=self.config.base_url, max_retries=0,
+                             http_client=self.http)
+
+    def _sdk_method(self) -> Callable:
+        return self.client.chat.completions.with_raw_response.create
 
     def wire_tools(self, tools: list[dict]) -> list[dict]:
         return openai_tools(concise(tools), self._limits.schema_dialect)
-
-    def _headers(self) -> dict:
-        headers = {"Content-Type": "application/json"}
-        if self.config.api_key:
-            headers["Authorization"] = f"Bearer {self.config.api_key}"
-        return headers
 
     def _request_body(
         self, messages: list[Message], wire_tools: list[dict], allow_tools: bool
@@ -186,16 +190,13 @@ class OpenAIChatProvider(Provider):
 
 
 class AzureOpenAIProvider(OpenAIChatProvider):
-    """Azure OpenAI's deployment endpoint: the model is the deployment, in the path; the version is a query
-    parameter; the key goes in ``api-key`` (Azure's classic resource endpoint refuses a Bearer key)."""
+    """Azure OpenAI's deployment endpoint through ``openai.AzureOpenAI``: the model is the deployment, in the path
+    (``{base}/openai/deployments/{deployment}/chat/completions``); the version is a query parameter; the key goes in
+    ``api-key`` (Azure's classic resource endpoint refuses a Bearer key)."""
 
-    def _url(self) -> str:
-        deployment = quote(self.config.model, safe="")
-        return (f"{self.config.base_url}/openai/deployments/{deployment}/chat/completions"
-                f"?api-version={quote(self.config.api_version or '', safe='')}")
+    def _make_client(self) -> openai.AzureOpenAI:
+        return openai.AzureOpenAI(api_key=self.config.api_key or (lambda: ""), azure_endpoint=self.config.base_url,
+                                  api_version=self.config.api_version, max_retries=0, http_client=self.http)
 
-    def _headers(self) -> dict:
-        headers = {"Content-Type": "application/json"}
-        if self.config.api_key:
-            headers["api-key"] = self.config.api_key
-        return headers
+    def _extra_headers(self) -> dict:
+        return {} if self.config.api_key else {"api-key": openai.omit}

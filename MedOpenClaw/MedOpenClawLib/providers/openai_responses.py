@@ -14,6 +14,7 @@ items, as Chat Completions does, so the conversation policy and the budget apply
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from .http import ProviderError
 from .messages import ImageInput, Message, ModelReply, ReportedUsage, Usage
@@ -54,8 +55,8 @@ class OpenAIResponsesProvider(OpenAIChatProvider):
     stream_format = "responses"
     stream_fields = {"stream": True}
 
-    def _url(self) -> str:
-        return f"{self.config.base_url}/responses"
+    def _sdk_method(self) -> Callable:
+        return self.client.responses.with_raw_response.create
 
     def wire_tools(self, tools: list[dict]) -> list[dict]:
         strict = self._limits.schema_dialect == "openai-strict"

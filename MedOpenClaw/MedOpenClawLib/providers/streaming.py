@@ -3,13 +3,14 @@ parsing, vendor-field round-trips and accounting stay one code path.
 
 Streaming keeps a long generation's connection busy (no idle timeout at a proxy; the read timeout applies between
 events), it is what some servers only speak, and Anthropic requires it above its non-streaming ``max_tokens``
-limit. The whole stream is still read within the response size ceiling before it is parsed.
+limit. The whole stream is still read within the response size ceiling before it is parsed. Bedrock frames the same
+Messages events in AWS's binary event stream, which the ``anthropic`` SDK's decoder unwraps.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from .messages import loads_bounded
 
@@ -18,9 +19,15 @@ DEPTH = 64
 
 def sse_events(text: str) -> list[dict]:
     """The JSON ``data:`` payloads of an event stream, in order (``[DONE]`` and comments skipped)."""
+    blocks = text.replace("\r\n", "\n").split("\n\n")
+    return stream_events("\n".join(line[5:].removeprefix(" ") for line in block.split("\n")
+                                   if line.startswith("data:")) for block in blocks)
+
+
+def stream_events(payloads: Iterable[str]) -> list[dict]:
+    """Each event's JSON payload parsed, in order (empty ones and ``[DONE]`` skipped); an error event ends it."""
     events = []
-    for block in text.replace("\r\n", "\n").split("\n\n"):
-        data = "\n".join(line[5:].removeprefix(" ") for line in block.split("\n") if line.startswith("data:"))
+    for data in payloads:
         if data and data != "[DONE]":
             event = loads_bounded(data, DEPTH, strict=False)
             if not isinstance(event, dict):

@@ -8,7 +8,6 @@ import threading
 from http.server import BaseHTTPRequestHandler
 
 import pytest
-import requests
 from agents_fakes import FakeModelServer, QuietServer, Scripted, openai_reply
 
 from MedOpenClawLib.providers import ProviderConfig, RetryPolicy, make_provider
@@ -54,12 +53,17 @@ class Listing:
         self.httpd.server_close()
 
 
+def openai_client(base: str):
+    """The GET discovery makes: through the openai SDK client of a provider at ``base``."""
+    return make_provider(ProviderConfig(kind="openai", model=MODEL, base_url=base, api_key="k"))._get
+
+
 @pytest.mark.parametrize("server", list(LISTINGS))
 def test_the_window_a_server_reports_for_the_model_is_read(server):
     listing = Listing(LISTINGS[server])
     try:
         base = f"{listing.url}/v1" if server in ("vllm", "llamacpp") else listing.url
-        found = reported_window(requests.Session(), base, MODEL, {})
+        found = reported_window(openai_client(base), base, MODEL)
     finally:
         listing.close()
     assert found is not None and found[0] == EXPECTED[server]
@@ -77,11 +81,11 @@ def test_a_server_that_reports_nothing_gets_one_line_naming_the_assumed_limits()
 
 def test_a_listing_over_the_reply_ceiling_is_not_read():
     """A /models answer larger than any reply may be (MAX_RESPONSE_BYTES) is refused unread, not parsed."""
-    from MedOpenClawLib.providers.http import MAX_RESPONSE_BYTES
+    from MedOpenClawLib.providers.transport import MAX_RESPONSE_BYTES
 
     padding = [{"id": f"m{i}", "pad": "x" * 1000} for i in range(MAX_RESPONSE_BYTES // 1000 + 10)]
     listing = Listing({"/v1/models": {"object": "list", "data": [*padding, {"id": "served", "max_model_len": 65536}]}})
     try:
-        assert reported_window(requests.Session(), f"{listing.url}/v1", "served", {}) is None
+        assert reported_window(openai_client(f"{listing.url}/v1"), f"{listing.url}/v1", "served") is None
     finally:
         listing.close()

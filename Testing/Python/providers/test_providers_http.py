@@ -19,9 +19,10 @@ from MedOpenClawLib.providers import (
     ToolCall,
     make_provider,
 )
-from MedOpenClawLib.providers.http import MAX_RESPONSE_BYTES, post_json, retry_after_seconds
+from MedOpenClawLib.providers.http import exchange_json, retry_after_seconds
 from MedOpenClawLib.providers.messages import MAX_TOKEN_COUNT, Usage, parse_tool_arguments
 from MedOpenClawLib.providers.pricing import Price, load_price
+from MedOpenClawLib.providers.transport import MAX_RESPONSE_BYTES, attempt
 
 KEY = "sk-test-SECRET-0123456789"
 PNG = ImageInput(base64.b64encode(b"\x89PNG fake").decode(), "observe:axial")
@@ -175,20 +176,23 @@ def test_malformed_response_body_is_a_provider_error(kind, body):
             provider(kind, server.url).complete(conversation(), TOOLS)
 
 
-def test_invalid_header_is_a_provider_error_without_the_key():
-    """requests quotes a header value it rejects (here a key with a trailing newline): the key must not leak."""
+def test_a_key_no_header_can_carry_is_a_provider_error_without_the_key():
+    """A key with a trailing newline cannot be sent in a header: one fatal line before any request, never the key."""
     config = ProviderConfig(kind="openai", model="m-1", base_url="http://127.0.0.1:9", api_key=KEY + "\n",
                             retry=FAST_RETRY)
-    with pytest.raises(ProviderError) as caught:
+    with pytest.raises(ProviderError, match="cannot go in a header") as caught:
         make_provider(config).complete(conversation(), TOOLS)
-    assert "InvalidHeader" in str(caught.value) and KEY not in str(caught.value)
-    assert not caught.value.retryable
+    assert KEY not in str(caught.value) and not caught.value.retryable and caught.value.fatal
 
 
 def test_anthropic_provider_sends_no_empty_api_key_header():
-    keyless = make_provider(ProviderConfig(kind="anthropic", model="m-1", base_url="http://127.0.0.1:9", api_key=""))
-    assert "x-api-key" not in keyless._headers()
-    assert provider("anthropic", "http://127.0.0.1:9")._headers()["x-api-key"] == KEY
+    script = [Scripted(anthropic_reply("ANSWER: A"))] * 2
+    with FakeModelServer(script) as server:
+        make_provider(ProviderConfig(kind="anthropic", model="m-1", base_url=server.url, api_key="")).complete(
+            conversation(), TOOLS)
+        provider("anthropic", server.url).complete(conversation(), TOOLS)
+    keyless, keyed = (request["headers"] for request in server.requests)
+    assert "x-api-key" not in keyless and "Authorization" not in keyless and keyed["x-api-key"] == KEY
 
 
 def test_retry_after_accepts_seconds_and_http_dates():
@@ -206,8 +210,9 @@ def test_retry_after_is_honoured_but_the_deadline_bounds_the_call():
         chosen = make_provider(config)
         clock = iter(float(t) for t in range(100))
         with pytest.raises(ProviderError, match="retry deadline") as caught:
-            post_json(chosen.session, f"{server.url}/chat/completions", {}, {}, 5.0, policy,
-                      sleep=waits.append, clock=lambda: next(clock))
+            body = {"model": "m-1", "messages": []}
+            exchange_json(lambda timeout: attempt(chosen.sdk, lambda: chosen._post(body, timeout), timeout), body,
+                          5.0, policy, sleep=waits.append, clock=lambda: next(clock))
     assert waits == [2.0] and caught.value.retryable and not caught.value.fatal
 
 

@@ -9,7 +9,7 @@ import openai.types.chat as openai_chat
 import openai.types.responses as openai_responses
 import pydantic
 import pytest
-from agents_fakes import FakeModelServer, Scripted
+from agents_fakes import FakeModelServer, Scripted, aws_event_stream
 from anthropic.types import message_create_params
 from openai.types.chat import completion_create_params
 from openai.types.responses import response_create_params
@@ -19,6 +19,7 @@ from MedOpenClawLib.providers import Message, ProviderConfig, ProviderError, Ret
 TOOLS = [{"name": "observe", "description": "Render.", "parameters": {"type": "object", "properties": {
     "size": {"type": "integer"}}}}]
 CONVERSATION = [Message("system", "s"), Message("user", "the task")]
+EVENT_STREAM = "application/vnd.amazon.eventstream"
 REQUEST_TYPES = {"openai": completion_create_params.CompletionCreateParamsStreaming,
                  "anthropic": message_create_params.MessageCreateParamsStreaming,
                  "openai-responses": response_create_params.ResponseCreateParamsStreaming}
@@ -118,11 +119,27 @@ def test_stream_assembles_each_vendors_events_into_the_reply(kind):
         assert server.requests[0]["body"]["stream_options"] == {"include_usage": True}
 
 
-def test_anthropic_streams_by_default_above_its_non_streaming_limit_and_bedrock_refuses_stream():
+def test_anthropic_streams_by_default_above_its_non_streaming_limit():
     with FakeModelServer([], respond=only_streams("anthropic")) as server:
         config = ProviderConfig(kind="anthropic", model="m", base_url=server.url, api_key="k", max_tokens=32_000,
                                 retry=RetryPolicy(max_retries=0))
         assert make_provider(config).complete(CONVERSATION, TOOLS).text == "look"
-    with pytest.raises(ValueError, match="does not speak --stream"):
-        ProviderConfig(kind="anthropic-bedrock", model="m", base_url="http://x", region="us-east-1", stream=True)
     assert ProviderConfig(kind="openai", model="m", base_url="http://x", extra_body={"stream": True}).stream
+
+
+def test_bedrock_streams_through_invoke_with_response_stream_in_aws_event_stream_frames(monkeypatch):
+    """Bedrock frames the Messages events in AWS's binary event stream; the SDK's decoder unwraps them."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+    frames = Scripted(aws_event_stream(anthropic_events()), headers={"Content-Type": EVENT_STREAM})
+    with FakeModelServer([frames]) as server:
+        config = ProviderConfig(kind="anthropic-bedrock", model="m", base_url=server.url, region="us-east-1",
+                                stream=True, retry=RetryPolicy(max_retries=0))
+        reply = make_provider(config).complete(CONVERSATION, TOOLS)
+    request = server.requests[0]
+    assert request["path"] == "/model/m/invoke-with-response-stream" and "stream" not in request["body"]
+    pydantic.TypeAdapter(REQUEST_TYPES["anthropic"]).validate_python(
+        {**request["body"], "model": "m", "stream": True})
+    assert reply.text == "look" and [(call.name, call.arguments) for call in reply.tool_calls] == \
+        [("observe", {"size": 64})]
+    assert reply.vendor["content"][0]["signature"] == "sig==" and reply.usage.output_tokens == 9

@@ -11,5 +11,5 @@ KIND = ProviderKind(
     takes=frozenset({"temperature"}),
     needs=("region",),
     auth="sigv4",
-    streams=False,  # InvokeModelWithResponseStream frames events in AWS's binary event stream, not spoken here
+    stream_above=21_333,  # as the Messages API (kinds/anthropic.py); InvokeModelWithResponseStream
 )
