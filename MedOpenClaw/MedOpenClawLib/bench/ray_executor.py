@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,6 +40,7 @@ from .ray_actor import RESULT_FAULT, RESULT_OK, RESULT_REFUSED, WorkerHost, pack
 
 SLICER_RESOURCE = "slicer"  # custom resource advertised by nodes that have a 3D Slicer application
 ACTOR_MARGIN_S = 30.0  # the actor enforces the call timeout itself; the driver waits this much longer
+ABORT_WAIT_S = 10.0  # how long an abort waits for the slot threads to leave their Ray calls before disconnecting
 
 
 # ------------------------------------------------------------------------------------------ driver side
@@ -77,13 +80,44 @@ def actor_resources(api_bound: bool, track: str, slicer: bool, cluster: dict,
     return ActorResources(num_cpus=cpus_per_worker(api_bound), num_gpus=num_gpus, slicer=slicer)
 
 
+class RayCalls:
+    """The gate every Ray call of an executor's threads passes: the driver may leave its Ray session only when no
+    thread is inside the Ray API, since shutting Ray down under a thread still calling it can crash the whole
+    process (ray-project/ray#31145). Once closed, a call is refused as a :class:`WorkerFault` instead."""
+
+    def __init__(self):
+        self._inside = 0
+        self._closed = False
+        self._changed = threading.Condition()
+
+    @contextmanager
+    def open(self, what: str) -> Iterator[None]:
+        with self._changed:
+            if self._closed:
+                raise WorkerFault(f"the run was stopped before {what}")
+            self._inside += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._inside -= 1
+                self._changed.notify_all()
+
+    def close(self, wait_s: float) -> bool:
+        """Refuse every new call; whether no call is in progress any more (waiting up to ``wait_s`` for that)."""
+        with self._changed:
+            self._closed = True
+            return self._changed.wait_for(lambda: self._inside == 0, timeout=wait_s)
+
+
 class RayWorker(WorkerLink):
     """The driver's handle on one actor; it answers like :class:`~.worker.WorkerProcess`, so the runner's
     episode code and error policy are the same for both executors."""
 
     def __init__(self, actor, out: Path, call_timeout_s: float, startup_timeout_s: float, cases: CaseShipper,
-                 log_path: Path | None = None, reservation=None):
+                 calls: RayCalls, log_path: Path | None = None, reservation=None):
         self.actor = actor
+        self.calls = calls
         self.reservation = reservation  # the placement group holding the actor's resources, freed with it
         self.log_path = log_path
         self.out = Path(out)
@@ -102,12 +136,17 @@ class RayWorker(WorkerLink):
         """The node's host name and Ray node id."""
         return f"{self.info.get('node')}/{self.info.get('node_id')}"
 
-    def _get(self, reference, timeout_s: float, what: str):
+    def _call(self, method: str, *args, timeout_s: float, what: str):
+        """Call the actor's ``method`` and wait for its answer; an actor that is lost or silent is discarded."""
         import ray
         from ray.exceptions import GetTimeoutError, RayActorError
 
         try:
-            return ray.get(reference, timeout=timeout_s)
+            with self.calls.open(what):
+                actor = self.actor  # another thread may discard it meanwhile (an abort)
+                if actor is None:
+                    raise WorkerFault("the actor is gone")
+                return ray.get(getattr(actor, method).remote(*args), timeout=timeout_s)
         except GetTimeoutError:
             self.kill(collect=False)
             raise WorkerHung(f"actor did not answer {what} within {timeout_s:g} s") from None
@@ -124,7 +163,7 @@ class RayWorker(WorkerLink):
         return answer.get("result")
 
     def start(self) -> RayWorker:
-        answer = self._get(self.actor.start.remote(), self.startup_timeout_s + ACTOR_MARGIN_S, "start-up")
+        answer = self._call("start", timeout_s=self.startup_timeout_s + ACTOR_MARGIN_S, what="start-up")
         if answer["status"] != RESULT_OK:
             self.kill(collect=False)
         self._unwrap(answer)
@@ -132,12 +171,10 @@ class RayWorker(WorkerLink):
         return self
 
     def request(self, op: str, timeout_s: float | None = None, **fields) -> dict:
-        if self.actor is None:
-            raise WorkerFault("the actor is gone")
         if op == "start":
             fields = self._localize(fields)
         wait = (timeout_s or self.call_timeout_s) + ACTOR_MARGIN_S
-        result = self._unwrap(self._get(self.actor.request.remote(op, fields), wait, repr(op)))
+        result = self._unwrap(self._call("request", op, fields, timeout_s=wait, what=repr(op)))
         if op == "end":
             self.collect()
         return result
@@ -155,7 +192,7 @@ class RayWorker(WorkerLink):
         """Bring the current episode's trace files home to ``--out``."""
         if self.episode_dir is None:
             return
-        files = self._get(self.actor.collect.remote(self.episode_dir), timeout_s or self.call_timeout_s, "collect")
+        files = self._call("collect", self.episode_dir, timeout_s=timeout_s or self.call_timeout_s, what="collect")
         for relative, content in files.items():
             target = self.out / relative
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -176,8 +213,12 @@ class RayWorker(WorkerLink):
             except WorkerFault:
                 pass
             self.actor = None
-        ray.kill(actor, no_restart=True)
-        release(self.reservation)
+        try:
+            with self.calls.open("discarding an actor"):
+                ray.kill(actor, no_restart=True)
+                release(self.reservation)
+        except WorkerFault:  # the run was stopped: the actor and its reservation end with the driver's session
+            pass
         self.reservation = None
 
     def close(self) -> None:
@@ -187,13 +228,14 @@ class RayWorker(WorkerLink):
         if self.actor is None:
             return
         try:
-            if self.log_path is not None:
-                log = ray.get(self.actor.worker_log.remote(), timeout=30)
-                self.log_path.parent.mkdir(parents=True, exist_ok=True)
-                with open(self.log_path, "ab") as handle:
-                    handle.write(log)
-            ray.get(self.actor.close.remote(), timeout=30)
-        except Exception:  # noqa: BLE001 - an actor already gone has nothing left to close
+            with self.calls.open("closing the worker"):
+                if self.log_path is not None:
+                    log = ray.get(self.actor.worker_log.remote(), timeout=30)
+                    self.log_path.parent.mkdir(parents=True, exist_ok=True)
+                    with open(self.log_path, "ab") as handle:
+                        handle.write(log)
+                ray.get(self.actor.close.remote(), timeout=30)
+        except Exception:  # noqa: BLE001 - an actor already gone (or a stopped run) has nothing left to close
             pass
         self.kill(collect=False)
 
@@ -245,32 +287,36 @@ class CaseShipper:
         import ray
 
         records = self.expected(root)
-        status = worker._get(worker.actor.case_status.remote(root, records), worker.call_timeout_s, "case check")
+        status = worker._call("case_status", root, records, timeout_s=worker.call_timeout_s, what="case check")
         if status == "present":
             return
         if status == "different":
             raise WorkerFault(f"node {worker.info.get('node')} holds different files at {root}")
-        files = ray.put(pack_tree(Path(root)))
-        try:
-            worker._unwrap(worker._get(worker.actor.put_case.remote(root, records, files),
-                                       worker.call_timeout_s, "case transfer"))
-        finally:
-            del files
+        with worker.calls.open("case transfer"):
+            files = ray.put(pack_tree(Path(root)))
+            try:
+                worker._unwrap(worker._call("put_case", root, records, files, timeout_s=worker.call_timeout_s,
+                                            what="case transfer"))
+            finally:
+                del files
 
 
 class RayExecutor(LocalExecutor):
     """The local pool's episode loop (same job, same error policy, one driver thread per slot), with each
     slot's worker hosted by a Ray actor somewhere in the cluster.
 
-    ``address``: the cluster to join; without one a small single-machine cluster is started for the run.
+    ``address``: the cluster to join; without one a small single-machine cluster is started for the run. A driver
+    session this executor opened is closed with it; one already open in the process is left open.
     ``--workers auto`` takes as many actors as the cluster's resources hold at once."""
 
     def __init__(self, job: EpisodeJob, on_round: RoundListener | None = None, address: str | None = None,
                  num_gpus: float | None = None, placement_timeout_s: float = 60.0,
-                 local_object_store_bytes: int = 256 << 20):
+                 local_object_store_bytes: int = 256 << 20, abort_wait_s: float = ABORT_WAIT_S):
         import ray
 
         config = job.config
+        self.calls = RayCalls()
+        self.abort_wait_s = abort_wait_s
         self._connected_here = False
         if not ray.is_initialized():
             if address:
@@ -304,36 +350,46 @@ class RayExecutor(LocalExecutor):
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
 
         config = self.job.config
-        reservation = placement_group([self.resources.bundle()])
+        with self.calls.open("reserving a worker's resources"):
+            reservation = placement_group([self.resources.bundle()])
         while True:
-            try:
-                ray.get(reservation.ready(), timeout=self.placement_timeout_s)
-                break
-            except GetTimeoutError:
-                others_run = any(slot.worker is not None and slot.directory != directory for slot in self.slots)
-                if others_run or self.resources.fits(ray.cluster_resources()) == 0:
-                    release(reservation)
-                    raise WorkerUnavailable(f"no node could host a worker within {self.placement_timeout_s:g} s "
-                                            f"({self.resources})") from None
-        strategy = PlacementGroupSchedulingStrategy(reservation)
-        actor = self._actor_class.options(**self.resources.options(), scheduling_strategy=strategy).remote(
-            worker_slicer(config), config.startup_timeout_s, config.call_timeout_s)
+            with self.calls.open("reserving a worker's resources"):  # each wait: an abort stops the loop
+                try:
+                    ray.get(reservation.ready(), timeout=self.placement_timeout_s)
+                    break
+                except GetTimeoutError:
+                    others_run = any(slot.worker is not None and slot.directory != directory for slot in self.slots)
+                    if others_run or self.resources.fits(ray.cluster_resources()) == 0:
+                        release(reservation)
+                        raise WorkerUnavailable(f"no node could host a worker within {self.placement_timeout_s:g} "
+                                                f"s ({self.resources})") from None
+        with self.calls.open("starting an actor"):
+            strategy = PlacementGroupSchedulingStrategy(reservation)
+            actor = self._actor_class.options(**self.resources.options(), scheduling_strategy=strategy).remote(
+                worker_slicer(config), config.startup_timeout_s, config.call_timeout_s)
         worker = RayWorker(actor, config.out, config.call_timeout_s, config.startup_timeout_s, self.cases,
-                           log_path=Path(directory) / "worker.log", reservation=reservation)
-        worker._get(actor.__ray_ready__.remote(), config.startup_timeout_s + ACTOR_MARGIN_S, "its process start")
+                           self.calls, log_path=Path(directory) / "worker.log", reservation=reservation)
+        worker._call("__ray_ready__", timeout_s=config.startup_timeout_s + ACTOR_MARGIN_S, what="its process start")
         return worker.start()
 
-    def _disconnect(self) -> None:
+    def _disconnect(self, wait_s: float = 0.0) -> None:
+        """Close the gate to Ray calls and leave the session this executor opened -- only once none of its threads
+        is inside a Ray call (waiting up to ``wait_s``). Otherwise the session stays open: Ray's exit handler
+        ends it with the process rather than pull it from under a running call (ray-project/ray#31145)."""
         import ray
 
-        if self._connected_here:
+        settled = self.calls.close(wait_s if self._connected_here else 0.0)
+        if self._connected_here and settled:
             ray.shutdown()
             self._connected_here = False
 
     def close(self) -> None:
-        super().close()
+        super().close()  # every slot thread has ended
         self._disconnect()
 
     def abort(self) -> None:
+        """Stop now: no new episode, the actors killed (which ends their calls), then the driver leaves Ray once
+        the slot threads are out of their Ray calls. Threads parked on a result the runner will never take are
+        outside Ray and are not waited for."""
         super().abort()
-        self._disconnect()
+        self._disconnect(self.abort_wait_s)
