@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from ..core.sinks import one_line
+from ..core.sinks import terminal_line
 from .episode import EpisodeOutcome
 from .outcomes import ERROR, INVALID, Tally
 from .tasks import EpisodeTask
@@ -72,7 +72,7 @@ class LiveLine:
     def _renderable(self) -> Text:
         columns = terminal_columns(self.stream)  # again on each redraw: the terminal may have been resized
         self.console.width = columns
-        text = Text(one_line(self.render()), no_wrap=True)
+        text = Text(terminal_line(self.render()), no_wrap=True)
         text.truncate(columns - 1, overflow="ellipsis")  # below the last column: no pending wrap to trip over
         return text
 
@@ -88,7 +88,7 @@ class LiveLine:
 
     def print_above(self, text: str) -> None:
         """``text`` as a line of its own, the live line drawn again below it."""
-        self.console.print(Text(one_line(text)), soft_wrap=True)
+        self.console.print(Text(terminal_line(text)), soft_wrap=True)
 
     def stop(self) -> None:
         """Drawn a last time and left on screen with a newline after it, or erased when ``transient``."""
@@ -153,7 +153,7 @@ class Progress:
             if self.live is not None and not self.finished:
                 self.live.print_above(text)
             else:
-                self.stream.write(one_line(text) + "\n")
+                self.stream.write(terminal_line(text) + "\n")
                 self.stream.flush()
 
     def start(self) -> None:
@@ -182,7 +182,7 @@ class Progress:
                 self._print_line()
 
     def _print_line(self) -> None:
-        self.stream.write(one_line(self.line(self.label)) + "\n")
+        self.stream.write(terminal_line(self.line(self.label)) + "\n")
         self.stream.flush()
 
 

@@ -13,6 +13,7 @@ import os
 import platform
 import re
 import subprocess
+from collections.abc import Mapping
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,7 +21,9 @@ from .. import __version__
 from .redaction import QUERY_SECRET_WORDS, REDACTED, is_secret_name, redact_text
 
 DISTRIBUTIONS = ("slicer-core", "vtk")  # the viewer stack a result depends on
-VENDOR_SECRET_VARIABLES = ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")  # beside the secret MEDOPENCLAW_* settings
+# a variable named like a secret holds a key only when its value is at least this long: HF_TOKEN=true is no key,
+# and redacting "true" everywhere would hide ordinary words
+MIN_NAMED_SECRET_CHARS = 8
 OPTION = re.compile(r"^--?[\w-]+$")
 
 
@@ -104,11 +107,17 @@ def source_revision(folder: Path | None = None) -> dict | None:
     return {"commit": commit.strip(), "dirty": _changed(top_path)}
 
 
-def environment_secrets() -> tuple[str, ...]:
+def environment_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Every key the environment holds: MedOpenClaw's secret settings and every variable named like a secret
+    (OPENAI_API_KEY, GEMINI_API_KEY, AZURE_OPENAI_API_KEY, AWS_SECRET_ACCESS_KEY, HF_TOKEN, ...), so each
+    provider's own key variable is covered without core knowing the providers."""
     from .settings import SETTINGS, value
 
-    own = [value(setting.name) for setting in SETTINGS if setting.secret]
-    return tuple(secret for secret in own + [os.environ.get(name, "") for name in VENDOR_SECRET_VARIABLES] if secret)
+    environ = os.environ if environ is None else environ
+    own = [value(setting.name, environ) for setting in SETTINGS if setting.secret]
+    named = [text for name, text in environ.items()
+             if is_secret_name(name) and len(text.strip()) >= MIN_NAMED_SECRET_CHARS]
+    return tuple(dict.fromkeys(secret for secret in own + named if secret))
 
 
 def redact_argv(argv: list[str], secrets: tuple[str, ...] | None = None) -> list[str]:

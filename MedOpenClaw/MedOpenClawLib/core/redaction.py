@@ -10,6 +10,7 @@ appears).
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -36,6 +37,7 @@ def _normal(name: str) -> str:
     return str(name).lower().replace("-", "_")
 
 
+@lru_cache(maxsize=4096)  # the same few names (environment variables, JSON fields) are asked about again and again
 def is_secret_name(name: str, words: tuple[str, ...] = SECRET_WORDS) -> bool:
     """Whether a field, header or option called ``name`` holds a secret."""
     normal = _normal(name).lstrip("_")

@@ -14,6 +14,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .provenance import environment_secrets
+from .redaction import redact_text
+
 # C0 and C1 controls; what a terminal may interpret (ESC, CSI, OSC, BEL, backspace, carriage return, ...)
 _CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
 _NEWLINES = re.compile(r"[\r\n\u2028\u2029\x0b\x0c\x85]+")
@@ -22,13 +25,28 @@ _FORMAT = re.compile("[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")  # bidire
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r", "\n")
 
 
-def terminal_text(text: object) -> str:
-    """``text`` with every control and bidirectional-override character replaced by '?': safe to print."""
+def safe_characters(text: object) -> str:
+    """``text`` with every control and bidirectional-override character replaced by '?'."""
     return _FORMAT.sub("?", _CONTROL.sub("?", str(text)))
 
 
+def terminal_text(text: object) -> str:
+    """``text`` safe to print on a terminal or into a log, whoever wrote it: without credentials
+    (:func:`.redaction.redact_text`: URL userinfo, secret-named fields and parameters, every key the environment
+    holds) and without control characters. Redacting at the sink every terminal line passes through means no new
+    warning or error message can print a key."""
+    return safe_characters(redact_text(str(text), environment_secrets()))
+
+
 def one_line(text: object) -> str:
-    """Newlines (and other line separators) folded to one space, then controls dropped: a table cell's text."""
+    """Newlines (and other line separators) folded to one space, then controls dropped: a table cell's text (the
+    records a report reads were redacted when written)."""
+    return safe_characters(_NEWLINES.sub(" ", str(text)))
+
+
+def terminal_line(text: object) -> str:
+    """One line of a live display (a progress line, a note above it): folded like a cell, redacted like any
+    terminal text."""
     return terminal_text(_NEWLINES.sub(" ", str(text)))
 
 

@@ -126,3 +126,18 @@ def test_malformed_bracs_geojson_skips_that_slide_only(tmp_path):
     reasons = {item["case_id"]: item["reason"] for item in manifest["skipped"]}
     assert "malformed GeoJSON BRACS_2.geojson" in reasons["BRACS_2"]
     assert "malformed GeoJSON BRACS_3.geojson: RecursionError" in reasons["BRACS_3"]
+
+
+def test_the_terminal_sink_redacts_every_key_the_environment_holds(tmp_path, capsys, monkeypatch):
+    """Redaction at the sink, not per message: any provider's key variable (core knows no provider), URL
+    credentials and secret parameters never reach the terminal, whatever message carries them; a short value of a
+    secret-named variable (HF_TOKEN=true) is no key and ordinary words stay."""
+    monkeypatch.setenv("GEMINI_API_KEY", "gm-0123456789abcdef")
+    monkeypatch.setenv("HF_TOKEN", "true")
+    folder = tmp_path / "gm-0123456789abcdef"
+    assert main(["bench", "score", "--module", "ucsf-pdgm", "--cases", str(folder),
+                 "--responses", str(tmp_path / "r.jsonl")]) != 0
+    err = capsys.readouterr().err
+    assert "gm-0123456789abcdef" not in err and "***" in err
+    assert terminal_text("https://u:pw@host/v1?key=k1 is true") == "https://***@host/v1?key=*** is true"
+    assert one_line("gm-0123456789abcdef") == "gm-0123456789abcdef"  # a cell of records redacted when written
