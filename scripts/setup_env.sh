@@ -1,27 +1,68 @@
 #!/usr/bin/env bash
 # Create (or refresh) the project's virtual environment in .venv from the repository's own files, one line per
 # step (the installers' output goes to .venv/setup.log). Idempotent: reinstalls only when pyproject.toml changed
-# since the last successful install.
+# since the last successful install. Packages are installed with uv (pinned in scripts/setup-tools.txt; about 10x
+# pip's speed, bench/setup.json), or with pip where uv cannot be installed. MEDOPENCLAW_INSTALLER=pip forces pip.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${MEDOPENCLAW_VENV:-$root/.venv}"
 stamp="$venv/.medopenclaw-installed"
 want="$(sha256sum "$root/pyproject.toml" | cut -d' ' -f1)"
+extras="test,report,ray,vista3d,bedrock,vertex"  # vista3d: torch + monai, the suite tests VISTA3D
 mkdir -p "$venv"
 steps_log="$venv/setup.log"
 # shellcheck source=scripts/steps.sh
 source "$root/scripts/steps.sh"
 
+# uv reads none of pip's configuration: the same find-links, indexes, constraints and CA bundle (pip.conf and
+# PIP_* variables, as `pip config list` shows them) become uv's options. unsafe-best-match: pick the best version
+# across all indexes as pip does (uv's default takes every package from the first index that has it, and a local
+# index that holds only some releases of a package would then hide the pinned one).
+uv_options() {
+  local key value item
+  uv_args=(--python "$venv/bin/python" --index-strategy unsafe-best-match)
+  while IFS='=' read -r key value; do
+    value="${value#\'}"; value="${value%\'}"
+    for item in $value; do
+      case "$key" in
+        *.find-links) uv_args+=(--find-links "$item") ;;
+        *.extra-index-url) uv_args+=(--extra-index-url "$item") ;;
+        *.index-url) uv_args+=(--index-url "$item") ;;
+        *.constraint) uv_args+=(--constraint "$item") ;;
+        *.cert) export SSL_CERT_FILE="$item" ;;
+      esac
+    done
+  done < <("$venv/bin/python" -m pip config list 2>/dev/null)
+}
+
+install_packages() {  # $1 = label ("uv" or "pip"), then what to install
+  local installer="$1"
+  shift
+  if [ "$installer" = uv ]; then
+    "$venv/bin/uv" pip install "${uv_args[@]}" "$@"  # its short output (what it installed) goes to the log
+  else
+    "$venv/bin/python" -m pip install --quiet "$@"
+  fi
+}
+
 if [ ! -x "$venv/bin/python" ]; then
-  step "set-up 1/4: virtual environment $venv" python3 -m venv "$venv"
+  step "set-up 1/5: virtual environment $venv" python3 -m venv "$venv"
 fi
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  # torch first and pinned, with pip: the CPU build may be a local wheel that only pip's configuration finds
-  # (find-links); an unpinned torch would pull a multi-GB CUDA build
-  step "set-up 2/4: torch==2.13.0 (CPU build, pip)" "$venv/bin/python" -m pip install --quiet "torch==2.13.0"
-  # vista3d: torch + monai, the suite tests VISTA3D
-  step "set-up 3/4: MedOpenClaw and its packages (pip)" \
-    "$venv/bin/python" -m pip install --quiet -e "$root[test,report,ray,vista3d,bedrock,vertex]"
+  installer=pip
+  if [ "${MEDOPENCLAW_INSTALLER:-uv}" = uv ]; then
+    if optional_step "set-up 2/5: the installer ($(grep -v '^#' "$root/scripts/setup-tools.txt"), pip)" \
+         "$venv/bin/python" -m pip install --quiet --requirement "$root/scripts/setup-tools.txt"; then
+      installer=uv
+      uv_options
+    else
+      echo "set-up: uv could not be installed (see $steps_log): installing with pip instead, which is slower"
+    fi
+  fi
+  # torch first and pinned: its CPU build may be a local wheel that only the configured find-links hold; an
+  # unpinned torch would pull a multi-GB CUDA build
+  step "set-up 3/5: torch==2.13.0 (CPU build, $installer)" install_packages "$installer" "torch==2.13.0"
+  step "set-up 4/5: MedOpenClaw and its packages ($installer)" install_packages "$installer" -e "$root[$extras]"
   echo "$want" > "$stamp"
 fi
 
@@ -30,8 +71,8 @@ fi
 node_clients="$root/Testing/Python/server/node"
 lock="$(sha256sum "$node_clients/package-lock.json" | cut -d' ' -f1)"
 if command -v npm >/dev/null && [ "$(cat "$node_clients/node_modules/.medopenclaw-installed" 2>/dev/null)" != "$lock" ]; then
-  if (step "set-up 4/4: Node.js clients (npm ci)" \
-        npm ci --prefix "$node_clients" --no-audit --no-fund --ignore-scripts --silent); then
+  if optional_step "set-up 5/5: Node.js clients (npm ci)" \
+       npm ci --prefix "$node_clients" --no-audit --no-fund --ignore-scripts --silent; then
     echo "$lock" > "$node_clients/node_modules/.medopenclaw-installed"
   else
     echo "npm ci in $node_clients failed: the tests that need it will try again or be skipped" >&2
