@@ -188,7 +188,7 @@ def growth(kind: str, seed: Path, scratch: Path, cache: Path, sizes: tuple[int, 
         print(kind, json.dumps(row), flush=True)
         shutil.rmtree(scratch / f"{kind}-{size}", ignore_errors=True)
     above = [max(row["cpu_s"] - fixed["cpu_s"], 1e-3) for row in rows]
-    return {"fixed": {"size": TINY[kind], **fixed}, "sizes": rows, "load_average_at_end": round(os.getloadavg()[0], 2),
+    return {"fixed": {"size": TINY[kind], **fixed}, "sizes": rows,
             "exponent_cpu": exponent(list(sizes), above),
             "exponent_rss": exponent(list(sizes), [max(row["max_rss_mb"] - fixed["max_rss_mb"], 1.0) for row in rows]),
             "cpu_ms_per_unit": [round(1000 * cost / row["size"], 3) for cost, row in zip(above, rows)]}
@@ -219,15 +219,16 @@ def main(argv: list[str] | None = None) -> int:
     cache = args.cache_dir or Path(os.environ.get("MEDOPENCLAW_CACHE", Path.home() / ".cache" / "medopenclaw"))
     seed = seed_run(args.seed or args.scratch / "seed", cache)
     document = json.loads(args.out.read_text()) if args.out.exists() else {}
-    document.update({
+    document.update({  # the load each command ran under is kept with it (--only re-measures some)
         "benchmark": "growth exponents of CPU time (wait4, above the fixed cost) against input size",
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "load_average_at_start": [round(value, 2) for value in os.getloadavg()]},
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
     })
     for kind in args.only:
-        document.setdefault("commands", {})[kind] = growth(kind, seed, args.scratch, cache, SIZES[kind])
+        start = [round(value, 2) for value in os.getloadavg()]
+        document.setdefault("commands", {})[kind] = {
+            **growth(kind, seed, args.scratch, cache, SIZES[kind]),
+            "load_average": {"start": start, "end": [round(value, 2) for value in os.getloadavg()]}}
     document["recovery"] = recovery_growth(ROOT / "bench" / "recovery.json")
-    document["machine"]["load_average_at_end"] = [round(value, 2) for value in os.getloadavg()]
     args.out.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
     print(json.dumps({kind: value["exponent_cpu"] for kind, value in document["commands"].items()}))
     return 0
