@@ -1,7 +1,12 @@
 """``bench run --executor ray`` on a real two-node Ray cluster on this machine (a head and a second node process):
 oracle episodes score exactly as with the local pool, traces come home to ``--out``, an actor killed
 mid-episode is retried on a fresh one with nothing lost or duplicated, and case files travel to nodes that
-lack them. Skipped when Ray (the ``ray`` extra) is not installed."""
+lack them. Skipped when Ray (the ``ray`` extra) is not installed.
+
+At most one Ray driver session per process: Ray does not support restarting a driver in one process robustly
+(ray-project/ray#31145, a segfault at exit once seen in CI). ``bench run --executor ray`` runs as a user types it,
+in a process of its own; the tests that need hooks inside the run share this process's one session (``driver``),
+which :class:`RayExecutor` joins without opening or closing it."""
 
 from __future__ import annotations
 
@@ -15,6 +20,7 @@ import time
 
 import pytest
 from agents_cases import write_ucsf_package
+from console_script import run_console
 
 from MedOpenClawLib.bench.agents.oracle import OracleAgent
 from MedOpenClawLib.bench.preload import module_prompt
@@ -45,6 +51,13 @@ def cluster():
 
 
 @pytest.fixture(scope="module")
+def driver(cluster):
+    """This process's one Ray driver session on the cluster (closed with the cluster), for runs with hooks inside."""
+    ray.init(address=cluster.address, logging_level="WARNING", log_to_driver=False)
+    return cluster
+
+
+@pytest.fixture(scope="module")
 def cases(tmp_path_factory):
     return write_ucsf_package(tmp_path_factory.mktemp("cases"), cases=3)
 
@@ -53,18 +66,17 @@ def episode_results(out):
     return {path.parent.name: json.loads(path.read_text()) for path in (out / "episodes").glob("*/result.json")}
 
 
-def cli_run(cases, out, capsys, *extra) -> dict:
-    code = main(["bench", "run", "--module", "ucsf-pdgm", "--agent", "oracle", "--cases", str(cases),
-                 "--workers", "2", "--out", str(out), *extra])
-    captured = capsys.readouterr()
-    assert code == 0, captured.err
-    return json.loads(captured.out.strip().splitlines()[-1])
+def cli_run(cases, cwd, out: str, *extra) -> dict:
+    """``medopenclaw bench run`` typed in ``cwd`` with relative paths; its summary line."""
+    completed = run_console(cwd, "bench", "run", "--module", "ucsf-pdgm", "--agent", "oracle", "--cases",
+                            os.path.relpath(cases, cwd), "--workers", "2", "--out", out, *extra)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
-def test_oracle_on_two_nodes_scores_exactly_like_the_local_pool(cluster, cases, tmp_path, capsys):
-    local = cli_run(cases, tmp_path / "local", capsys)
-    distributed = cli_run(cases, tmp_path / "ray", capsys, "--executor", "ray", "--ray-address", cluster.address)
-    assert not ray.is_initialized()  # the driver left the cluster it joined
+def test_oracle_on_two_nodes_scores_exactly_like_the_local_pool(cluster, cases, tmp_path):
+    local = cli_run(cases, tmp_path, "local")
+    distributed = cli_run(cases, tmp_path, "ray", "--executor", "ray", "--ray-address", cluster.address)
     assert distributed == local and local["n"] == 3 and local["strict"] == 1.0
     local_records, ray_records = episode_results(tmp_path / "local"), episode_results(tmp_path / "ray")
     assert sorted(ray_records) == sorted(local_records)
@@ -89,8 +101,8 @@ def slicer_launcher(tmp_path_factory):
     return path
 
 
-def test_slicer_workers_run_only_on_nodes_that_have_slicer(cluster, cases, tmp_path, capsys, slicer_launcher):
-    summary = cli_run(cases, tmp_path / "run", capsys, "--executor", "ray", "--ray-address", cluster.address,
+def test_slicer_workers_run_only_on_nodes_that_have_slicer(cluster, cases, tmp_path, slicer_launcher):
+    summary = cli_run(cases, tmp_path, "run", "--executor", "ray", "--ray-address", cluster.address,
                       "--slicer", str(slicer_launcher), "--limit", "1")
     assert summary["n"] == 1 and summary["strict"] == 1.0
     (record,) = episode_results(tmp_path / "run").values()
@@ -101,6 +113,7 @@ def test_slicer_workers_run_only_on_nodes_that_have_slicer(cluster, cases, tmp_p
 
 
 def test_an_unreachable_cluster_is_a_usage_error_before_anything_is_written(cases, tmp_path, capsys):
+    """In this process: the address is refused before any driver session starts."""
     with socket.socket() as unused:  # a port nothing listens on
         unused.bind(("127.0.0.1", 0))
         address = f"127.0.0.1:{unused.getsockname()[1]}"
@@ -126,13 +139,13 @@ class ActorKillingOracle(OracleAgent):
         return super().step(conversation, allow_tools)
 
 
-def test_actor_killed_mid_episode_is_retried_nothing_lost_or_duplicated(cluster, cases, tmp_path):
+def test_actor_killed_mid_episode_is_retried_nothing_lost_or_duplicated(driver, cases, tmp_path):
     def runner():
         config = RunConfig(module="ucsf-pdgm", agent="oracle", out=tmp_path / "run", cases_dir=cases, workers=2,
                            repeats=2)
         return BenchmarkRunner(config, lambda task: ActorKillingOracle(), module_prompt,
                                progress_stream=io.StringIO(),
-                               make_executor=lambda job, config, on_round: RayExecutor(job, on_round, cluster.address))
+                               make_executor=lambda job, config, on_round: RayExecutor(job, on_round, driver.address))
 
     first = runner()
     ActorKillingOracle.victim = {"case": "UCSF-PDGM-0002", "runner": first}
@@ -192,24 +205,21 @@ class NodeRemovingOracle(OracleAgent):
         return super().step(conversation, allow_tools)
 
 
-def wait_until_idle(cluster, timeout_s: float = 60.0) -> None:
+def wait_until_idle(timeout_s: float = 60.0) -> None:
     """Until the earlier tests' actors have given their CPUs back: this test's second slot must be placed on the
     second node within its short placement timeout, or no episode would run where the node is removed."""
-    ray.init(address=cluster.address, logging_level="WARNING", log_to_driver=False)
-    try:
-        deadline = time.monotonic() + timeout_s
-        while ray.available_resources().get("CPU", 0) < ray.cluster_resources()["CPU"]:
-            assert time.monotonic() < deadline, f"the cluster stayed busy: {ray.available_resources()}"
-            time.sleep(0.2)
-    finally:
-        ray.shutdown()
+    deadline = time.monotonic() + timeout_s
+    while ray.available_resources().get("CPU", 0) < ray.cluster_resources()["CPU"]:
+        assert time.monotonic() < deadline, f"the cluster stayed busy: {ray.available_resources()}"
+        time.sleep(0.2)
 
 
-def test_node_lost_mid_episode_its_episode_runs_elsewhere(cluster, cases, tmp_path):
+def test_node_lost_mid_episode_its_episode_runs_elsewhere(driver, cases, tmp_path):
     """Losing a node mid-episode costs neither the episode nor the run: it is retried on the surviving node, and
     the slot that can no longer be placed gives way instead of burning the episode's attempts."""
+    cluster = driver
     node = next(node for node in cluster.worker_nodes)
-    wait_until_idle(cluster)
+    wait_until_idle()
     config = RunConfig(module="ucsf-pdgm", agent="oracle", out=tmp_path / "run", cases_dir=cases, workers=2)
     runner = BenchmarkRunner(config, lambda task: NodeRemovingOracle(), module_prompt, progress_stream=io.StringIO(),
                              make_executor=lambda job, config, on_round: RayExecutor(

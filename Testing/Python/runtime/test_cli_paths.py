@@ -6,17 +6,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from console_script import CONSOLE_SCRIPT, run_console
 
 from MedOpenClawLib.cli import build_parser, executable, existing_directory, user_path
 
-REPO = Path(__file__).resolve().parents[3]
-CONSOLE_SCRIPT = Path(sys.executable).with_name("medopenclaw")  # what `pip install -e .` put next to python
 PATH_TYPES = (user_path, existing_directory, executable)
 # the options that take text which is not a path; any other text option must have one of PATH_TYPES
 NOT_PATHS = {("bench", "score", "--name"), ("bench", "run", "--model"), ("bench", "run", "--base-url"),
@@ -60,9 +56,7 @@ def test_relative_paths_are_absolute_after_parsing(tmp_path, monkeypatch):
 
 def medopenclaw(cwd: Path, *argv: str, input: str | None = None) -> str:
     """The console script run as a user runs it; its stdout (stderr shown when it fails)."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "MedOpenClaw"), str(REPO / "MedCopilot")])}
-    completed = subprocess.run([str(CONSOLE_SCRIPT), *argv], cwd=cwd, env=env, input=input, capture_output=True,
-                               text=True, timeout=600)
+    completed = run_console(cwd, *argv, input=input)
     assert completed.returncode == 0, (argv, completed.stderr[-2000:])
     return completed.stdout
 
