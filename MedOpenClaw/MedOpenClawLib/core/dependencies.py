@@ -29,7 +29,8 @@ from .result import ActionError
 
 FEATURES: dict[str, tuple[str, ...]] = {
     # registry, rendering; the models' wire: the vendors' SDKs (the copilot's model calls)
-    "core": ("jsonschema>=4.20", "nibabel>=5.2", "pillow>=10", "openai>=3.57", "anthropic>=2.15", "httpx2>=2.16"),
+    "core": ("jsonschema>=4.20", "nibabel>=5.2", "pillow>=10", "openai>=3.57", "anthropic>=2.15", "google-genai>=3.6",
+             "httpx2>=2.16"),
     "track_b": ("scipy>=1.11",),  # quantification (convex-hull diameters)
     # export_dicom_seg / import_dicom_seg; the preview of 3D Slicer bundles highdicom 0.27.0, which is kept
     "dicom_seg": ("highdicom>=0.27", "pydicom>=3.0.1"),
@@ -49,7 +50,7 @@ BUNDLED_UPGRADES = {"pydicom": ("slicer-5.10",)}
 # 3.12.10, both tested: Testing/SlicerReleases/). 5.6/5.8 (Python 3.9.10) cannot be tested: the module tests run
 # against the application double, built on slicer-core, which exists for Python 3.10 and later only.
 MIN_SLICER = (5, 10)
-IMPORT_NAMES = {"pillow": "PIL", "pyyaml": "yaml"}
+IMPORT_NAMES = {"pillow": "PIL", "pyyaml": "yaml", "google-genai": "google.genai"}
 REQUIREMENT_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(.*)$")
 TORCH = "torch"
 

@@ -70,8 +70,8 @@ class AnthropicBedrockProvider(_CloudMessages):
 class AnthropicVertexProvider(_CloudMessages):
     """``POST {base}/v1/projects/{project}/locations/{region}/publishers/anthropic/models/{model}:rawPredict``
     (``streamRawPredict`` streamed) with a Bearer access token: MEDOPENCLAW_API_KEY (``gcloud auth
-    print-access-token``) or Google's Application Default Credentials (:mod:`.google_credentials`, shared with
-    gemini-vertex), refreshed when they expire."""
+    print-access-token``) or Google's Application Default Credentials (:mod:`.google_credentials`), refreshed when
+    they expire."""
 
     version = VERTEX_VERSION
 

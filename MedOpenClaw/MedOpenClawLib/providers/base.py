@@ -69,7 +69,7 @@ def preflight_image() -> ImageInput:
 class Provider(ABC):
     """Translates the neutral conversation to a vendor's wire format and back; each request carries the view of the
     conversation that the policy and the server's limits allow, and goes out in one attempt at a time
-    (:mod:`.wires`: the vendor's SDK client, or a plain JSON POST) under the project's one retry policy
+    (:mod:`.wires`: the vendor's SDK client) under the project's one retry policy
     (``exchange_json``)."""
 
     sdk: ModuleType | None = None  # the vendor SDK whose client carries the requests (its exception classes)

@@ -1,6 +1,7 @@
 """Gemini's native API (``POST {base}/v1beta/models/{model}:generateContent``, the key in ``x-goog-api-key``), and
 the same body on Vertex AI (``{base}/v1/projects/{project}/locations/{region}/publishers/google/models/{model}``,
-a Bearer access token).
+a Bearer access token), both through google-genai's client with the project's body and parsing
+(:mod:`.genai_transport`).
 
 - Tools go out as ``functionDeclarations`` in Gemini's OpenAPI schema subset (:func:`.tool_schemas.gemini_schema`);
   ``toolConfig.functionCallingConfig.mode`` is ``AUTO``, or ``NONE`` when the answer is due.
@@ -23,19 +24,23 @@ a Bearer access token).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import re
+from collections.abc import Callable
 from typing import TYPE_CHECKING
-from urllib.parse import quote
 
-from .google_credentials import GoogleToken
+from google import genai
+
+from .base import PREFLIGHT_TIMEOUT_S
+from .genai_transport import ERRORS, PLACEHOLDER, Recorder
 from .http import ProviderError
 from .messages import ImageInput, Message, ModelReply, ReportedUsage, ToolCall, invalid_number
 from .openai_chat import TOOL_IMAGES_TEXT
 from .streaming import generate_content_response
 from .tool_schemas import concise, gemini_schema
-from .wires import HTTPProvider
+from .wires import SDKProvider
 
 if TYPE_CHECKING:
     import httpx2
@@ -96,30 +101,42 @@ def _response_part(message: Message, server_ids: dict[str, str]) -> dict:
     return {"functionResponse": response}
 
 
-class GeminiProvider(HTTPProvider):
-    stream_format = "gemini"  # :streamGenerateContent?alt=sse: the body is the same
+class GeminiProvider(SDKProvider):
+    """``POST {base}/v1beta/models/{model}:generateContent`` (``:streamGenerateContent?alt=sse`` streamed) through
+    ``google.genai.Client`` (:mod:`.genai_transport`); the key in ``x-goog-api-key``."""
+
+    sdk = ERRORS
+    stream_format = "gemini"  # the body is the same streamed or not: only the method differs
 
     def __init__(self, config: ProviderConfig, http: httpx2.Client | None = None):
         super().__init__(config, http)
         self._call_numbers = itertools.count(1)  # Gemini's calls rarely carry ids: the episode's own, unique
 
-    def _model_path(self) -> str:
-        model = self.config.model.removeprefix("models/")
-        return f"models/{quote(model, safe='@-._')}"
-
-    def _url(self) -> str:
+    def _make_client(self) -> genai.Client:
+        self._recorder = Recorder(self.http, keyless=not self.config.api_key)
         base = self.config.base_url
-        root = base if VERSIONED.search(base) else f"{base}/v1beta"
-        return f"{root}/{self._model_path()}:{self._method()}"
+        version = VERSIONED.search(base)
+        return genai.Client(api_key=self.config.api_key or "unused", http_options=genai.types.HttpOptions(
+            base_url=base[:version.start()] if version else base,
+            api_version=version.group(0)[1:] if version else "v1beta", httpx_client=self.http))
 
-    def _method(self) -> str:
-        return "streamGenerateContent?alt=sse" if self.streaming() else "generateContent"
+    def _sdk_method(self) -> Callable:
+        models = self.client.models
+        return models.generate_content_stream if self.streaming() else models.generate_content
 
-    def _headers(self) -> dict:
-        headers = {"Content-Type": "application/json"}
-        if self.config.api_key:
-            headers["x-goog-api-key"] = self.config.api_key
-        return headers
+    def _post(self, body: dict, timeout: float) -> object:
+        """One attempt: the SDK's method with ``body`` as its extra body (sent verbatim), the reply's bytes kept."""
+        config = genai.types.GenerateContentConfig(
+            http_options=genai.types.HttpOptions(extra_body=body, timeout=max(round(timeout * 1000), 1)),
+            should_return_http_response=None if self.streaming() else True)  # the SDK refuses it when streaming
+        call = functools.partial(self._sdk_method(), model=self.config.model.removeprefix("models/"),
+                                 contents=PLACEHOLDER, config=config)
+        return self._recorder.exchange((lambda: list(call())) if self.streaming() else call)
+
+    def _fetch(self, url: str) -> httpx2.Response:
+        """A GET with this provider's key (discovery, when a --server-profile asks for it)."""
+        headers = {"x-goog-api-key": self.config.api_key} if self.config.api_key else {}
+        return self.http.get(url, headers=headers, timeout=PREFLIGHT_TIMEOUT_S)
 
     def wire_tools(self, tools: list[dict]) -> list[dict]:
         if not tools:
@@ -231,19 +248,26 @@ class GeminiProvider(HTTPProvider):
 
 
 class GeminiVertexProvider(GeminiProvider):
-    """The same body on Vertex AI, with a Bearer access token (MEDOPENCLAW_API_KEY or Application Default
-    Credentials, as :class:`.anthropic_clouds.AnthropicVertexProvider`)."""
+    """The same body on Vertex AI (``{base}/v1/projects/{project}/locations/{region}/publishers/google/models/
+    {model}:generateContent``) through ``google.genai.Client(vertexai=True)``: a Bearer access token from
+    MEDOPENCLAW_API_KEY (``gcloud auth print-access-token``), else Application Default Credentials, which the SDK
+    loads and refreshes."""
 
-    def _url(self) -> str:
-        return (f"{self.config.base_url}/v1/projects/{quote(self.config.project or '', safe='')}/locations/"
-                f"{quote(self.config.region or '', safe='')}/publishers/google/{self._model_path()}:{self._method()}")
+    def _make_client(self) -> genai.Client:
+        from google.oauth2.credentials import Credentials  # google-auth: a dependency of google-genai
 
-    def _headers(self) -> dict:
-        return {"Content-Type": "application/json"}
+        self._recorder = Recorder(self.http, keyless=True)  # the token goes as Authorization, never as a key
+        given = Credentials(self.config.api_key) if self.config.api_key else None  # else the SDK loads ADC
+        return genai.Client(vertexai=True, project=self.config.project, location=self.config.region,
+                            credentials=given, http_options=genai.types.HttpOptions(
+                                base_url=self.config.base_url, api_version="v1", httpx_client=self.http))
 
-    def __init__(self, config: ProviderConfig, http: httpx2.Client | None = None):
-        super().__init__(config, http)
-        self._token = GoogleToken(config.kind)
+    def _post(self, body: dict, timeout: float) -> object:
+        import google.auth.exceptions  # google-auth: a dependency of google-genai
 
-    def _sign(self, data: bytes) -> dict:
-        return self._token.bearer(self.config.api_key)
+        try:
+            return super()._post(body, timeout)
+        except (google.auth.exceptions.GoogleAuthError, RuntimeError) as error:
+            raise ProviderError(f"gemini-vertex has no Google credentials: set MEDOPENCLAW_API_KEY (gcloud auth "
+                                f"print-access-token) or Application Default Credentials ({error})",
+                                fatal=True) from None

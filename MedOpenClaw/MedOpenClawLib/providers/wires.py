@@ -1,11 +1,10 @@
 """How one attempt of a request goes out: through the vendor's own SDK client (:class:`SDKProvider`: openai,
-anthropic and their cloud clients) or, for a surface whose SDK is not the transport here, as a plain JSON POST on
-the same bounded HTTP client (:class:`HTTPProvider`: gemini). Either way the project's retry policy, error classes
-and parsing of the raw bytes (:mod:`.base`, :mod:`.http`) are the same."""
+anthropic and their cloud clients; google-genai's through :mod:`.genai_transport`), on the provider's bounded HTTP
+client. The project's retry policy, error classes and parsing of the raw bytes (:mod:`.base`, :mod:`.http`) are
+the same for all."""
 
 from __future__ import annotations
 
-import json
 from abc import abstractmethod
 from collections.abc import Callable
 
@@ -47,23 +46,3 @@ class SDKProvider(Provider):
     def _sdk_method(self) -> Callable:
         """The SDK method of this surface, ``with_raw_response`` (the project parses the bytes)."""
 
-
-class HTTPProvider(Provider):
-    """A surface spoken as a JSON POST to :meth:`_url` with :meth:`_headers`, plus ``_sign``'s headers computed over
-    the exact bytes sent (a signature or a fresh token)."""
-
-    _sign: Callable[[bytes], dict] | None = None
-
-    def _post(self, body: dict, timeout: float) -> httpx2.Response:
-        data = json.dumps(body).encode()
-        headers = {**self._headers(), **(self._sign(data) if self._sign else {})}
-        return self.http.post(self._url(), headers=headers, content=data, timeout=timeout)
-
-    def _fetch(self, url: str) -> httpx2.Response:
-        return self.http.get(url, headers=self._headers(), timeout=PREFLIGHT_TIMEOUT_S)
-
-    @abstractmethod
-    def _url(self) -> str: ...
-
-    @abstractmethod
-    def _headers(self) -> dict: ...
