@@ -12,9 +12,11 @@ import importlib
 import math
 import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from .core import settings
+from .core.provenance import version_text
 from .core.sinks import terminal_text
 
 # module path -> the sub-commands its add_commands(subparsers) registers. A command line naming one of them builds
@@ -94,6 +96,20 @@ NON_NEGATIVE = Number(int, minimum=0)  # seeds, retries
 PORT = Number(int, minimum=0, maximum=65535)  # 0: any free one
 
 
+def deferred(target: str) -> Callable[[argparse.Namespace], int]:
+    """A sub-command's ``func`` named as ``"module:function"``, imported when the command runs: registering the
+    flags (``--help``, ``mcp``'s fast start) loads nothing of the command's work (the runner's numpy, scipy and
+    Pillow, the report's matplotlib), and the command's module imports what it needs at its top."""
+    module, name = target.split(":")
+
+    def run(args: argparse.Namespace) -> int:
+        return getattr(importlib.import_module(module), name)(args)
+
+    run.__name__ = run.__qualname__ = name
+    run.target = target
+    return run
+
+
 class OneLineErrors(argparse.ArgumentParser):
     """Usage mistakes as one line naming the command and pointing at ``--help`` (sub-parsers inherit the class)."""
 
@@ -108,8 +124,6 @@ class VersionAction(argparse.Action):
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        from .core.provenance import version_text
-
         print(version_text())
         parser.exit(0)
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from .core.applications import RADIOLOGY, application_named
 from .core.audit import StateDeltaError, action_states, read_trace
 from .core.registry import ActionRegistry
+from .pathology.actions import build_pathology_registry
+from .pathology.viewer import DEFAULT_VIEWPORT, HeadlessWsiViewer
 
 IGNORED_STATE_KEYS = ("time",)
 
@@ -56,13 +58,11 @@ def build_from_config(config: dict, data_roots: list[str | os.PathLike],
     roots = list(data_roots)
     options = {"track": config.get("track", "A"), "max_rounds": config.get("max_rounds")}
     if app == RADIOLOGY:
-        from .apps.radiology import build_headless_slicer_registry
+        from .apps.radiology import build_headless_slicer_registry  # slicer-core (vtk): radiology replays only
 
         if config.get("artifacts"):
             options["artifacts_dir"] = artifacts_dir
         return build_headless_slicer_registry(roots, **options)
-    from .pathology.actions import build_pathology_registry
-    from .pathology.viewer import DEFAULT_VIEWPORT, HeadlessWsiViewer
 
     viewport = tuple(config.get("viewport") or DEFAULT_VIEWPORT)
     return build_pathology_registry(roots, viewer=HeadlessWsiViewer(viewport), **options)
@@ -126,7 +126,7 @@ def engine_refusal(registry: ActionRegistry, actions: list[dict]) -> ReplayRepor
     app = getattr(engine, "app", None)
     if app is None:
         return None  # a viewer without operators (pathology): nothing recorded a backend
-    from .operators.brainsfit import SLICER_ENGINES, engines
+    from .operators.brainsfit import SLICER_ENGINES, engines  # SimpleITK: only where operators ran
 
     available = engines(app)
     for record in actions:

@@ -17,13 +17,17 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
+from ..core import settings
+from .modules import get
+from .package import prepare
+from .progress import Activity
+from .synthetic.cohort import CohortConfig, write_cohort
+
 COHORT_PREFIX = "synthetic-"
 
 
 def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
     """``cache_dir``, else ``MEDOPENCLAW_CACHE``, else ``~/.cache/medopenclaw``; absolute."""
-    from ..core import settings
-
     root = cache_dir or settings.value("MEDOPENCLAW_CACHE") or Path.home() / ".cache" / "medopenclaw"
     return Path(root).expanduser().resolve()
 
@@ -48,8 +52,6 @@ def synthetic_cases(module: str, seed: int = 0, cases: int | None = None, cache_
     """The embedded synthetic cohort of ``module`` as a case package, generated once and cached. ``size`` is a
     :data:`synthetic.cohort.SIZES` preset; ``cases`` overrides its case count; ``step`` (e.g. ``2/5``) says where
     this module stands among those a command prepares."""
-    from .synthetic.cohort import CohortConfig
-
     config = CohortConfig.for_size(size, seed=seed, **({} if cases is None else {"cases": cases}))
     root = cache_root(cache_dir) / f"{COHORT_PREFIX}{cohort_fingerprint()}-{size}-seed{seed}-n{config.cases}"
     package = root / "cases" / module
@@ -72,11 +74,6 @@ def synthetic_cases(module: str, seed: int = 0, cases: int | None = None, cache_
 
 
 def _generate(module: str, config, root: Path, step: str) -> None:
-    from .modules import get
-    from .package import prepare
-    from .progress import Activity
-    from .synthetic.cohort import write_cohort
-
     staging = root / f"staging-{module}-{os.getpid()}"
     package = root / "cases" / module
     try:

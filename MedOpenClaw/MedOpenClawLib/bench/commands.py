@@ -12,13 +12,10 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections import Counter
-from pathlib import Path
 
-from ..cli import COUNT, NON_NEGATIVE, Number, user_path
+from ..cli import COUNT, NON_NEGATIVE, Number, deferred, user_path
 from ..core.sinks import json_text, terminal_text
-from .cases import CaseFormatError
-from .modules import ModuleSpec, get, names
+from .modules import names
 
 EXTENSION_MODULES = ("MedOpenClawLib.bench.run_command",)
 
@@ -40,11 +37,11 @@ def add_commands(subparsers: argparse._SubParsersAction) -> None:
             hook(bench_subparsers)
 
 
-def _print_json(value: dict) -> None:
+def print_json(value: dict) -> None:
     print(json_text(value, indent=None), end="")
 
 
-def _fail(message: str) -> int:
+def refuse(message: str) -> int:
     print(f"error: {terminal_text(message)}", file=sys.stderr)
     return 2
 
@@ -80,45 +77,7 @@ def _add_cohort(subparsers) -> None:
     parser.add_argument("--slide-size", type=COUNT, nargs=2, metavar=("W", "H"),
                         help="slide size in px; every slide spans 24.6 mm of glass (default: the preset's)")
     parser.add_argument("--workers", type=COUNT, help="cases generated in parallel (default: up to 2)")
-    parser.set_defaults(func=_run_cohort)
-
-
-def _run_cohort(args) -> int:
-    from .cohort_cache import cache_root, cached_cohorts, cohort_fingerprint, prune, synthetic_cases
-    from .progress import Activity
-    from .synthetic.cohort import CohortConfig, write_cohort
-
-    steps = {module: f"{number}/{len(args.modules)}" for number, module in enumerate(args.modules, 1)}
-    if args.cache:
-        packages = {module: str(synthetic_cases(module, seed=args.seed, cases=args.cases, cache_dir=args.cache_dir,
-                                                size=args.size, step=steps[module])) for module in args.modules}
-        _print_json({"cache": str(cache_root(args.cache_dir)), "packages": packages})
-        return 0
-    if args.prune:
-        _print_json(prune(cache_root(args.cache_dir)))
-        return 0
-    if args.where:
-        root = cache_root(args.cache_dir)
-        _print_json({"cache": str(root), "current_fingerprint": cohort_fingerprint(),
-                     "cohorts": cached_cohorts(root)})
-        return 0
-    if not args.out:
-        return _fail("bench cohort needs --out DIR (or --cache to prepare the cache, --where to show it, --prune to "
-                     "empty it of earlier cohorts)")
-    overrides = {
-        "cases": args.cases,
-        "mri_spacing_mm": args.mri_spacing,
-        "slide_size": tuple(args.slide_size) if args.slide_size else None,
-        "workers": args.workers,
-    }
-    config = CohortConfig.for_size(args.size, seed=args.seed,
-                                   **{key: value for key, value in overrides.items() if value is not None})
-    written, cases = {}, f"{config.cases} case" + "s" * (config.cases != 1)
-    for module in args.modules:  # one at a time, so each shows its own progress (the output is the same)
-        with Activity(f"cohort {module} {steps[module]}: generating {cases} ({args.size})"):
-            written.update(write_cohort(args.out, config, modules=[module]))
-    _print_json({"out": str(Path(args.out).resolve()), "modules": written})
-    return 0
+    parser.set_defaults(func=deferred("MedOpenClawLib.bench.command_runs:run_cohort"))
 
 
 def _add_prepare(subparsers) -> None:
@@ -150,56 +109,7 @@ def _add_prepare(subparsers) -> None:
              "only when both studies hold that space (never the other space's files instead); each case records "
              "its image space",
     )
-    parser.set_defaults(func=_run_prepare)
-
-
-def prepare_options(args, spec: ModuleSpec) -> dict:
-    """The loader options of ``bench prepare``: each cohort filter is an explicit flag of its module."""
-    return {name: getattr(args, name) for name in spec.loader_options}
-
-
-def filter_table_text(manifest: dict) -> str:
-    """The per-step cohort counts with MedFlow-Bench's count beside the final one (printed on stderr)."""
-    lines = [f"{manifest['module']} cohort filters:", f"  {'step':<48} {'excluded':>8} {'remaining':>9}"]
-    for row in manifest.get("filters", []):
-        lines.append(f"  {row['step']:<48} {row['excluded']:>8} {row['remaining']:>9}")
-    lines.append(f"  {'paper (Table 4)':<48} {'':>8} {manifest.get('paper_count', '?'):>9}")
-    spaces = Counter(case["image_space"] for case in manifest.get("cases", []) if case.get("image_space"))
-    for space, count in sorted(spaces.items()):
-        lines.append(f"  image space {space}: {count} cases")
-    for name, counts in sorted((manifest.get("class_counts") or {}).items()):
-        lines.append(f"  class {name}: {counts['cases']} cases, {counts['evidence_available']} with evidence")
-    for question, counts in sorted((manifest.get("label_counts") or {}).items()):
-        lines.append(f"  {question}: " + "; ".join(f"{label} {count}" for label, count in sorted(counts.items())))
-    if manifest.get("evidence_note"):
-        lines.append(f"  note: {manifest['evidence_note']}")
-    for note in manifest.get("annotation_notes") or []:
-        lines.append(f"  note: {note}")
-    for item in manifest.get("skipped", []):
-        lines.append(f"  excluded {item['case_id']} ({item['step']}): {item['reason']}")
-    return "\n".join(lines)
-
-
-def _run_prepare(args) -> int:
-    from .package import prepare
-
-    spec = get(args.module)
-    try:
-        manifest = prepare(spec, args.source, args.out, **prepare_options(args, spec))
-    except (CaseFormatError, OSError) as error:  # the staged package is gone, --out is as it was
-        return _fail(str(error))
-    print("\n".join(terminal_text(line) for line in filter_table_text(manifest).splitlines()), file=sys.stderr)
-    _print_json(
-        {
-            "module": args.module,
-            "out": str(Path(args.out).resolve()),
-            "cases": len(manifest["cases"]),
-            "skipped": manifest["skipped"],
-            "filters": manifest["filters"],
-            "paper_count": manifest["paper_count"],
-        }
-    )
-    return 0
+    parser.set_defaults(func=deferred("MedOpenClawLib.bench.command_runs:run_prepare"))
 
 
 def _add_parse(subparsers) -> None:
@@ -207,14 +117,7 @@ def _add_parse(subparsers) -> None:
         "parse", help="parse one raw final response from stdin into canonical JSON"
     )
     parser.add_argument("--module", required=True, choices=names(), help="the module whose answer format to parse")
-    parser.set_defaults(func=_run_parse)
-
-
-def _run_parse(args) -> int:
-    from .kit.parsing import parse_response
-
-    _print_json(parse_response(args.module, sys.stdin.read()))
-    return 0
+    parser.set_defaults(func=deferred("MedOpenClawLib.bench.command_runs:run_parse"))
 
 
 def _add_score(subparsers) -> None:
@@ -228,23 +131,7 @@ def _add_score(subparsers) -> None:
                                        "file's name)")
     parser.add_argument("--track", choices=("A", "B", "C"), default="C",
                         help="the track the answers belong to (default C: runtime-agnostic)")
-    parser.set_defaults(func=_run_score)
-
-
-def _run_score(args) -> int:
-    from .scoring.batch import score_file, write_scored_run
-
-    try:
-        result = score_file(args.module, args.cases, args.responses)
-        responses = Path(args.responses)
-        out = Path(args.out) if args.out else responses.with_name(responses.stem + "_scores")
-        write_scored_run(out, result, args.module, args.cases, responses, args.name or responses.stem, args.track)
-    except (CaseFormatError, OSError) as error:
-        return _fail(str(error))
-    for problem in result.problems:
-        print(f"warning: {terminal_text(problem)}", file=sys.stderr)
-    _print_json(result.summary)
-    return 0
+    parser.set_defaults(func=deferred("MedOpenClawLib.bench.command_runs:run_score"))
 
 
 def _add_report(subparsers) -> None:
@@ -258,24 +145,7 @@ def _add_report(subparsers) -> None:
                         help="output directory (default: RUN/report, or report/ beside several runs)")
     parser.add_argument("--no-evidence", action="store_true",
                         help="skip drawing the final evidence over the anatomy (no viewer engine needed)")
-    parser.set_defaults(func=_run_report)
-
-
-def _run_report(args) -> int:
-    from .report import write_report
-
-    try:
-        written = write_report(args.runs, args.out, evidence=not args.no_evidence, command=getattr(args, "argv", None))
-    except ModuleNotFoundError as error:
-        if error.name not in ("jinja2", "matplotlib"):
-            raise
-        return _fail(f"bench report needs {error.name}: pip install 'medopenclaw[report]'")
-    except (CaseFormatError, OSError, ValueError) as error:
-        return _fail(str(error))
-    for warning in written["warnings"]:
-        print(f"warning: {warning}", file=sys.stderr)
-    _print_json(written)
-    return 0
+    parser.set_defaults(func=deferred("MedOpenClawLib.bench.report.command:run_report"))
 
 
 def _add_compare(subparsers) -> None:
@@ -286,18 +156,4 @@ def _add_compare(subparsers) -> None:
                         help="a bench run directory (or a multi-module run's --out)")
     parser.add_argument("run_b", metavar="RUN_B", type=user_path, help="the run to compare it with")
     parser.add_argument("--json", action="store_true", help="print the comparison as JSON instead of text")
-    parser.set_defaults(func=_run_compare)
-
-
-def _run_compare(args) -> int:
-    from .report.compare import compare
-
-    try:
-        text, body = compare(args.run_a, args.run_b)
-    except (CaseFormatError, OSError) as error:
-        return _fail(str(error))
-    if args.json:
-        _print_json(body)
-    else:
-        print(text, end="")
-    return 0
+    parser.set_defaults(func=deferred("MedOpenClawLib.bench.report.command:run_compare"))

@@ -17,6 +17,7 @@ from pathlib import Path
 from string import Template
 
 from .cases import Case
+from .modules import PATHOLOGY, get
 
 PROMPT_DIR = Path(__file__).resolve().parent.parent / "resources" / "prompts"  # the templates modules share
 SCENE_INVENTORY_PLACEHOLDER = "<<SCENE_INVENTORY>>"
@@ -63,8 +64,6 @@ def build_prompt(module: str, case: Case, budget: int = 20, scene_inventory: str
                  tools: bool = True) -> tuple[str, str]:
     """(system_text, task_text) of one episode; ``budget`` is the tool-round budget (MedFlow-Bench uses 20).
     ``tools=False`` (Track C): no tool instructions and no tool budget, for radiology modules."""
-    from .modules import PATHOLOGY, get
-
     if module != case.module:
         raise ValueError(f"case {case.case_id} belongs to {case.module}, not {module}")
     spec = get(module)

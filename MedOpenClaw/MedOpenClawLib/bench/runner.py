@@ -27,8 +27,10 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from ..core.audit import read_trace
 from ..core.provenance import finish
 from ..core.provenance import provenance as invocation_provenance
+from ..trace_audit import audit_records, summarize_audits
 from .agents.base import Agent
 from .cases import Case, GroundTruth, load_cases, load_ground_truth, read_manifest
 from .concurrency import resolve_workers
@@ -234,9 +236,6 @@ class BenchmarkRunner:
 
     def audit(self, record: dict, parsed: dict) -> dict | None:
         """The trace audit of a finished episode (evidence provenance and findings); None without a trace."""
-        from ..core.audit import read_trace
-        from ..trace_audit import audit_records
-
         if not record.get("trace"):
             return None
         try:
@@ -258,9 +257,6 @@ class BenchmarkRunner:
     def summarize(self, tasks: list[EpisodeTask], tally: Tally | None = None, stopped: str | None = None) -> dict:
         """Aggregate every finished episode of the run (this invocation's and earlier ones) the same way; the
         outcome counts come from the same tally the progress line shows."""
-        from ..core.audit import read_trace
-        from ..trace_audit import summarize_audits
-
         if tally is None:
             tally = self.plan(tasks)[0]
         scores, process = [], []

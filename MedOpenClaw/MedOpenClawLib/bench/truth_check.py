@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .cases import Case, GroundTruth
+from .scoring.geometry import area_covers, evidence_area, key_slice_in_range, mask_from_file, region_geometry
 
 if TYPE_CHECKING:
     from .spec import ModuleSpec
@@ -142,8 +143,6 @@ def says_no_lesion(case: Case, truth: GroundTruth, spec: ModuleSpec) -> bool:
 
 def localization_problems(case: Case, truth: GroundTruth, spec: ModuleSpec) -> list[str]:
     """The lesion-mask localization block of the modules scored by RAS point and key slices."""
-    from .scoring.geometry import key_slice_in_range, mask_from_file
-
     block = truth.localization
     if block is None:
         return [] if says_no_lesion(case, truth, spec) else ["a tumour answer has no localization"]
@@ -201,8 +200,6 @@ def lumiere_problems(case: Case, truth: GroundTruth, spec: ModuleSpec) -> list[s
 
 def region_problems(case: Case, truth: GroundTruth, spec: ModuleSpec) -> list[str]:
     """Pathology reference points: inside their own region (holes honoured) and outside every exclusion."""
-    from .scoring.geometry import area_covers, evidence_area, region_geometry
-
     problems = []
     exclusions = [region for region in truth.regions if region.get("kind") == "exclusion"]
     for region in truth.regions:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .. import __version__
 from .redaction import QUERY_SECRET_WORDS, REDACTED, is_secret_name, redact_text
+from .settings import SETTINGS, value
 
 DISTRIBUTIONS = ("slicer-core", "vtk")  # the viewer stack a result depends on
 # a variable named like a secret holds a key only when its value is at least this long: HF_TOKEN=true is no key,
@@ -111,8 +112,6 @@ def environment_secrets(environ: Mapping[str, str] | None = None) -> tuple[str, 
     """Every key the environment holds: MedOpenClaw's secret settings and every variable named like a secret
     (OPENAI_API_KEY, GEMINI_API_KEY, AZURE_OPENAI_API_KEY, AWS_SECRET_ACCESS_KEY, HF_TOKEN, ...), so each
     provider's own key variable is covered without core knowing the providers."""
-    from .settings import SETTINGS, value
-
     environ = os.environ if environ is None else environ
     own = [value(setting.name, environ) for setting in SETTINGS if setting.secret]
     named = [text for name, text in environ.items()

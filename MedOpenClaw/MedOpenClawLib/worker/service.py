@@ -17,6 +17,7 @@ from pathlib import Path
 from ..core import settings
 from ..core.audit import AuditTrace
 from ..core.registry import ActionRegistry
+from ..pathology.actions import build_pathology_registry
 from ..replay import replay_records
 from .environment import LocalEnvironment
 from .lifecycle import exit_with_parent
@@ -31,8 +32,8 @@ def build_radiology(data_roots: list[str], track: str, trace: AuditTrace, max_ro
     One application per worker, cleared between episodes: creating the logic classes anew costs about a second
     per episode, and tearing down a headless application whose scene held markups crashes VTK (segfault).
     """
-    from ..apps.radiology import build_slicer_registry
-    from ..viewer.application import SlicerApplication
+    from ..apps.radiology import build_slicer_registry  # slicer (vtk): radiology workers only
+    from ..viewer.application import SlicerApplication  # slicer: radiology workers only
 
     if not _SLICER_APP:
         _SLICER_APP.append(SlicerApplication.create())
@@ -44,8 +45,6 @@ def build_radiology(data_roots: list[str], track: str, trace: AuditTrace, max_ro
 def build_pathology(
     data_roots: list[str], track: str, trace: AuditTrace, max_rounds: int | None
 ) -> ActionRegistry:
-    from ..pathology.actions import build_pathology_registry
-
     return build_pathology_registry(data_roots=data_roots, track=track, trace=trace, max_rounds=max_rounds)
 
 
@@ -190,15 +189,24 @@ def serve_worker(
                         break
 
 
+def worker_token() -> str:
+    """The token the runner set for this worker (never on argv); ValueError naming the variable when unset."""
+    token = settings.value(TOKEN_ENV)
+    if not token:
+        raise ValueError(f"{TOKEN_ENV} must be set")
+    return token
+
+
 def main(argv: list[str] | None = None, builders: dict[str, Callable[..., ActionRegistry]] | None = None) -> int:
     parser = argparse.ArgumentParser(description="MedOpenClaw headless benchmark worker (slicer-core)")
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--ready-file", required=True)
     parser.add_argument("--parent-pid", type=int, help="exit when this process (the runner) is gone")
     args = parser.parse_args(argv)
-    token = settings.value(TOKEN_ENV)
-    if not token:
-        parser.error(f"{TOKEN_ENV} must be set")
+    try:
+        token = worker_token()
+    except ValueError as error:
+        parser.error(str(error))
     faulthandler.enable()  # a native crash leaves the Python stack in worker.log
     serve_worker(WorkerService(builders), token, args.port, args.ready_file, args.parent_pid)
     return 0

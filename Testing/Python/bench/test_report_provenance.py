@@ -22,7 +22,8 @@ from MedOpenClawLib.bench.progress import Activity
 from MedOpenClawLib.bench.report import write_report
 from MedOpenClawLib.bench.report.formats import results_schema
 from MedOpenClawLib.bench.report.plots import mark_zero_and_undefined
-from MedOpenClawLib.bench.run_command import _modules, combined_summary, module_list
+from MedOpenClawLib.bench.run_command import _modules, module_list
+from MedOpenClawLib.bench.run_launch import combined_summary
 from MedOpenClawLib.bench.tasks import parse_limit, select_cases
 from MedOpenClawLib.cli import build_parser, main
 from MedOpenClawLib.core.provenance import finish, provenance, redact_argv, source_revision, summary

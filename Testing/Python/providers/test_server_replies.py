@@ -191,7 +191,8 @@ def test_bench_run_sends_no_seed_unless_given():
     """``--seed`` defaults to unset: LiteLLM's default configuration answers 400 UnsupportedParamsError to it."""
     import argparse
 
-    from MedOpenClawLib.bench.run_command import add_bench_subcommand, provider_config
+    from MedOpenClawLib.bench.run_command import add_bench_subcommand
+    from MedOpenClawLib.bench.run_launch import provider_config
 
     parser = argparse.ArgumentParser()
     add_bench_subcommand(parser.add_subparsers())

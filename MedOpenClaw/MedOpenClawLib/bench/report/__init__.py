@@ -38,7 +38,7 @@ def write_report(inputs: list[str | os.PathLike] | str | os.PathLike, out: str |
     runs = [load_run(path, name) for path, name in zip(run_dirs, run_names(run_dirs))]
     out_dir.mkdir(parents=True, exist_ok=True)
 
-    from .plots import write_plots
+    from .plots import write_plots  # matplotlib: only where figures are drawn
 
     tables = all_tables(runs)
     pages = {run.name: out_dir / "runs" / f"{slug(run.name)}.html" for run in runs}

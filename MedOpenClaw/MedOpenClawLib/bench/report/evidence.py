@@ -21,8 +21,10 @@ import numpy as np
 
 from ...core.audit import action_states
 from ...core.result import ActionError
+from ...pathology.slide import Slide
 from ..cases import Case, CaseFormatError, GroundTruth
 from ..modules import get
+from ..scoring.geometry import mask_from_file
 from ..spec import LOC_NONE, LOC_WSI_POINT
 
 VIEW_KEYS = {"axial": "key_slice_axial_mm", "sagittal": "key_slice_sagittal_mm", "coronal": "key_slice_coronal_mm"}
@@ -116,7 +118,7 @@ class RadiologyEvidence:
         self._registry, self._case_key = None, None
 
     def _engine_for(self, case: Case):
-        from ...apps.radiology import build_headless_slicer_registry
+        from ...apps.radiology import build_headless_slicer_registry  # slicer-core (vtk): only where evidence is drawn
 
         key = (str(case.cases_dir), case.case_id)
         if key != self._case_key:
@@ -135,7 +137,7 @@ class RadiologyEvidence:
                records: list[dict]) -> tuple[list[EvidenceView], list[EvidenceView]]:
         """The answered evidence in each view, and -- when it missed the lesion (a view with the mask shows none
         of it at the answered slice) -- the same views at the reference key slices with the reference point."""
-        from ...viewer.geometry import VIEWS
+        from ...viewer.geometry import VIEWS  # vtk: evidence drawing only
 
         engine = self._engine_for(case)
         evidence = parsed.get("evidence") or {}
@@ -143,8 +145,6 @@ class RadiologyEvidence:
         source = localization.get("source_volume_name")
         mask = None
         if truth.mask_path is not None and truth.mask_path.is_file():
-            from ..scoring.geometry import mask_from_file
-
             mask = mask_from_file(truth.mask_path)
         state, geometries = last_viewer_state(records) or {}, last_image_geometries(records)
         answered = [self._render_view(engine, view, state, geometries.get(view), evidence, source, mask)
@@ -159,8 +159,6 @@ class RadiologyEvidence:
                                             TRUTH_COLOUR) for view in VIEWS]
 
     def _volume(self, engine, names: list[str | None]):
-        from ...core.result import ActionError
-
         for name in names:
             if name:
                 try:
@@ -173,7 +171,7 @@ class RadiologyEvidence:
                      source: str | None, mask, point_colour=POINT_COLOUR) -> EvidenceView:
         from PIL import Image, ImageDraw
 
-        from ...viewer.rendering import render_view
+        from ...viewer.rendering import render_view  # vtk, Pillow: evidence drawing only
 
         notes: list[str] = []
         view_state = (state.get("views") or {}).get(view) or {}
@@ -220,7 +218,7 @@ class RadiologyEvidence:
     def _restore_plane(self, engine, view: str, view_state: dict, geometry: dict | None) -> None:
         """The plane and field of view of the last image the agent saw (its geometry record), else those of
         the viewer-state snapshot, else the standard view fitted to the volume."""
-        from ...viewer.geometry import numpy_to_vtk_matrix
+        from ...viewer.geometry import numpy_to_vtk_matrix  # vtk: evidence drawing only
 
         logic = engine.logic(view)
         slice_node = logic.GetSliceNode()
@@ -267,7 +265,7 @@ class RadiologyEvidence:
 
     def _draw_key_lines(self, draw, view: str, evidence: dict, xy_to_ras: np.ndarray) -> None:
         """Each other view's answered key slice is the line where its plane meets this view's plane."""
-        from ...viewer.geometry import AXIS_LETTER, CANONICAL_AXIS
+        from ...viewer.geometry import AXIS_LETTER, CANONICAL_AXIS  # vtk: evidence drawing only
 
         last = self.size - 1.0
         for other, key_name in VIEW_KEYS.items():
@@ -293,7 +291,7 @@ class RadiologyEvidence:
 
     def _draw_point(self, draw, view: str, geometry, ras: list[float], background,
                     colour=POINT_COLOUR) -> list[str]:
-        from ...viewer.geometry import CANONICAL_AXIS, spacing_along
+        from ...viewer.geometry import CANONICAL_AXIS, spacing_along  # vtk: evidence drawing only
 
         column, row, distance = geometry.ras_to_pixel(ras)
         if not (0 <= column < self.size and 0 <= row < self.size):
@@ -383,7 +381,6 @@ def pathology_views(truth: GroundTruth, parsed: dict, slide_path: Path, assets: 
     ~250 px overview a small metastasis is a dot."""
     from PIL import Image, ImageDraw
 
-    from ...pathology.slide import Slide
 
     if not slide_path.is_file() or not truth.slide_size:
         return None, []

@@ -15,13 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ...core.audit import read_trace
+from ..agents import OFFLINE_AGENTS
 from ..cases import CaseFormatError
 from ..model_families import FAMILIES, default_family
 from ..modules import names as module_names
 from ..modules.lumiere.labels import LUMIERE_EVIDENCE_FIELDS
 from ..modules.nsclc.labels import NSCLC_QUESTIONS
 from ..outcomes import ERROR, INVALID, REJECTED, SCORED, outcome_of
-from ..scoring.batch import answered
+from ..scoring.batch import answered, package_fingerprint
 from ..scoring.process import process_metrics
 from ..tasks import operator_names
 from .audits import audit_metrics, episode_audit
@@ -184,8 +185,6 @@ class Run:
     def package(self) -> str:
         """Which case package the run scored: run.json's fingerprint, else the manifest's fingerprint where
         ``cases_dir`` still holds it, else that path."""
-        from ..scoring.batch import package_fingerprint
-
         cases_dir = str(self.identity.get("cases_dir") or "?")
         return str(self.identity.get("package") or package_fingerprint(cases_dir) or cases_dir)
 
@@ -325,8 +324,6 @@ def is_privileged(identity: dict) -> bool:
     """Whether the run's agent read the hidden ground truth (the oracle), directly or through a chain of replays
     of one. The chain is followed iteratively and each run once: a ``replay_from`` naming its own run (or any
     cycle) ends the chain as not privileged instead of recursing without end."""
-    from ..agents import OFFLINE_AGENTS
-
     seen: set[Path] = set()
     while isinstance(identity, dict):
         agent = OFFLINE_AGENTS.get(str(identity.get("agent")))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from ..modules import get
 from .rules import CaseScore
 
 
@@ -38,7 +39,6 @@ def aggregate(scores: Iterable[CaseScore]) -> dict:
     if len(modules) > 1:
         raise ValueError(f"cannot aggregate scores of several modules: {sorted(modules)}")
     module = modules.pop() if modules else None
-    from ..modules import get
 
     spec = get(module) if module is not None else None
     has_loc = spec is not None and spec.has_loc

@@ -21,6 +21,7 @@ from ...core.names import confined
 from ...core.sinks import write_json
 from ..cases import CaseFormatError, load_cases, load_ground_truth, package_image_space
 from ..kit.parsing import parse_response
+from ..modules import get
 from .aggregate import aggregate
 from .process import aggregate_process, invalid_reason, process_metrics
 from .rules import CaseScore, score_case
@@ -55,8 +56,6 @@ def read_responses(path: str | os.PathLike) -> tuple[list[dict], list[str]]:
 
 def answered(module: str, parsed: dict) -> bool:
     """Whether a parsed response holds an answer at all (process metrics count unanswered episodes)."""
-    from ..modules import get
-
     return get(module).answered(parsed)
 
 

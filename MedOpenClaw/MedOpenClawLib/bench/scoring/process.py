@@ -25,6 +25,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from ..modules import get
+
 ARGUMENT_ERRORS = ("invalid_argument", "unknown_action", "not_on_track", "invalid_json")
 INVALID_EVENTS = ("invalid", "environment_fault")
 TOKEN_KEYS = {
@@ -82,8 +84,6 @@ def process_metrics(
     module: str, records: list[dict], answered: bool, reference: Iterable[str] | None = None
 ) -> dict:
     """Process metrics of one episode; ``answered`` is whether the final response parsed to an answer."""
-    from ..modules import get
-
     spec = get(module)
     reference = list(reference if reference is not None else spec.reference_tools)
     calls = [

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..cases import GroundTruth
+from ..modules import get
 from .geometry import KEY_SLICE_AXIS, area_covers, evidence_area, key_slice_in_range, mask_from_file
 
 KEY_SLICE_KEYS = {view: f"key_slice_{view}_mm" for view in KEY_SLICE_AXIS}
@@ -93,8 +94,6 @@ def score_case(
 ) -> CaseScore:
     """Score one parsed response against the hidden reference; ``invalid`` (a reason) marks an environment
     fault that excludes the episode from every denominator."""
-    from ..modules import get
-
     spec = get(module)
     if module != ground_truth.module:
         raise ValueError(f"ground truth of {ground_truth.case_id} is {ground_truth.module}, not {module}")

@@ -14,6 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..modules import get, names
+
 SIZES = {
     "demo": {"cases": 6, "mri_spacing_mm": 2.0, "slide_size": (16384, 12288), "ct_size": 256},
     "full": {"cases": 40, "mri_spacing_mm": 1.0, "slide_size": (32768, 24576), "ct_size": 512},
@@ -43,8 +45,6 @@ def write_cohort(out: str | Path, config: CohortConfig = CohortConfig(),
                  modules: Iterable[str] | None = None) -> dict[str, list[str]]:
     """Write the requested modules (default: every registered one), replacing earlier output of those modules;
     returns case ids per module."""
-    from ..modules import get, names
-
     if config.cases < 1:
         raise ValueError("a cohort needs at least one case per module")
     written = {}

@@ -47,19 +47,18 @@ def parse_arguments(argv: list[str]):
 def main() -> int:
     args = parse_arguments(sys.argv[1:])
     load_package()
+    # the package is importable only now, from the runner's copy (load_package): these two imports wait for it
     from MedOpenClawLib.worker.lifecycle import exit_with_parent
 
     if args.parent_pid:  # first: whatever fails or hangs below, the runner's end also ends this Slicer
         exit_with_parent(args.parent_pid)
-    from MedOpenClawLib.core import settings
-    from MedOpenClawLib.worker.protocol import TOKEN_ENV
+    from MedOpenClawLib.worker.service import WorkerService, serve_worker, worker_token  # after load_package too
 
-    token = settings.value(TOKEN_ENV)
-    if not token:
-        print(f"{TOKEN_ENV} must be set", file=sys.stderr)
+    try:
+        token = worker_token()
+    except ValueError as error:
+        print(error, file=sys.stderr)
         return 2
-    from MedOpenClawLib.worker.service import WorkerService, serve_worker
-
     serve_worker(WorkerService(), token, args.port, args.ready_file)
     return 0
 

@@ -17,13 +17,6 @@ from . import plans
 from .answer import parse, score_answer, write
 from .labels import BRACS_OPTIONS
 
-
-def write_synthetic(root, config) -> list[str]:
-    from .synthetic import write_bracs
-
-    return write_bracs(root, config.seed, config.cases, tuple(config.slide_size), config.workers)
-
-
 PROMPTS = Path(__file__).resolve().parent / "prompts"  # this module's App. H templates
 
 SPEC = ModuleSpec(
@@ -35,7 +28,7 @@ SPEC = ModuleSpec(
     filter_steps=(),
     paper_count=113,
     dataset_dir="BRACS",
-    write_synthetic=write_synthetic,
+    write_synthetic=imported_on_call("MedOpenClawLib.bench.modules.bracs.synthetic", "write_synthetic"),
     truth_checks=(region_problems, slide_size_problems),
     questions=(Question("answer", "Single best slide-level BRACS label", BRACS_OPTIONS),),
     no_lesion_answer=None,

@@ -274,3 +274,7 @@ def write_bracs(root: Path, seed: int, cases: int, size: tuple[int, int], worker
     return written
 
 
+def write_synthetic(root: Path, config) -> list[str]:
+    """This module's share of the embedded cohort at the sizes of ``config`` (a ``synthetic.cohort.CohortConfig``):
+    the spec's ``write_synthetic``."""
+    return write_bracs(root, config.seed, config.cases, tuple(config.slide_size), config.workers)

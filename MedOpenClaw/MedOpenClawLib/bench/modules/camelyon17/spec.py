@@ -18,12 +18,6 @@ from .answer import parse, score_answer, write
 from .labels import METASTASIS_OPTIONS, TUMOR_PRESENCE_OPTIONS
 
 
-def write_synthetic(root, config) -> list[str]:
-    from .synthetic import write_camelyon
-
-    return write_camelyon(root, config.seed, config.cases, tuple(config.slide_size), config.workers)
-
-
 def answered(parsed: dict) -> bool:
     """The presence question answered (the category follows from it on a negative slide)."""
     return parsed.get("tumor_presence") is not None
@@ -40,7 +34,7 @@ SPEC = ModuleSpec(
     filter_steps=(),
     paper_count=550,
     dataset_dir="CAMELYON17",
-    write_synthetic=write_synthetic,
+    write_synthetic=imported_on_call("MedOpenClawLib.bench.modules.camelyon17.synthetic", "write_synthetic"),
     truth_checks=(region_problems, camelyon_problems, slide_size_problems),
     questions=(
         Question("tumor_presence", "Tumor presence?", TUMOR_PRESENCE_OPTIONS),

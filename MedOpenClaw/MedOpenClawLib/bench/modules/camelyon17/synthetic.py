@@ -188,3 +188,8 @@ def write_camelyon(root: Path, seed: int, cases: int, size: tuple[int, int], wor
             writer.writerows(row for row in stage_rows if row[0].startswith(patient + "_"))
     return written
 
+
+def write_synthetic(root: Path, config) -> list[str]:
+    """This module's share of the embedded cohort at the sizes of ``config`` (a ``synthetic.cohort.CohortConfig``):
+    the spec's ``write_synthetic``."""
+    return write_camelyon(root, config.seed, config.cases, tuple(config.slide_size), config.workers)

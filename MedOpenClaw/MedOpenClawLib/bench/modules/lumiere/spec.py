@@ -19,12 +19,6 @@ from .labels import LUMIERE_EVIDENCE_FIELDS, RANO_OPTIONS
 FIELD_LABELS = ("NML", "T2 Prog.", "Cur. TL", "New TL", "Cur. NTL", "New NTL")  # MedFlow-Bench Table 5
 
 
-def write_synthetic(root, config) -> list[str]:
-    from .synthetic import write_lumiere
-
-    return write_lumiere(root, config.seed, config.cases, config.mri_spacing_mm, config.workers)
-
-
 PROMPTS = Path(__file__).resolve().parent / "prompts"  # this module's App. H templates
 
 SPEC = ModuleSpec(
@@ -37,7 +31,7 @@ SPEC = ModuleSpec(
                   "both studies in the requested image space", USABLE_STEP, CONSISTENT_STEP, "label frequency"),
     paper_count=139,  # after its filters
     dataset_dir="LUMIERE",
-    write_synthetic=write_synthetic,
+    write_synthetic=imported_on_call("MedOpenClawLib.bench.modules.lumiere.synthetic", "write_synthetic"),
     truth_checks=(lumiere_problems,),
     questions=(Question("answer", "CURRENT study's RANO response label", RANO_OPTIONS),),
     no_lesion_answer=None,

@@ -145,3 +145,8 @@ def write_lumiere(root: Path, seed: int, cases: int, spacing_mm: int, workers: i
         writer.writerows(rows)
     return written
 
+
+def write_synthetic(root: Path, config) -> list[str]:
+    """This module's share of the embedded cohort at the sizes of ``config`` (a ``synthetic.cohort.CohortConfig``):
+    the spec's ``write_synthetic``."""
+    return write_lumiere(root, config.seed, config.cases, config.mri_spacing_mm, config.workers)

@@ -20,12 +20,6 @@ from .labels import NSCLC_QUESTIONS
 SUBTASK_LABELS = ("Tumor Loc.", "T Stage", "Path. N", "Hist.", "Grade")  # MedFlow-Bench Table 5
 
 
-def write_synthetic(root, config) -> list[str]:
-    from .synthetic import write_nsclc
-
-    return write_nsclc(root, config.seed, config.cases, config.ct_size, config.workers)
-
-
 def answered(parsed: dict) -> bool:
     """Any of the five questions answered."""
     return any(value is not None for value in (parsed.get("answers") or {}).values())
@@ -43,7 +37,7 @@ SPEC = ModuleSpec(
                   USABLE_STEP, CONSISTENT_STEP),
     paper_count=162,  # without the AMC cohort
     dataset_dir="NSCLC-Radiogenomics",
-    write_synthetic=write_synthetic,
+    write_synthetic=imported_on_call("MedOpenClawLib.bench.modules.nsclc.synthetic", "write_synthetic"),
     truth_checks=(localization_problems,),
     questions=tuple(Question(qid, text, options) for qid, text, options in NSCLC_QUESTIONS),
     no_lesion_answer="No tumor",

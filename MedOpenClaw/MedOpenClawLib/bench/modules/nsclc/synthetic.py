@@ -450,3 +450,9 @@ def write_nsclc(root: Path, seed: int, cases: int, ct_size: int = 256, workers: 
         writer.writerow(CLINICAL_COLUMNS)
         writer.writerows(clinical_rows)
     return written
+
+
+def write_synthetic(root: Path, config) -> list[str]:
+    """This module's share of the embedded cohort at the sizes of ``config`` (a ``synthetic.cohort.CohortConfig``):
+    the spec's ``write_synthetic``."""
+    return write_nsclc(root, config.seed, config.cases, config.ct_size, config.workers)

@@ -17,13 +17,6 @@ from . import plans
 from .answer import parse, score_answer, write
 from .labels import UCSF_OPTIONS
 
-
-def write_synthetic(root, config) -> list[str]:
-    from .synthetic import write_ucsf
-
-    return write_ucsf(root, config.seed, config.cases, config.mri_spacing_mm, config.workers)
-
-
 PROMPTS = Path(__file__).resolve().parent / "prompts"  # this module's App. H templates
 
 SPEC = ModuleSpec(
@@ -35,7 +28,7 @@ SPEC = ModuleSpec(
     filter_steps=("baseline scans only (_FU follow-ups excluded)", USABLE_STEP),
     paper_count=495,
     dataset_dir="UCSF-PDGM",
-    write_synthetic=write_synthetic,
+    write_synthetic=imported_on_call("MedOpenClawLib.bench.modules.ucsf_pdgm.synthetic", "write_synthetic"),
     truth_checks=(localization_problems,),
     questions=(Question("answer", "Classify the case into one option", UCSF_OPTIONS),),
     no_lesion_answer="No tumor",

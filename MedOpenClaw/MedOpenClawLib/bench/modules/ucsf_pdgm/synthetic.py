@@ -87,3 +87,7 @@ def write_ucsf(root: Path, seed: int, cases: int, spacing_mm: int, workers: int 
     return written
 
 
+def write_synthetic(root: Path, config) -> list[str]:
+    """This module's share of the embedded cohort at the sizes of ``config`` (a ``synthetic.cohort.CohortConfig``):
+    the spec's ``write_synthetic``."""
+    return write_ucsf(root, config.seed, config.cases, config.mri_spacing_mm, config.workers)
