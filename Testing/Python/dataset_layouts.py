@@ -22,8 +22,8 @@ import numpy as np
 
 from MedOpenClawLib.bench.modules.camelyon17.synthetic import asap_xml
 from MedOpenClawLib.bench.modules.lumiere.synthetic import LUMIERE_RATING_COLUMN, LUMIERE_RATIONALE_COLUMN
+from MedOpenClawLib.bench.modules.nsclc.chest import Grid
 from MedOpenClawLib.bench.modules.nsclc.synthetic import METADATA_COLUMNS, _series_datasets, tumour_seg
-from MedOpenClawLib.bench.synthetic.chest import Grid
 from MedOpenClawLib.bench.synthetic.common import uid_for, write_nifti
 from MedOpenClawLib.bench.synthetic.slide_layout import write_pyramid
 

@@ -34,7 +34,7 @@ def cache_root(cache_dir: str | os.PathLike | None = None) -> Path:
 
 def cohort_fingerprint() -> str:
     """Hash of the sources that decide a prepared package (generators, loaders, module specs and answer
-    vocabularies, the ground-truth rules, the file manifest and the DICOM geometry the NSCLC masks are placed
+    vocabularies, the ground-truth rules, the file manifest and the DICOM geometry CT masks are placed
     with): a change never reuses a stale cohort."""
     package = Path(__file__).resolve().parent
     digest = hashlib.sha256()

@@ -15,7 +15,7 @@ import sys
 
 from ..cli import COUNT, NON_NEGATIVE, Number, deferred, user_path
 from ..core.sinks import json_text, terminal_text
-from .modules import names
+from .modules import names, prepare_options
 
 EXTENSION_MODULES = ("MedOpenClawLib.bench.run_command",)
 
@@ -87,28 +87,8 @@ def _add_prepare(subparsers) -> None:
         "--source", required=True, type=user_path, help="dataset root as downloaded (or a synthetic cohort dir)"
     )
     parser.add_argument("--out", required=True, type=user_path, help="case package directory to write")
-    parser.add_argument(
-        "--include-amc", action="store_true", help="nsclc: keep AMC cases (excluded by default)"
-    )
-    parser.add_argument(
-        "--require-evidence",
-        action="store_true",
-        help="lumiere: keep only pairs whose OLD and CURRENT segmentations exist (evidence-availability filter)",
-    )
-    parser.add_argument(
-        "--min-label-cases",
-        type=NON_NEGATIVE,
-        default=0,
-        metavar="N",
-        help="lumiere: drop RANO labels with fewer than N cases (label-frequency filter)",
-    )
-    parser.add_argument(
-        "--images", choices=("atlas", "native"), default="atlas",
-        help="lumiere: atlas-space skull-stripped scans, co-registered across timepoints (default), or each "
-             "study's native scans: the unregistered control of Table 3's Registration column. A pair is taken "
-             "only when both studies hold that space (never the other space's files instead); each case records "
-             "its image space",
-    )
+    for module, dest, keywords in prepare_options():  # each module's loader flags, from its folder
+        parser.add_argument("--" + dest.replace("_", "-"), **{**keywords, "help": f"{module}: {keywords['help']}"})
     parser.set_defaults(func=deferred("MedOpenClawLib.bench.command_runs:run_prepare"))
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 # measured by scripts/bench_scale.py (bench/scale.json): a headless worker peaks at ~0.50 GiB RSS on a full-size
-# synthetic ucsf-pdgm case (4 sequences at 1 mm), its Ray actor adds ~0.09 GiB; 1 GiB leaves room for CT + PET
+# synthetic brain MRI case (4 sequences at 1 mm), its Ray actor adds ~0.09 GiB; 1 GiB leaves room for CT + PET
 WORKER_MEMORY_BYTES = 1 << 30
 # model-bound episodes per core: with 2 s model turns an episode took ~12 s of wall time but ~2.9 s of worker CPU;
 # 8 workers on 2 cores ran 5.1x the episodes/hour of one, at +55 % time per episode. Four per core keeps that

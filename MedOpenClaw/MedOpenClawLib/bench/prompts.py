@@ -1,7 +1,7 @@
 """Prompts of App. H.1 (3D Slicer radiology) and H.2 (QuPath pathology), instantiated per case.
 
 Templates live in ``MedOpenClawLib/resources/prompts/`` (each module spec names its system and task templates,
-e.g. ``ucsf-pdgm.system.txt`` and ``ucsf-pdgm.task.txt``; ``pathology.round.txt``) and use ``string.Template``
+e.g. ``<module>.system.txt`` and ``<module>.task.txt``; ``pathology.round.txt``) and use ``string.Template``
 ``$names``. Text about tools is marked ``[tools]...[/tools]``: kept (markers removed) when the episode offers
 tools, dropped for a run without tools (Track C), whose budget block says that no tools are available instead of
 counting tool rounds. The scene inventory (radiology) or the current viewer state (pathology) is known only once
@@ -39,12 +39,12 @@ def lettered_options(case: Case) -> str:
 
 
 def dotted_options(case: Case) -> str:
-    """The BRACS layout: ``A. N``."""
+    """One question's options as ``A. label`` lines."""
     return "\n".join(f"{letter}. {label}" for letter, label in case.questions[0].options)
 
 
 def compact_numbered_options(case: Case) -> str:
-    """The NSCLC layout: ``Q1. Tumor location`` then ``1A Right upper lobe; 1B ...`` per question."""
+    """Several questions, compact: ``Q1. <question>`` then ``1A <option>; 1B ...`` per question."""
     blocks = []
     for number, question in enumerate(case.questions, 1):
         choices = "; ".join(f"{number}{letter} {label}" for letter, label in question.options)
@@ -53,7 +53,7 @@ def compact_numbered_options(case: Case) -> str:
 
 
 def numbered_questions(case: Case) -> str:
-    """The CAMELYON17 layout: numbered sub-questions, each with ``A. label`` options."""
+    """Numbered sub-questions, each with ``A. label`` options."""
     return "\n".join(
         f"{number}) {question.text}\n" + "\n".join(f"{letter}. {label}" for letter, label in question.options)
         for number, question in enumerate(case.questions, 1)

@@ -16,7 +16,7 @@ from typing import Any
 # localization rules (MedFlow-Bench Table 4): what the module's Loc column checks
 LOC_RAS_IN_MASK = "ras_in_mask"  # an answered RAS point inside the hidden lesion mask
 LOC_WSI_POINT = "wsi_point"  # an answered level-0 slide coordinate inside a reference region
-LOC_NONE = "none"  # the module defines no Loc (LUMIERE)
+LOC_NONE = "none"  # the module defines no Loc (its evidence is yes/no fields)
 LOCALIZATION_RULES = (LOC_RAS_IN_MASK, LOC_WSI_POINT, LOC_NONE)
 
 # the offline agents (agents.OFFLINE_AGENTS builds them); every spec has a plan for each
@@ -48,7 +48,7 @@ class ModuleSpec:
     """One benchmark module. Callables are the functions in their own files (loaders, parsers, scoring rules,
     agent plans); the spec only names which one the module uses."""
 
-    name: str  # the id on the command line and in every case package ("ucsf-pdgm")
+    name: str  # the id on the command line and in every case package (its folder's NAME)
     title: str  # column group of the report tables ("Brain MRI")
     application: str  # core.applications: RADIOLOGY or PATHOLOGY (its cases open there; a worker's kind)
     # --- data: the dataset loader, its cohort filters and the embedded synthetic dataset
@@ -56,7 +56,7 @@ class ModuleSpec:
     loader_options: tuple[str, ...]  # `bench prepare` flags (argparse dests) passed to the loader
     filter_steps: tuple[str, ...]  # the loader's cohort-filter steps, in the order it applies them
     paper_count: int  # benchmark-eligible cases in MedFlow-Bench Table 4
-    dataset_dir: str  # directory of the synthetic dataset in the embedded cohort ("UCSF-PDGM")
+    dataset_dir: str  # directory of the synthetic dataset in the embedded cohort (the dataset's own name)
     write_synthetic: Callable[..., list]  # (root, CohortConfig) -> case ids written
     truth_checks: tuple[Callable[..., list], ...]  # (case, truth) -> contradictions, beyond the answer check
     # --- the task: questions, prompts, the answer format
@@ -74,6 +74,9 @@ class ModuleSpec:
     write_answer: Callable[..., str]
     # --- scoring and the report
     tables: tuple[str, ...]  # the paper's tables the module joins (PAPER_TABLES), with their model averages
+    # Table 3's columns of the module: operation (tasks.OPERATION_GROUPS) -> the image space of the Track A run its
+    # Track B run is compared with ("native": an unregistered control for registration)
+    operations: Mapping[str, str]
     score: Callable[..., None]  # (truth, parsed, CaseScore) -> fills task/strict/loc/gates (Table 4 rule)
     localization: str  # one of LOCALIZATION_RULES
     sub_metrics: tuple[SubMetric, ...]  # aggregated beside Task/Strict/Loc

@@ -2,7 +2,7 @@
 
 :class:`PathologyViewer` is implemented twice: :class:`HeadlessWsiViewer` (OpenSlide/tiffslide, renders its own
 screenshots) and ``qupath_client.QuPathBridgeClient`` (QuPath through the Py4J bridge). The action layer only
-talks to this interface, so a BRACS or CAMELYON17 episode runs unchanged on either.
+talks to this interface, so a pathology episode runs unchanged on either.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ volume's *timepoint* is its module's rule (``specs``) applied to its name, else 
 
 F1 -- registration objective drift (G.1):
   ``F1.within_timepoint``: ``register_volumes`` between two volumes of the same study, in a module whose question
-  compares studies (LUMIERE: OLD vs CURRENT). ``F1.single_study``: any registration in a module whose question
+  compares studies (e.g. an OLD and a CURRENT study). ``F1.single_study``: any registration in a module whose question
   compares no studies (its series are one acquisition, already in one space).
 
 F3 -- transform-layer misbinding (G.3):

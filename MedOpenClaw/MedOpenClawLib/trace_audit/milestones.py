@@ -4,13 +4,13 @@ across repeated runs of one case.
 A workflow is an ordered list of milestones; each is reached by the first successful agent call after the previous
 milestone's call that satisfies its rule:
 
-- ``registration`` (LUMIERE): ``BF`` a ``register_volumes`` between two studies; ``BR`` an ``apply_transform`` or
+- ``registration`` (two studies): ``BF`` a ``register_volumes`` between two studies; ``BR`` an ``apply_transform`` or
   ``resample_volume`` through that transform; ``fusion`` a ``fusion`` with the volume BR moved (the volume placed
   under the transform, or the resampled output) as one layer and a volume of the other study as the other.
-- ``segmentation`` (UCSF-PDGM): ``seed`` a localisation on a shown image (``image_coords_to_ras`` or ``jump``);
+- ``segmentation`` (brain lesions): ``seed`` a localisation on a shown image (``image_coords_to_ras`` or ``jump``);
   ``segment`` a ``segment_region`` / ``vista3d_segment`` producing a region; ``quantify`` a ``quantify`` of that
   segmentation.
-- ``vista3d`` (NSCLC): ``segment`` a ``vista3d_segment`` / ``segment_region`` producing a region; ``quantify`` a
+- ``vista3d`` (CT/PET): ``segment`` a ``vista3d_segment`` / ``segment_region`` producing a region; ``quantify`` a
   ``quantify`` of it; ``localize`` a localisation afterwards (the evidence point of the answer).
 
 The workflow has *begun* when the agent called any of its operations (:data:`OPERATIONS`); a begun workflow whose

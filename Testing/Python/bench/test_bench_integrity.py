@@ -14,9 +14,10 @@ from agents_cases import write_ucsf_package
 from MedOpenClawLib.bench import integrity, modules
 from MedOpenClawLib.bench.cases import GroundTruth, load_cases, load_ground_truth
 from MedOpenClawLib.bench.integrity import CaseIntegrityError, verify_case_files
+from MedOpenClawLib.bench.modules.lumiere.lesions import lesion_fields
 from MedOpenClawLib.bench.package import prepare
 from MedOpenClawLib.bench.synthetic.cohort import CohortConfig, write_cohort
-from MedOpenClawLib.bench.truth_check import check_ground_truth, lesion_fields
+from MedOpenClawLib.bench.truth_check import check_ground_truth
 from MedOpenClawLib.cli import main
 
 

@@ -21,41 +21,17 @@ def checker():
 
 
 # What does not hold yet, as an upper bound that only comes down (lower it when a change improves a figure):
-# the function-level imports, the long files and the files naming datasets outside bench/modules are issue 38's
-# second step.
+# server/ (the HTTP-stack step) has the uncommented function-level imports and the long file.
 NOT_YET = {
     "layer_violations": [],
     "import_circles": [],
     "function_level_imports_of_own_modules": 24,
     "function_level_imports_without_comment": 0,
     "files_over_limit": [],
+    # the case-package format and Table 4's protocol decisions document every module's layout and rules side by side
     "files_naming_datasets_outside_module_folders": [
-        "MedOpenClaw/MedOpenClawLib/bench/agents/heuristic.py",
         "MedOpenClaw/MedOpenClawLib/bench/cases.py",
-        "MedOpenClaw/MedOpenClawLib/bench/cohort_cache.py",
-        "MedOpenClaw/MedOpenClawLib/bench/commands.py",
-        "MedOpenClaw/MedOpenClawLib/bench/concurrency.py",
-        "MedOpenClaw/MedOpenClawLib/bench/kit/answers.py",
-        "MedOpenClaw/MedOpenClawLib/bench/prompts.py",
-        "MedOpenClaw/MedOpenClawLib/bench/report/evidence.py",
-        "MedOpenClaw/MedOpenClawLib/bench/report/plots.py",
-        "MedOpenClaw/MedOpenClawLib/bench/report/runs.py",
-        "MedOpenClaw/MedOpenClawLib/bench/report/stats.py",
-        "MedOpenClaw/MedOpenClawLib/bench/report/tables/grouping.py",
-        "MedOpenClaw/MedOpenClawLib/bench/report/tables/table2.py",
-        "MedOpenClaw/MedOpenClawLib/bench/report/tables/table3.py",
-        "MedOpenClaw/MedOpenClawLib/bench/report/tables/table5.py",
-        "MedOpenClaw/MedOpenClawLib/bench/report/transcript.py",
-        "MedOpenClaw/MedOpenClawLib/bench/scoring/aggregate.py",
         "MedOpenClaw/MedOpenClawLib/bench/scoring/rules.py",
-        "MedOpenClaw/MedOpenClawLib/bench/spec.py",
-        "MedOpenClaw/MedOpenClawLib/bench/synthetic/chest.py",
-        "MedOpenClaw/MedOpenClawLib/bench/synthetic/cohort.py",
-        "MedOpenClaw/MedOpenClawLib/bench/truth_check.py",
-        "MedOpenClaw/MedOpenClawLib/pathology/viewer.py",
-        "MedOpenClaw/MedOpenClawLib/trace_audit/detectors.py",
-        "MedOpenClaw/MedOpenClawLib/trace_audit/milestones.py",
-        "MedOpenClaw/MedOpenClawLib/trace_audit/specs.py",
     ],
 }
 

@@ -24,7 +24,7 @@ FIXED_WINDOW = {"window": 1200.0, "level": 600.0}  # one linear display for volu
 ENHANCING_CONTRAST = 12.0  # display levels above normal tissue: the lesion enhances
 STRONG_ENHANCEMENT = 40.0
 MEASURABLE_MM = 10.0  # RANO: measurable enhancing lesion, both diameters >= 10 mm
-DENSITY_LADDER = (8.0, 16.0, 24.0, 32.0, 40.0, 48.0)  # BRACS: denser than the tissue median -> more atypical
+DENSITY_LADDER = (8.0, 16.0, 24.0, 32.0, 40.0, 48.0)  # denser than the tissue median -> a more atypical class
 TUMOUR_CONTRAST = 30.0
 RATIONALE = "Heuristic baseline (tools and pixels only)."
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class Evidence:
     """What a final answer cites beside its answers: key slices and a RAS point (brain, thorax), level-0 slide
-    points (slides), the LUMIERE evidence fields, and the rationale line."""
+    points (slides), yes/no evidence fields, and the rationale line."""
 
     key_slices: dict | None = None  # axial/sagittal/coronal -> canonical RAS mm
     ras: list[float] | None = None

@@ -40,6 +40,13 @@ def names() -> tuple[str, ...]:
     return tuple(_folders())
 
 
+def prepare_options() -> list[tuple[str, str, dict]]:
+    """(module, argparse dest, keywords) of every module's `bench prepare` loader flags (its folder's
+    ``PREPARE_OPTIONS``), in report order: read without importing any spec."""
+    return [(name, dest, dict(keywords)) for name, package in _folders().items()
+            for dest, keywords in getattr(package, "PREPARE_OPTIONS", {}).items()]
+
+
 def check_module(name: object) -> str:
     """``name`` when a module folder defines it, else UnknownModule (a CaseFormatError) naming the known ones."""
     if not isinstance(name, str) or name not in _folders():
@@ -87,4 +94,4 @@ def in_table(table: str) -> tuple[str, ...]:
 
 
 __all__ = ["PATHOLOGY", "RADIOLOGY", "ModuleSpec", "SubMetric", "UnknownModule", "check_module", "get", "in_table",
-           "known", "names", "of_application", "specs", "title"]
+           "known", "names", "of_application", "prepare_options", "specs", "title"]

@@ -329,7 +329,7 @@ def episode_evidence(renderer: RadiologyEvidence, run, episode, records: list[di
                                               for inset in insets]
             return result
         if rule == LOC_NONE:
-            return result  # e.g. LUMIERE: its evidence is lesion-state fields, nothing to draw on a slice
+            return result  # yes/no evidence fields: nothing to draw on a slice
         answered, reference_views = renderer.render(case, truth, episode.parsed, records)
         for key, prefix, views in (("evidence", "evidence", answered), ("reference_views", "reference",
                                                                          reference_views)):

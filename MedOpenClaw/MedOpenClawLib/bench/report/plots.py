@@ -41,7 +41,7 @@ def _rows(runs: list[Run]) -> dict[str, dict[str, list[Run]]]:
 
 
 def mark_zero_and_undefined(axis, positions, values, width: float, colour) -> None:
-    """A score of 0 has no bar to see and an undefined one (Loc. of LUMIERE, no scored episode) has none
+    """A score of 0 has no bar to see and an undefined one (Loc. without a localization rule, no episode) has none
     either: 0 gets a thick line at the axis and a '0', undefined an 'n/a', so the two never look alike."""
     for position, value in zip(positions, values):
         if np.isnan(value):

@@ -19,8 +19,7 @@ from ..agents import OFFLINE_AGENTS
 from ..cases import CaseFormatError
 from ..model_families import FAMILIES, default_family
 from ..modules import names as module_names
-from ..modules.lumiere.labels import LUMIERE_EVIDENCE_FIELDS
-from ..modules.nsclc.labels import NSCLC_QUESTIONS
+from ..modules import specs
 from ..outcomes import ERROR, INVALID, REJECTED, SCORED, outcome_of
 from ..scoring.batch import answered, package_fingerprint
 from ..scoring.process import process_metrics
@@ -198,8 +197,9 @@ class Run:
 
     @property
     def images(self) -> str:
-        """LUMIERE: the image space of the scored cases (``native``: the unregistered control) as run.json records
-        it, else as the package's manifest says (runs written before run.json kept it), else atlas."""
+        """The image space of the scored cases (``native``: a registration module's unregistered control) as
+        run.json records it, else as the package's manifest says (runs written before run.json kept it), else
+        atlas."""
         return str(self.identity.get("image_space") or _manifest_field(self.identity.get("cases_dir"), "images")
                    or "atlas")
 
@@ -347,12 +347,8 @@ def episode_metrics(module: str | None, episode: Episode, track: str = "A") -> d
     metrics: dict[str, float | None] = {key: _number(score.get(key)) for key in ("task", "strict", "loc")}
     if episode.outcome == REJECTED and not score:  # recorded before rejected episodes were scored as unanswered
         metrics.update(dict.fromkeys(ZERO_BY_RULE, 0.0))
-    for name in LUMIERE_EVIDENCE_FIELDS:
-        metrics[name] = _number(_mapping(details.get("fields")).get(name))
-    for qid, _, _ in NSCLC_QUESTIONS:
-        metrics[qid] = _number(_mapping(details.get("questions")).get(qid))
-    for key in ("tumor_presence", "largest_metastasis"):
-        metrics[key] = _number(details.get(key))
+    for sub in (sub for spec in specs() for sub in spec.sub_metrics):  # every module's Table 5 sub-columns
+        metrics[sub.key] = _number(_mapping(details.get(sub.group)).get(sub.key) if sub.group else details.get(sub.key))
     if episode.trace is not None and module and episode.counted:
         records = trace_records(episode.trace)
         try:

@@ -6,7 +6,7 @@ reduced to the case's mean first; their spread is the case's stability, reported
 Intervals (the table notes name them, and each cell records which one it has):
 
 - every case 0 or 1 (binary per-case metrics: Task, Strict, Loc of one episode per case): Clopper-Pearson, exact;
-- otherwise (NSCLC's #correct/5, means of repeats, shares): a case-level bootstrap, BCa (``scipy.stats.bootstrap``);
+- otherwise (#correct of N questions, repeat means, shares): a case-level bootstrap, BCa (``scipy.stats.bootstrap``);
 - the documented rule where a bootstrap has nothing to resample (every case equal, or one case): a metric bounded in
   [lo, hi] gets the Clopper-Pearson interval of its mean rescaled to [0, 1] at the same n -- the widest interval a
   bounded metric can need, since at a given mean a two-point variable has the largest variance. An unbounded

@@ -229,7 +229,7 @@ def _number_text(value) -> str:
 
 
 def answer_rows(case, truth, parsed: dict) -> list[dict]:
-    """The final answer beside the correct one, field by field: each question, each evidence field (LUMIERE),
+    """The final answer beside the correct one, field by field: each question, each yes/no evidence field,
     and the localization the reference gives (key slices and RAS point, or the regions' reference points)."""
     given = parsed.get("answers") if isinstance(parsed.get("answers"), dict) else parsed
     questions = {question.qid: question for question in (case.questions if case is not None else [])}

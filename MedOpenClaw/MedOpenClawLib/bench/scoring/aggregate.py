@@ -3,7 +3,7 @@
 
 INVALID episodes (environment faults) are excluded from every denominator and counted separately, as in
 MedImageOSWorld; Loc averages only over cases inside the module's Loc denominator and is null for a module without a
-localization rule (LUMIERE).
+localization rule.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ def _mean(values: list[float]) -> float | None:
 
 def _scorable_mean(scores: list[CaseScore], *path: str) -> float | None:
     """Mean of one per-case sub-score (``details[path...]``) over the cases where it is scorable: a case whose
-    reference has no value there (an NSCLC grade "Not Collected", a LUMIERE field without its segmentation)
+    reference has no value there (a clinical grade "Not Collected", an evidence field without its segmentation)
     holds None or nothing, and leaves that column's denominator instead of crashing the aggregation."""
     values = []
     for score in scores:
@@ -54,6 +54,6 @@ def aggregate(scores: Iterable[CaseScore]) -> dict:
         "invalid": len(scores) - len(valid),
         "parse_failures": sum(1 for score in valid if score.parse_errors),
     }
-    for metric in spec.sub_metrics if spec is not None else ():  # e.g. the NSCLC subtasks (Table 5)
+    for metric in spec.sub_metrics if spec is not None else ():  # e.g. subtasks (Table 5)
         result[metric.key] = _scorable_mean(valid, *metric.path)
     return result

@@ -1,6 +1,6 @@
 """The embedded default cohort: every module's synthetic dataset under one directory, from one seed.
 
-``write_cohort(out)`` writes ``out/<dataset_dir>/`` (the directory its module spec names, e.g. ``UCSF-PDGM``) in
+``write_cohort(out)`` writes ``out/<dataset_dir>/`` (the directory its module spec names, the dataset's own) in
 each dataset's own layout, so ``bench prepare --module M --source out/<dataset_dir>`` reads it with the same loader
 as the real download. Same seed and config ->
 byte-identical files (fixed UIDs, no timestamps, gzip mtime 0).
@@ -30,7 +30,7 @@ class CohortConfig:
     cases: int = SIZES["demo"]["cases"]
     mri_spacing_mm: float = SIZES["demo"]["mri_spacing_mm"]
     slide_size: tuple[int, int] = SIZES["demo"]["slide_size"]  # every slide spans 24.6 mm of glass
-    ct_size: int = SIZES["demo"]["ct_size"]  # NSCLC CT matrix (the field of view stays 330-380 mm)
+    ct_size: int = SIZES["demo"]["ct_size"]  # CT matrix of the thorax (the field of view stays 330-380 mm)
     workers: int = field(default_factory=lambda: min(2, os.cpu_count() or 1))
 
     @classmethod

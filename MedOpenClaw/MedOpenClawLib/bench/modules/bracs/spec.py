@@ -39,6 +39,7 @@ SPEC = ModuleSpec(
     answered=single_answer,
     write_answer=write,
     tables=("table2",),
+    operations={},
     score=score_answer,
     localization=LOC_WSI_POINT,
     sub_metrics=(),

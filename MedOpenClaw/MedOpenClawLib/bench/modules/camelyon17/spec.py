@@ -12,10 +12,11 @@ from ...prompts import PROMPT_DIR as SHARED_PROMPTS
 from ...prompts import numbered_questions
 from ...scoring.process import PATHOLOGY_REFERENCE, PATHOLOGY_STAGES
 from ...spec import LOC_WSI_POINT, ModuleSpec, SubMetric, imported_on_call
-from ...truth_check import camelyon_problems, region_problems, slide_size_problems
+from ...truth_check import region_problems, slide_size_problems
 from . import plans
 from .answer import parse, score_answer, write
 from .labels import METASTASIS_OPTIONS, TUMOR_PRESENCE_OPTIONS
+from .truth import camelyon_problems
 
 
 def answered(parsed: dict) -> bool:
@@ -48,6 +49,7 @@ SPEC = ModuleSpec(
     answered=answered,
     write_answer=write,
     tables=("table2",),
+    operations={},
     score=score_answer,
     localization=LOC_WSI_POINT,
     sub_metrics=(SubMetric("tumor_presence", "Presence", ""), SubMetric("largest_metastasis", "Category", "")),

@@ -15,7 +15,7 @@ Evidence fields of the CURRENT study:
 - t2_progression: :func:`t2_progression` of the rating rationale (``"T2-Progr."`` YES, ``"no T2-Progr."`` NO);
   null when the rationale is empty.
 - current/new target and non-target lesions: from the DeepBraTumIA segmentations (atlas space, so OLD and
-  CURRENT share a grid) by ``truth_check.lesion_fields`` (the one rule the ground-truth checker re-applies):
+  CURRENT share a grid) by ``lesions.lesion_fields`` (the one rule the ground-truth checker re-applies):
   each connected enhancing component of CURRENT is a target lesion when RANO-measurable (two perpendicular
   in-plane diameters >= 10 mm, on >= 2 axial slices), a non-target lesion when smaller, and segmentation noise
   (ignored) when its longest in-plane diameter is under 5 mm; it is new when it does not touch OLD's tumour
@@ -42,8 +42,8 @@ import numpy as np
 from ...cases import IMAGE_SPACES, Case, CaseFormatError, GroundTruth, VolumeRef
 from ...kit.loading import SkipCase, column, decoded_nifti_shape, find_one, read_csv_rows
 from ...package import PackageWriter, place_file
-from ...truth_check import label_map, lesion_fields_of_files
 from .labels import RANO_OPTIONS, normalize_rano
+from .lesions import label_map, lesion_fields_of_files
 
 MODALITIES = ("CT1", "T1", "T2", "FLAIR")
 COMPARTMENT_KEYS = {"enhancing": "Enhancing_Core", "necrosis": "Necrotic_NonEnhancing", "edema": "Edema_Compartment"}

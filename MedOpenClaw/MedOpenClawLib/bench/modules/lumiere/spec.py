@@ -7,14 +7,24 @@ from pathlib import Path
 
 from ....apps import inspect_tools
 from ....core.applications import RADIOLOGY
-from ....trace_audit.specs import AuditSpec, lumiere_timepoint
+from ....trace_audit.specs import AuditSpec
 from ...cases import CONSISTENT_STEP, USABLE_STEP, Question
 from ...prompts import lettered_options
 from ...spec import LOC_NONE, ModuleSpec, SubMetric, imported_on_call, single_answer
-from ...truth_check import lumiere_problems
-from . import plans
+from . import PREPARE_OPTIONS, plans
 from .answer import parse, score_answer, write
 from .labels import LUMIERE_EVIDENCE_FIELDS, RANO_OPTIONS
+from .lesions import lumiere_problems
+
+STUDIES = ("OLD", "CURRENT")
+
+
+def lumiere_timepoint(name: str) -> str | None:
+    """``OLD`` or ``CURRENT`` from a LUMIERE volume name (also a derived one, e.g. ``CURRENT_CT1 resampled``): the
+    audit's timepoint of a volume."""
+    prefix = str(name).split("_", 1)[0].upper()
+    return prefix if prefix in STUDIES else None
+
 
 FIELD_LABELS = ("NML", "T2 Prog.", "Cur. TL", "New TL", "Cur. NTL", "New NTL")  # MedFlow-Bench Table 5
 
@@ -26,7 +36,7 @@ SPEC = ModuleSpec(
     title="Longitudinal MRI",
     application=RADIOLOGY,
     loader=imported_on_call("MedOpenClawLib.bench.modules.lumiere.loader", "prepare_lumiere"),
-    loader_options=("require_evidence", "min_label_cases", "images"),
+    loader_options=tuple(PREPARE_OPTIONS),
     filter_steps=("RANO-rated CURRENT study", "evidence available (both segmentations)", "complete imaging",
                   "both studies in the requested image space", USABLE_STEP, CONSISTENT_STEP, "label frequency"),
     paper_count=139,  # after its filters
@@ -42,6 +52,7 @@ SPEC = ModuleSpec(
     answered=single_answer,
     write_answer=write,
     tables=("table1", "table5"),
+    operations={"segmentation": "atlas", "registration": "native"},
     score=score_answer,
     localization=LOC_NONE,
     sub_metrics=tuple(SubMetric(name, label, "fields") for name, label in zip(LUMIERE_EVIDENCE_FIELDS, FIELD_LABELS)),

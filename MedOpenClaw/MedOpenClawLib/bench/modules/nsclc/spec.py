@@ -13,7 +13,7 @@ from ...prompts import compact_numbered_options
 from ...scoring.process import RADIOLOGY_LOCALIZE
 from ...spec import LOC_RAS_IN_MASK, ModuleSpec, SubMetric, imported_on_call
 from ...truth_check import localization_problems
-from . import plans
+from . import PREPARE_OPTIONS, plans
 from .answer import parse, score_answer, write
 from .labels import NSCLC_QUESTIONS
 
@@ -32,7 +32,7 @@ SPEC = ModuleSpec(
     title="Lung PET/CT",
     application=RADIOLOGY,
     loader=imported_on_call("MedOpenClawLib.bench.modules.nsclc.loader", "prepare_nsclc"),
-    loader_options=("include_amc",),
+    loader_options=tuple(PREPARE_OPTIONS),
     filter_steps=("exclude AMC (default)", "clinical row", "DICOM SEG tumour mask on its CT", "PET and CT series",
                   USABLE_STEP, CONSISTENT_STEP),
     paper_count=162,  # without the AMC cohort
@@ -48,6 +48,7 @@ SPEC = ModuleSpec(
     answered=answered,
     write_answer=write,
     tables=("table1", "table5"),
+    operations={"segmentation": "atlas", "vista3d": "atlas"},
     score=score_answer,
     localization=LOC_RAS_IN_MASK,
     sub_metrics=tuple(SubMetric(qid, label, "questions")

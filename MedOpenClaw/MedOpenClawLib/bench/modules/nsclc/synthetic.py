@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...synthetic.chest import (
+from ...synthetic.common import allocate, rng_for, run_jobs, uid_for
+from .chest import (
     LOBES,
     Chest,
     Grid,
@@ -28,7 +29,6 @@ from ...synthetic.chest import (
     lobulated,
     suv_volume,
 )
-from ...synthetic.common import allocate, rng_for, run_jobs, uid_for
 
 # Frequencies of the clinical labels (NSCLC Radiogenomics, approximately).
 LOBE_PRIORS = {"RUL": 0.30, "RML": 0.07, "RLL": 0.20, "LUL": 0.25, "LLL": 0.15, "Lingula": 0.03}

@@ -39,6 +39,7 @@ SPEC = ModuleSpec(
     answered=single_answer,
     write_answer=write,
     tables=("table1", "table5"),
+    operations={"segmentation": "atlas"},
     score=score_answer,
     localization=LOC_RAS_IN_MASK,
     sub_metrics=(),

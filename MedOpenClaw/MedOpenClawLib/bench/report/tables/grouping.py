@@ -2,9 +2,9 @@
 the cells (a case-level estimate with its denominator, or a paired change against a reference cell).
 
 A row is one agent/model/provider on one track under one set of score-changing conditions (conversation policy,
-tool set, LUMIERE image space); several run directories of the same row and module are pooled into one cell, where
-runs over the same package add repeats of its cases, not cases. When a row has runs at several budgets (tool calls,
-rounds), the main tables use the largest and Table 7 shows each.
+tool set, the native image space of a registration control); several run directories of the same row and module
+are pooled into one cell, where runs over the same package add repeats of its cases, not cases. When a row has
+runs at several budgets (tool calls, rounds), the main tables use the largest and Table 7 shows each.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ def row_key(run: Run, images: bool = True) -> tuple:
     # the conversation policy: never pooled across; nor the paper's tool set with more tools
     policy = tuple(value for value in (run.image_history, run.tool_history) if value)
     policy += (f"{run.toolset} tools",) if run.toolset not in (None, "paper") else ()
-    # the unregistered LUMIERE control (native scans) is a row of its own, never pooled with atlas-space runs
+    # an unregistered control (native scans) is a row of its own, never pooled with atlas-space runs
     space = ("native scans",) if images and run.images == "native" else ()
     return (run.agent, run.model, run.provider, run.track, *policy, *space)
 

@@ -1,4 +1,4 @@
-"""Table 2: viewer-native pathology (BRACS = breast WSI, CAMELYON17 = lymph-node WSI): Task/Strict/Loc."""
+"""Table 2: viewer-native pathology (breast and lymph-node WSI): Task/Strict/Loc."""
 
 from __future__ import annotations
 

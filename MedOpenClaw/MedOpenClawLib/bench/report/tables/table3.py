@@ -1,12 +1,14 @@
-"""Table 3: Track B, one column per (operation, module) as published (runs with ``--operators``), against Track A of
-the same backbone (Registration on LUMIERE: against the unregistered native-scan control), one row per backbone and
-metric; each change is paired over the cases both cells scored."""
+"""Table 3: Track B, one column per (operation, module) as published (runs with ``--operators``; the modules' specs
+name their operations), against Track A of the same backbone (on the image space the spec names: Registration
+against the unregistered native-scan control), one row per backbone and metric; each change is paired over the
+cases both cells scored."""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from ...modules import RADIOLOGY, get, of_application
+from ...modules import RADIOLOGY, get, of_application, specs
+from ...tasks import OPERATION_GROUPS
 from ..runs import Run
 from .grouping import (
     delta_cell,
@@ -20,10 +22,6 @@ from .grouping import (
 )
 from .layout import IDENTITY_HEADER, METRIC_LABELS, PAIRED_NOTE, SCORE_NOTES, Column, Row, Section, Table
 
-# MedFlow-Bench Table 3 columns: (operation, module); Registration on LUMIERE is compared with the
-# unregistered control (a Track A run on native, not co-registered, LUMIERE scans: `bench prepare --images native`)
-TABLE3_CELLS = (("segmentation", "lumiere"), ("segmentation", "ucsf-pdgm"), ("segmentation", "nsclc"),
-                ("registration", "lumiere"), ("vista3d", "nsclc"))
 OPERATION_TITLES = {"segmentation": "Segmentation", "registration": "Registration", "vista3d": "3D VISTA (MONAI)",
                     "all": "All operators", "custom": "Other operator sets"}
 
@@ -45,14 +43,21 @@ def controls(runs: list[Run]) -> dict[tuple, list[Run]]:
     return found
 
 
+def published_cells() -> list[tuple[str, str]]:
+    """MedFlow-Bench Table 3's columns, (operation, module): by operation, then in the modules' report order."""
+    return [(operation, spec.name) for operation in OPERATION_GROUPS for spec in specs()
+            if operation in spec.operations]
+
+
 def build(runs: list[Run]) -> Table:
     """One column per (operation, module), each a Track B run with only that operation's operators against Track A
-    of the same backbone -- Registration on LUMIERE against the unregistered LUMIERE control. Runs with every
-    operator, or another set, get columns of their own after those."""
+    of the same backbone on the image space the module's spec names for it (registration: the unregistered
+    control). Runs with every operator, or another set, get columns of their own after those."""
+    published = published_cells()
     track_b = [run for run in runs if run.track == "B" and run.module in of_application(RADIOLOGY)]
-    extra = sorted({(run.operation, run.module) for run in track_b} - set(TABLE3_CELLS),
+    extra = sorted({(run.operation, run.module) for run in track_b} - set(published),
                    key=lambda cell: (cell[0], of_application(RADIOLOGY).index(cell[1])))
-    cells_of_table = [*TABLE3_CELLS, *extra]
+    cells_of_table = [*published, *extra]
     columns = [Column(f"{operation}:{module}", OPERATION_TITLES[operation], get(module).title, module)
                for operation, module in cells_of_table]
     control = controls(runs)
@@ -65,7 +70,7 @@ def build(runs: list[Run]) -> Table:
             cells = {}
             for operation, module in cells_of_table:
                 members = [run for run in by_module.get(module, []) if run.operation == operation]
-                space = "native" if (operation, module) == ("registration", "lumiere") else "atlas"
+                space = get(module).operations.get(operation, "atlas")
                 cells[f"{operation}:{module}"] = delta_cell(members, control.get((backbone, module, space)),
                                                             module, metric, f"{key_text(key)}|{operation}")
             rows.append(Row([*identity_header(identity), used, METRIC_LABELS[metric]], cells,
@@ -78,7 +83,7 @@ def build(runs: list[Run]) -> Table:
                  "Each cell: the score after enabling the column's operation (`bench run --track B --operators "
                  "segmentation|registration|vista3d`) and its paired change against the Track A (viewer-native) "
                  "score of the same backbone on the same cases, except Registration on Longitudinal MRI, compared "
-                 "with the unregistered LUMIERE control (Track A on native scans, `bench prepare --images native`); "
+                 "with the unregistered native-scan control (Track A on `bench prepare --images native`); "
                  "↑ improvement, ↓ degradation, ↔ no change. 'Operators called': share of counted episodes that ran "
                  "each operator.",
                  (*IDENTITY_HEADER, "Operators called", "Metric"), columns, sections,

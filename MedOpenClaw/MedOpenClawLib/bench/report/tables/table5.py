@@ -1,4 +1,5 @@
-"""Table 5: Table 1 expanded with the LUMIERE lesion-state evidence fields and the NSCLC subtasks."""
+"""Table 5: Table 1 expanded with each module's sub-columns (its spec's ``sub_metrics``: evidence fields,
+subtasks)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ def columns() -> list[Column]:
 def build(runs: list[Run]) -> Table:
     return track_a_table(
         runs, "table5", "Table 5: Detailed viewer-native radiology metrics",
-        "Table 1 expanded with the LUMIERE lesion-state evidence fields (NML = non-measurable lesion) and "
-        "the NSCLC subtasks. Rows are grouped by model family. Cells: mean [95% CI] over cases.",
+        "Table 1 expanded with each module's sub-columns: lesion-state evidence fields (NML = non-measurable "
+        "lesion) and subtasks. Rows are grouped by model family. Cells: mean [95% CI] over cases.",
         columns(), in_table("table5"),
     )
