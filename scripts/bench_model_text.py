@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "MedOpenClaw"))
 
-from MedOpenClawLib.bench.kit.parsing import parse_response  # noqa: E402
+from MedOpenClawLib.bench.modules import get  # noqa: E402
 from MedOpenClawLib.core.redaction import redact_text  # noqa: E402
 from MedOpenClawLib.providers.text_calls import text_tool_calls  # noqa: E402
 
@@ -37,7 +37,7 @@ SHAPES = {
 def read_all(text: str) -> None:
     text_tool_calls(text, {"observe"})
     for module in MODULES:
-        parse_response(module, text)
+        get(module).read_answer(text)
     redact_text(text)
 
 

@@ -39,7 +39,7 @@ from MedOpenClawLib.bench.episode import EpisodePrompt  # noqa: E402
 from MedOpenClawLib.bench.runner import BenchmarkRunner, RunConfig  # noqa: E402
 
 
-def prompt(case, attachments, max_rounds):
+def prompt(spec, case, attachments, max_rounds):
     return EpisodePrompt("You operate a viewer.", attachments.inventory_text, attachments.images)
 
 

@@ -18,7 +18,6 @@ sys.path.insert(0, str(ROOT / "MedOpenClaw"))
 from MedOpenClawLib.bench import modules  # noqa: E402
 from MedOpenClawLib.bench.cases import load_cases, load_ground_truth  # noqa: E402
 from MedOpenClawLib.bench.kit.answers import Evidence  # noqa: E402
-from MedOpenClawLib.bench.kit.parsing import parse_response  # noqa: E402
 from MedOpenClawLib.bench.package import prepare  # noqa: E402
 from MedOpenClawLib.bench.scoring import score_case  # noqa: E402
 from MedOpenClawLib.bench.synthetic.cohort import CohortConfig, write_cohort  # noqa: E402
@@ -68,7 +67,8 @@ def main() -> int:
                 case_id = record["case_id"]
                 if case_id not in truths:
                     truths[case_id] = load_ground_truth(out, case_id)
-                scores.append(score_case(module, truths[case_id], parse_response(module, record["response"])))
+                spec = modules.get(module)
+                scores.append(score_case(spec, truths[case_id], spec.read_answer(record["response"])))
             timings[module] = round(time.perf_counter() - module_started, 4)
             summaries[module] = {
                 "responses": len(scores),

@@ -33,7 +33,6 @@ from MedOpenClawLib.bench.agents import OFFLINE_AGENTS  # noqa: E402
 from MedOpenClawLib.bench.cases import load_cases, load_ground_truth  # noqa: E402
 from MedOpenClawLib.bench.cohort_cache import synthetic_cases  # noqa: E402
 from MedOpenClawLib.bench.kit.answers import Evidence  # noqa: E402
-from MedOpenClawLib.bench.kit.parsing import parse_response  # noqa: E402
 from MedOpenClawLib.bench.preload import module_prompt  # noqa: E402
 from MedOpenClawLib.bench.runner import BenchmarkRunner, RunConfig  # noqa: E402
 from MedOpenClawLib.bench.scoring import aggregate, score_case  # noqa: E402
@@ -77,8 +76,9 @@ def run_agent(module: str, agent: str, cases_dir: Path, out: Path, repeats: int 
 
 def _score_constant(module: str, truths: dict, text: str) -> dict:
     """The scores of answering ``text`` on every case."""
-    scores = [score_case(module, truth, parse_response(module, text)) for truth in truths.values()]
-    summary = aggregate(scores)
+    spec = modules.get(module)
+    scores = [score_case(spec, truth, spec.read_answer(text)) for truth in truths.values()]
+    summary = aggregate(scores, spec)
     return {key: summary.get(key) for key in ("task", "strict", "loc", "n")}
 
 

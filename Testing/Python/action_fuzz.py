@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 from runtime_data import oblique_lps_affine, phantom, write_dicom_series, write_nifti
 
+from MedOpenClawLib.bench.modules import get
 from MedOpenClawLib.core.audit import AuditTrace
 from MedOpenClawLib.core.names import name_problem
 from MedOpenClawLib.core.registry import ActionRegistry
@@ -442,11 +443,10 @@ def checked_call(session: Session, name: str, arguments: Any, tally: Tally) -> N
 def check_model_reply(text: str, tally: Tally) -> None:
     """A model reply through every answer parser and the tool-argument decoder: nothing may raise, and what they
     return must be strict JSON (counted under ``escapes`` and ``non_json_results``)."""
-    from MedOpenClawLib.bench.kit.parsing import parse_response
     from MedOpenClawLib.bench.modules import names
     from MedOpenClawLib.providers.messages import parse_tool_arguments
 
-    for reader, call in [(f"parse_response[{module}]", lambda module=module: parse_response(module, text))
+    for reader, call in [(f"parse_response[{module}]", lambda module=module: get(module).read_answer(text))
                          for module in names()] + [("parse_tool_arguments", lambda: parse_tool_arguments(text))]:
         tally.calls += 1
         try:

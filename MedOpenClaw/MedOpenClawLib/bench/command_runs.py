@@ -12,7 +12,6 @@ from ..core.sinks import terminal_text
 from .cases import CaseFormatError
 from .cohort_cache import cache_root, cached_cohorts, cohort_fingerprint, prune, synthetic_cases
 from .commands import print_json, refuse
-from .kit.parsing import parse_response
 from .modules import ModuleSpec, get
 from .package import prepare
 from .progress import Activity
@@ -102,13 +101,13 @@ def run_prepare(args) -> int:
 
 
 def run_parse(args) -> int:
-    print_json(parse_response(args.module, sys.stdin.read()))
+    print_json(get(args.module).read_answer(sys.stdin.read()))
     return 0
 
 
 def run_score(args) -> int:
     try:
-        result = score_file(args.module, args.cases, args.responses)
+        result = score_file(get(args.module), args.cases, args.responses)
         responses = Path(args.responses)
         out = Path(args.out) if args.out else responses.with_name(responses.stem + "_scores")
         write_scored_run(out, result, args.module, args.cases, responses, args.name or responses.stem, args.track)

@@ -24,7 +24,7 @@ from .agents.base import Agent, AgentContext
 from .cases import Case, load_ground_truth
 from .episode import EpisodeConfig, EpisodeOutcome, EpisodePrompt, run_episode
 from .integrity import CaseIntegrityError
-from .modules import PATHOLOGY, RADIOLOGY
+from .modules import PATHOLOGY, RADIOLOGY, ModuleSpec
 from .outcomes import timeout_fault
 from .preload import Attachments, PathologyRounds, PreloadError, montage_prompt, preload
 from .tasks import EpisodeTask, RunConfig, offered_tools
@@ -87,7 +87,7 @@ class EpisodeJob:
     Holds only the run configuration and two factories, so it can be pickled to a remote executor."""
 
     def __init__(self, config: RunConfig, make_agent: Callable[[EpisodeTask], Agent],
-                 build_prompt: Callable[[Case, Attachments, int], EpisodePrompt]):
+                 build_prompt: Callable[[ModuleSpec, Case, Attachments, int], EpisodePrompt]):
         self.config = config
         self.make_agent = make_agent
         self.build_prompt = build_prompt
@@ -121,7 +121,7 @@ class EpisodeJob:
         application = spec.application
         env.start(application, [str(case.data_root)], "B" if config.track == "B" else "A",
                   config.max_rounds, str(trace_path), header, config.save_images)
-        attachments = preload(env, case)
+        attachments = preload(env, spec, case)
         pathology = application == PATHOLOGY
         track_c = config.track == "C"
         # Track C: one answer turn on slice montages, no tools; else what the run's toolset shows (the episode
@@ -133,11 +133,11 @@ class EpisodeJob:
         agent.reset(AgentContext(module=config.module, spec=spec, case=case, tools=tools, max_rounds=max_rounds,
                                  one_call_per_round=pathology, ground_truth=truth, seed=config.seed + task.repeat))
         if track_c:
-            prompt = montage_prompt(case, env, attachments)
+            prompt = montage_prompt(spec, case, env, attachments)
         else:
-            prompt = self.build_prompt(case, attachments, config.max_rounds)
+            prompt = self.build_prompt(spec, case, attachments, config.max_rounds)
         repeat_task = config.provider is None or config.provider.image_history is None  # the policy: task once
-        rounds = PathologyRounds(case, config.max_rounds, repeat_task) if pathology else None
+        rounds = PathologyRounds(spec, case, config.max_rounds, repeat_task) if pathology else None
         listener = (lambda outcome, action: on_round(task, outcome, action)) if on_round else None
         episode_config = EpisodeConfig(max_rounds=max_rounds, max_tool_calls=config.max_tool_calls,
                                        one_call_per_round=pathology, round_observation=rounds, on_round=listener,

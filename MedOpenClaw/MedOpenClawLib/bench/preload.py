@@ -15,7 +15,7 @@ from ..providers.messages import ImageInput
 from .cases import Case
 from .episode import Environment, EpisodePrompt, result_images
 from .integrity import verify_case_files
-from .modules import PATHOLOGY, get
+from .modules import PATHOLOGY, ModuleSpec
 from .prompts import build_prompt, pathology_round_text
 
 BASELINE_SIZE = 512
@@ -69,11 +69,11 @@ def preload_pathology(env, case: Case) -> Attachments:
     return Attachments({}, "", images, state_summaries=(direct, gui))
 
 
-def preload(env, case: Case) -> Attachments:
+def preload(env, spec: ModuleSpec, case: Case) -> Attachments:
     """Open the case for an episode: its files are first checked against the package manifest
     (CaseIntegrityError -> the episode is INVALID, never scored against ground truth of other bytes)."""
     verify_case_files(case)
-    if get(case.module).application == PATHOLOGY:
+    if spec.application == PATHOLOGY:
         return preload_pathology(env, case)
     return preload_radiology(env, case)
 
@@ -100,13 +100,13 @@ def pathology_round(case: Case, task: str, rounds_used: int, max_rounds: int, di
     return pathology_round_text(task, summary, direct, gui)
 
 
-def module_prompt(case: Case, attachments: Attachments, max_rounds: int) -> EpisodePrompt:
+def module_prompt(spec: ModuleSpec, case: Case, attachments: Attachments, max_rounds: int) -> EpisodePrompt:
     """The module's App. H template with the scene inventory (or the QuPath state) and the images attached."""
-    if get(case.module).application == PATHOLOGY:
-        system, task = build_prompt(case.module, case, max_rounds, scene_inventory=PATHOLOGY_STATE_POINTER)
+    if spec.application == PATHOLOGY:
+        system, task = build_prompt(spec, case, max_rounds, scene_inventory=PATHOLOGY_STATE_POINTER)
         direct, gui = attachments.state_summaries or ("", "")
         return EpisodePrompt(system, pathology_round(case, task, 0, max_rounds, direct, gui), attachments.images)
-    system, task = build_prompt(case.module, case, max_rounds, scene_inventory=attachments.inventory_text)
+    system, task = build_prompt(spec, case, max_rounds, scene_inventory=attachments.inventory_text)
     return EpisodePrompt(system, task, attachments.images)
 
 
@@ -119,10 +119,10 @@ class PathologyRounds:
     """The per-round observation of a pathology episode: the round message with the current state, and the task
     text again only when ``repeat_task`` (App. H.2 verbatim; the ``--image-history all`` policy)."""
 
-    def __init__(self, case: Case, max_rounds: int, repeat_task: bool = True):
+    def __init__(self, spec: ModuleSpec, case: Case, max_rounds: int, repeat_task: bool = True):
         self.case = case
         self.max_rounds = max_rounds
-        self.task = build_prompt(case.module, case, max_rounds, scene_inventory=PATHOLOGY_STATE_POINTER)[1] \
+        self.task = build_prompt(spec, case, max_rounds, scene_inventory=PATHOLOGY_STATE_POINTER)[1] \
             if repeat_task else TASK_SENT_ONCE
 
     def __call__(self, env, rounds_used: int) -> tuple[str, list[ImageInput]]:
@@ -153,10 +153,10 @@ def slice_montage(env: Environment, volume_name: str, slices: int = MONTAGE_SLIC
     return image
 
 
-def montage_prompt(case: Case, env: Environment, attachments: Attachments) -> EpisodePrompt:
+def montage_prompt(spec: ModuleSpec, case: Case, env: Environment, attachments: Attachments) -> EpisodePrompt:
     """Track C input: the module prompt with the scene inventory, one slice montage per loaded series instead of
     the baseline views, and no tools."""
     volumes = [volume["name"] for volume in attachments.inventory.get("volumes", [])]
     images = [slice_montage(env, name) for name in volumes]
-    system, task = build_prompt(case.module, case, scene_inventory=attachments.inventory_text, tools=False)
+    system, task = build_prompt(spec, case, scene_inventory=attachments.inventory_text, tools=False)
     return EpisodePrompt(system, task + "\n\n" + TRACK_C_NOTE.format(slices=MONTAGE_SLICES), images)

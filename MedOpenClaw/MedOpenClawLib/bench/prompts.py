@@ -17,7 +17,7 @@ from pathlib import Path
 from string import Template
 
 from .cases import Case
-from .modules import PATHOLOGY, get
+from .modules import PATHOLOGY, ModuleSpec
 
 PROMPT_DIR = Path(__file__).resolve().parent.parent / "resources" / "prompts"  # the templates modules share
 SCENE_INVENTORY_PLACEHOLDER = "<<SCENE_INVENTORY>>"
@@ -60,13 +60,12 @@ def numbered_questions(case: Case) -> str:
     )
 
 
-def build_prompt(module: str, case: Case, budget: int = 20, scene_inventory: str | None = None,
+def build_prompt(spec: ModuleSpec, case: Case, budget: int = 20, scene_inventory: str | None = None,
                  tools: bool = True) -> tuple[str, str]:
     """(system_text, task_text) of one episode; ``budget`` is the tool-round budget (MedFlow-Bench uses 20).
     ``tools=False`` (Track C): no tool instructions and no tool budget, for radiology modules."""
-    if module != case.module:
-        raise ValueError(f"case {case.case_id} belongs to {case.module}, not {module}")
-    spec = get(module)
+    if spec.name != case.module:
+        raise ValueError(f"case {case.case_id} belongs to {case.module}, not {spec.name}")
     if not tools and spec.application == PATHOLOGY:
         raise ValueError("pathology episodes always use the QuPath tools")
     if tools and budget < 1:

@@ -36,7 +36,6 @@ from .cases import Case, GroundTruth, load_cases, load_ground_truth, read_manife
 from .concurrency import resolve_workers
 from .episode import EpisodePrompt
 from .executors import EpisodeJob, Executor, LocalExecutor, RoundListener
-from .kit.parsing import parse_response
 from .outcomes import (
     ERROR,
     REJECTED,
@@ -50,8 +49,8 @@ from .outcomes import (
 from .preload import Attachments
 from .progress import Progress
 from .scoring import aggregate, score_case
-from .scoring.batch import answered
 from .scoring.process import aggregate_process, process_metrics
+from .spec import ModuleSpec
 from .tasks import EpisodeTask, RunConfig, select_cases
 
 __all__ = ["BenchmarkRunner", "EpisodeTask", "RunConfig", "exit_status"]
@@ -72,11 +71,12 @@ class BenchmarkRunner:
     ``make_executor`` decides where episodes execute (local worker processes by default)."""
 
     def __init__(self, config: RunConfig, make_agent: Callable[[EpisodeTask], Agent],
-                 build_prompt: Callable[[Case, Attachments, int], EpisodePrompt], progress_stream=None,
+                 build_prompt: Callable[[ModuleSpec, Case, Attachments, int], EpisodePrompt], progress_stream=None,
                  make_executor: ExecutorFactory = local_executor, resume_hint: str = "the same command",
                  provenance: dict | None = None):
         self.config = config
         self.job = EpisodeJob(config, make_agent, build_prompt)
+        self.spec = config.spec  # looked up once, where the run starts, and handed down from here
         self.make_executor = make_executor
         self.out = Path(config.out)
         self.store = EpisodeStore(self.out)
@@ -242,15 +242,15 @@ class BenchmarkRunner:
             records = read_trace(self.out / record["trace"])
         except (OSError, UnicodeDecodeError, ValueError) as error:
             return {"error": f"trace unreadable: {error}", "findings": []}
-        return audit_records(records, self.config.spec, parsed).to_json()
+        return audit_records(records, self.spec, parsed).to_json()
 
     # ------------------------------------------------------------------ score
     def ground_truth(self, case_id: str) -> GroundTruth:
         return load_ground_truth(self.config.cases_dir, case_id)
 
     def score(self, case_id: str, response: str | None, invalid: str | None):
-        parsed = parse_response(self.config.module, response)
-        score = score_case(self.config.module, self.ground_truth(case_id), parsed, invalid=invalid)
+        parsed = self.spec.read_answer(response)
+        score = score_case(self.spec, self.ground_truth(case_id), parsed, invalid=invalid)
         score.details["parsed"] = parsed
         return score
 
@@ -267,10 +267,10 @@ class BenchmarkRunner:
             score = self.score(record["case_id"], record.get("response"), record.get("invalid"))
             scores.append(score)
             if record.get("trace") and not record.get("invalid"):
-                metrics = process_metrics(self.config.module, read_trace(self.out / record["trace"]),
-                                          answered(self.config.module, score.details["parsed"]))
+                metrics = process_metrics(self.spec, read_trace(self.out / record["trace"]),
+                                          self.spec.answered(score.details["parsed"]))
                 process.append(metrics)
-        summary = aggregate(scores) if scores else {"module": self.config.module, "n": 0, "task": None,
+        summary = aggregate(scores, self.spec) if scores else {"module": self.config.module, "n": 0, "task": None,
                                                      "strict": None, "loc": None, "invalid": 0}
         summary["module"] = self.config.module
         summary["episodes"] = len(scores)

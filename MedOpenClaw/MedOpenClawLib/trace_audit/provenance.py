@@ -57,7 +57,7 @@ _POWER = {"2": "2", "²": "2", "3": "3", "³": "3"}
 
 
 def evidence_provenance(timeline: Timeline, evidence_kind: str, parsed: dict) -> list[FieldProvenance]:
-    """Provenance of every evidence field of ``parsed`` (a ``bench.parsers.parse_response`` result)."""
+    """Provenance of every evidence field of ``parsed`` (a module spec's ``read_answer`` result)."""
     fields: list[FieldProvenance] = []
     if evidence_kind == "radiology":
         evidence = as_dict(parsed.get("evidence"))

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from MedOpenClawLib.bench.kit.parsing import parse_response
+from MedOpenClawLib.bench.modules import get
 
 UCSF_FULL = """Rationale: ring-enhancing **mass** with necrosis.
 
@@ -24,7 +24,7 @@ ANSWER: **A. Glioblastoma**
 
 
 def test_ucsf_markdown_units_parentheses_last_answer_wins():
-    parsed = parse_response("ucsf-pdgm", UCSF_FULL)
+    parsed = get("ucsf-pdgm").read_answer(UCSF_FULL)
     assert parsed == {
         "answer": "A",
         "evidence": {
@@ -54,22 +54,22 @@ def test_ucsf_markdown_units_parentheses_last_answer_wins():
     ],
 )
 def test_ucsf_answer_forms(line, expected):
-    assert parse_response("ucsf-pdgm", f"text\n{line}\n")["answer"] == expected
+    assert get("ucsf-pdgm").read_answer(f"text\n{line}\n")["answer"] == expected
 
 
 @pytest.mark.parametrize("line", ["ANSWER: A) Pilocytic Astrocytoma", "ANSWER: G", "ANSWER: maybe", "no answer"])
 def test_ucsf_disagreeing_or_invalid_answers_are_null_with_error(line):
-    parsed = parse_response("ucsf-pdgm", line)
+    parsed = get("ucsf-pdgm").read_answer(line)
     assert parsed["answer"] is None
     assert any(error.startswith("answer") for error in parsed["errors"])
 
 
 def test_ras_in_brackets_and_bad_values():
-    parsed = parse_response("ucsf-pdgm", "RAS: [1.5, -2, 3]\nKEY_SLICE_AXIAL_MM: n/a\nANSWER: A")
+    parsed = get("ucsf-pdgm").read_answer("RAS: [1.5, -2, 3]\nKEY_SLICE_AXIAL_MM: n/a\nANSWER: A")
     assert parsed["evidence"]["ras"] == [1.5, -2.0, 3.0]
     assert parsed["evidence"]["key_slice_axial_mm"] is None
     assert any("key_slice_axial_mm: not a number" in error for error in parsed["errors"])
-    assert parse_response("ucsf-pdgm", "RAS: [1, 2]\nANSWER: A")["evidence"]["ras"] is None
+    assert get("ucsf-pdgm").read_answer("RAS: [1, 2]\nANSWER: A")["evidence"]["ras"] is None
 
 
 def test_lumiere_yes_no_any_case_and_label_text():
@@ -82,7 +82,7 @@ CURRENT_NON_TARGET_LESION: True
 NEW_NON_TARGET_LESION: maybe
 ANSWER: PD
 ```"""
-    parsed = parse_response("lumiere", text)
+    parsed = get("lumiere").read_answer(text)
     assert parsed["answer"] == "A"
     assert parsed["evidence"] == {
         "non_measurable_lesion": True,
@@ -93,8 +93,8 @@ ANSWER: PD
         "new_non_target_lesion": None,
     }
     assert parsed["errors"] == ["new_non_target_lesion: expected YES or NO, got 'maybe'"]
-    assert parse_response("lumiere", "ANSWER: D) CR")["answer"] == "D"
-    assert parse_response("lumiere", "ANSWER: D) PR")["answer"] is None
+    assert get("lumiere").read_answer("ANSWER: D) CR")["answer"] == "D"
+    assert get("lumiere").read_answer("ANSWER: D) PR")["answer"] is None
 
 
 def test_nsclc_compact_string_last_wins_and_ranges():
@@ -102,14 +102,14 @@ def test_nsclc_compact_string_last_wins_and_ranges():
         "Evidence...\nKEY_SLICE_AXIAL_MM: 40\nKEY_SLICE_SAGITTAL_MM: 89.5\nKEY_SLICE_CORONAL_MM: 11\n"
         "RAS: [89.5, 11, 40]\nDraft 1A2A3A4A5A\n**1C 2D 3B 4A 5B**\nThanks."
     )
-    parsed = parse_response("nsclc", text)
+    parsed = get("nsclc").read_answer(text)
     assert parsed["answers"] == {"q1": "C", "q2": "D", "q3": "B", "q4": "A", "q5": "B"}
     assert parsed["evidence"]["ras"] == [89.5, 11.0, 40.0]
     assert parsed["errors"] == []
-    out_of_range = parse_response("nsclc", "1G2G3F4E5F")
+    out_of_range = get("nsclc").read_answer("1G2G3F4E5F")
     assert out_of_range["answers"] == {"q1": "G", "q2": None, "q3": None, "q4": "E", "q5": "F"}
     assert "q2: G is not an option (valid ABCDEF)" in out_of_range["errors"]
-    per_line = parse_response("nsclc", "Q1: A\nQ2: T2\nQ3: N0")
+    per_line = get("nsclc").read_answer("Q1: A\nQ2: T2\nQ3: N0")
     assert per_line["answers"]["q1"] == "A" and per_line["answers"]["q2"] == "B" and per_line["answers"]["q3"] == "A"
     assert per_line["answers"]["q4"] is None
 
@@ -119,23 +119,21 @@ def test_bracs_json_in_fence_with_trailing_prose():
         'Here you go:\n```json\n{"selected_option": "F", "wsi_label": "dcis", "confidence": 0.7, '
         '"localizations": [{"x": 1200.5, "y": 88}, [3, 4], "bad"]}\n```\nHope this helps {not json}.'
     )
-    parsed = parse_response("bracs", text)
+    parsed = get("bracs").read_answer(text)
     assert parsed["answer"] == "DCIS"
     assert parsed["localizations"] == [[1200.5, 88.0], [3.0, 4.0]]
     assert parsed["errors"] == ['localizations[2]: not an x/y pair: "bad"']
 
 
 def test_bracs_option_label_agreement():
-    assert parse_response("bracs", '{"selected_option": "A", "wsi_label": "IC"}')["answer"] is None
-    assert parse_response("bracs", '{"selected_option": "G"}')["answer"] == "IC"
-    assert parse_response("bracs", '{"wsi_label": "Invasive carcinoma", "localizations": []}')["answer"] == "IC"
-    assert parse_response("bracs", "I think it is DCIS.")["answer"] is None
+    assert get("bracs").read_answer('{"selected_option": "A", "wsi_label": "IC"}')["answer"] is None
+    assert get("bracs").read_answer('{"selected_option": "G"}')["answer"] == "IC"
+    assert get("bracs").read_answer('{"wsi_label": "Invasive carcinoma", "localizations": []}')["answer"] == "IC"
+    assert get("bracs").read_answer("I think it is DCIS.")["answer"] is None
 
 
 def test_camelyon_fields_and_disagreement():
-    good = parse_response(
-        "camelyon17",
-        '{"tumor_presence_option": "B", "tumor_presence": "tumor_present", '
+    good = get("camelyon17").read_answer('{"tumor_presence_option": "B", "tumor_presence": "tumor_present", '
         '"largest_metastasis_option": "D", "largest_metastasis": "MACRO", '
         '"localizations": [{"x": 5, "y": 6}]}',
     )
@@ -145,17 +143,15 @@ def test_camelyon_fields_and_disagreement():
         "localizations": [[5.0, 6.0]],
         "errors": [],
     }
-    bad = parse_response(
-        "camelyon17",
-        '{"tumor_presence_option": "A", "tumor_presence": "tumor_present", "largest_metastasis_option": "C"}',
-    )
+    bad = get("camelyon17").read_answer(
+        '{"tumor_presence_option": "A", "tumor_presence": "tumor_present", "largest_metastasis_option": "C"}')
     assert bad["tumor_presence"] is None and bad["largest_metastasis"] == "micro"
 
 
 @pytest.mark.parametrize("module", ["ucsf-pdgm", "lumiere", "nsclc", "bracs", "camelyon17"])
 @pytest.mark.parametrize("text", [None, "", "\x00\x01", "{" * 500, "ANSWER:" * 50, "```" * 9])
 def test_never_raises(module, text):
-    parsed = parse_response(module, text)
+    parsed = get(module).read_answer(text)
     assert parsed["errors"]
 
 
@@ -173,16 +169,16 @@ def test_cli_parse_reads_stdin(monkeypatch, capsys):
 
 
 def test_decimal_comma_is_an_error_not_a_truncated_number():
-    parsed = parse_response("ucsf-pdgm", "KEY_SLICE_AXIAL_MM: 12,5 mm\nKEY_SLICE_SAGITTAL_MM: 1,234.5\nANSWER: A")
+    parsed = get("ucsf-pdgm").read_answer("KEY_SLICE_AXIAL_MM: 12,5 mm\nKEY_SLICE_SAGITTAL_MM: 1,234.5\nANSWER: A")
     assert parsed["evidence"]["key_slice_axial_mm"] is None
     assert parsed["evidence"]["key_slice_sagittal_mm"] is None
     assert any("ambiguous number" in error for error in parsed["errors"])
-    assert parse_response("ucsf-pdgm", "RAS: [1,2,3]\nANSWER: A")["evidence"]["ras"] == [1.0, 2.0, 3.0]
+    assert get("ucsf-pdgm").read_answer("RAS: [1,2,3]\nANSWER: A")["evidence"]["ras"] == [1.0, 2.0, 3.0]
 
 
 def test_non_finite_localizations_are_dropped():
     text = '{"wsi_label": "N", "localizations": [{"x": NaN, "y": 1}, [Infinity, 2]]}'
-    parsed = parse_response("bracs", text)
+    parsed = get("bracs").read_answer(text)
     assert parsed["answer"] == "N" and parsed["localizations"] == []  # N slide: the list stays empty
     assert len(parsed["errors"]) == 2
 
@@ -202,15 +198,15 @@ HOSTILE_RUN = 128 * 1024  # quadratic field or triple patterns took 1.8 s on 4 K
     '{"a":[' * (HOSTILE_RUN // 6),  # each candidate nested down to the recursion limit
 ])
 def test_hostile_replies_are_parsed_in_linear_time(module, shape):
-    parsed = parse_response(module, shape)
+    parsed = get(module).read_answer(shape)
     assert parsed["errors"] and not any(error.startswith("parser failure") for error in parsed["errors"])
 
 
 def test_an_empty_field_line_takes_the_next_line_and_json_answers_survive_junk_after_them():
-    assert parse_response("ucsf-pdgm", "ANSWER:\n\n  (C)\n")["answer"] == "C"
-    assert parse_response("ucsf-pdgm", "answer: (B)\n> Final Answer = (D)  \n")["answer"] == "D"
+    assert get("ucsf-pdgm").read_answer("ANSWER:\n\n  (C)\n")["answer"] == "C"
+    assert get("ucsf-pdgm").read_answer("answer: (B)\n> Final Answer = (D)  \n")["answer"] == "D"
     answer = '{"wsi_label": "Normal", "localizations": [' + ", ".join(['{"x": 1, "y": 2}'] * 300) + "]}"
     junk = " and then " + "{" * 5000 + '{"a":[' * 200  # nested deeper than the interpreter's recursion limit
-    parsed = parse_response("bracs", "Here it is: " + answer + junk)
+    parsed = get("bracs").read_answer("Here it is: " + answer + junk)
     assert parsed["answer"] == "N" and len(parsed["localizations"]) == 300
-    assert parse_response("bracs", answer + '{"a":[' * 300)["answer"] is None  # the search gives up after 256
+    assert get("bracs").read_answer(answer + '{"a":[' * 300)["answer"] is None  # the search gives up after 256

@@ -18,7 +18,8 @@ def _case(module: str, **brief) -> Case:
 
 
 def test_ucsf_prompt_has_options_evidence_block_and_budget():
-    system, task = build_prompt("ucsf-pdgm", _case("ucsf-pdgm", csv_id="UCSF-PDGM-001", loaded_files=["a", "b"]), 7)
+    case = _case("ucsf-pdgm", csv_id="UCSF-PDGM-001", loaded_files=["a", "b"])
+    system, task = build_prompt(get("ucsf-pdgm"), case, 7)
     assert "At most 7 tool-calling rounds" in system and "ANSWER: <A|B|C|D|E|F>" in system
     assert "  B) Oligodendroglioma / Astrocytoma" in task and "KEY_SLICE_CORONAL_MM: <float>" in task
     assert "- CSV ID: UCSF-PDGM-001" in task and "Loaded core NIfTI files: a, b" in task
@@ -37,19 +38,19 @@ def test_nsclc_and_pathology_prompts():
         source_modality="CT",
         series={"CT_CHEST": "CT", "PET_WB": "PT"},
     )
-    system, task = build_prompt("nsclc", case, 20, scene_inventory="inventory")
+    system, task = build_prompt(get("nsclc"), case, 20, scene_inventory="inventory")
     assert "1A Right upper lobe; 1B Right middle lobe" in task and "5E Other Type II" in task
     assert "evidence source series is CT_CHEST (CT)" in task and "CT_CHEST (CT), PET_WB (PT)" in task
     assert "1C2D3B4A5B" in system
-    system, task = build_prompt("bracs", _case("bracs", case_alias="BRACS_1"), 20)
+    system, task = build_prompt(get("bracs"), _case("bracs", case_alias="BRACS_1"), 20)
     assert "Use at most 20 tool-calling rounds." in system
     assert "A. N\nB. PB" in task and '"wsi_label": "N|PB|UDH|FEA|ADH|DCIS|IC"' in task
-    _, task = build_prompt("camelyon17", _case("camelyon17"), 20)
+    _, task = build_prompt(get("camelyon17"), _case("camelyon17"), 20)
     assert "2) Largest metastasis category for this slide?\nA. negative" in task
     with pytest.raises(ValueError):
-        build_prompt("bracs", _case("camelyon17"), 20)
+        build_prompt(get("bracs"), _case("camelyon17"), 20)
     with pytest.raises(ValueError):
-        build_prompt("bracs", _case("bracs"), 0)
+        build_prompt(get("bracs"), _case("bracs"), 0)
 
 
 def test_cli_cohort_then_prepare(tmp_path, capsys):
@@ -100,8 +101,8 @@ def test_cli_cohort_then_prepare(tmp_path, capsys):
 def test_track_c_prompt_offers_no_tools_and_counts_no_tool_rounds(module):
     brief = {"csv_id": "1", "loaded_files": ["a"], "patient": "P", "old_study": "w1", "current_study": "w2",
              "default_alias": "diagnostic_ct", "source_volume_name": "CT", "source_modality": "CT", "series": {}}
-    with_tools = "\n".join(build_prompt(module, _case(module, **brief), 20))
-    without = "\n".join(build_prompt(module, _case(module, **brief), tools=False))
+    with_tools = "\n".join(build_prompt(get(module), _case(module, **brief), 20))
+    without = "\n".join(build_prompt(get(module), _case(module, **brief), tools=False))
     assert "At most 20 tool-calling rounds" in with_tools and "image_coords_to_ras" in with_tools
     assert "[tools]" not in with_tools and "[/tools]" not in with_tools
     for tool_text in ("tool-calling rounds", "image_coords_to_ras", "open_case", "select_volume",

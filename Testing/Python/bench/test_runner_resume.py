@@ -25,7 +25,7 @@ from MedOpenClawLib.worker.client import headless_command
 from MedOpenClawLib.worker.protocol import TOKEN_ENV
 
 
-def plain_prompt(case, attachments, max_rounds):
+def plain_prompt(spec, case, attachments, max_rounds):
     """Test double of the module prompt: the runner's job is to attach the inventory and views."""
     return EpisodePrompt("You operate a viewer.", f"Case {case.case_id}.\n{attachments.inventory_text}",
                          attachments.images)

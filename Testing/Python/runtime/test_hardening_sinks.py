@@ -14,7 +14,6 @@ from report_runs import score, write_run
 
 from MedOpenClawLib.bench.cases import load_cases
 from MedOpenClawLib.bench.episode import EpisodeOutcome
-from MedOpenClawLib.bench.kit.parsing import parse_response
 from MedOpenClawLib.bench.modules import get
 from MedOpenClawLib.bench.outcomes import Tally
 from MedOpenClawLib.bench.progress import Progress
@@ -61,7 +60,7 @@ def test_write_json_is_strict_and_atomic(tmp_path):
 
 
 def test_answer_parsers_refuse_non_finite_numbers():
-    parsed = parse_response("ucsf-pdgm", "ANSWER: A\nKEY_SLICE_AXIAL_MM: 1e999\nRAS: [1e999, 0, 0]")
+    parsed = get("ucsf-pdgm").read_answer("ANSWER: A\nKEY_SLICE_AXIAL_MM: 1e999\nRAS: [1e999, 0, 0]")
     text = json.dumps(parsed, allow_nan=False)  # would raise on Infinity
     assert "not a finite number" in text
 

@@ -12,8 +12,6 @@ import json
 import math
 import re
 
-from ..modules import get
-
 KEY_SLICE_FIELDS = (
     ("key_slice_axial_mm", "KEY_SLICE_AXIAL_MM"),
     ("key_slice_sagittal_mm", "KEY_SLICE_SAGITTAL_MM"),
@@ -289,8 +287,3 @@ def normalizer(values: tuple[str, ...]):
         return lookup.get(squash(text).replace(" ", "_").replace("-", "_"))
 
     return normalize
-
-
-def parse_response(module: str, text: str | None) -> dict:
-    """Parse one raw final response of ``module``; never raises (a parser bug becomes an error entry)."""
-    return get(module).read_answer(text)  # UnknownModule (a ValueError) for a module no spec defines

@@ -9,17 +9,17 @@ for episodes whose workflow was judged (its operations offered).
 from __future__ import annotations
 
 from ...trace_audit import CODES, audit_records
-from ..modules import known
+from ..spec import ModuleSpec
 
 FINDING_METRICS = tuple(f"finding:{code}" for code in CODES)
 
 
-def episode_audit(module: str | None, result: dict, parsed: dict, records: list[dict]) -> dict:
+def episode_audit(spec: ModuleSpec | None, result: dict, parsed: dict, records: list[dict]) -> dict:
     """The episode's audit block (recomputed from ``records`` when the result predates the audit)."""
     audit = result.get("audit")
     if isinstance(audit, dict) and isinstance(audit.get("findings"), list):
         return audit
-    return audit_records(records, known(module), parsed).to_json()
+    return audit_records(records, spec, parsed).to_json()
 
 
 def audit_metrics(audit: dict) -> dict[str, float | None]:

@@ -18,10 +18,9 @@ from ...core.audit import read_trace
 from ..agents import OFFLINE_AGENTS
 from ..cases import CaseFormatError
 from ..model_families import FAMILIES, default_family
-from ..modules import names as module_names
-from ..modules import specs
+from ..modules import ModuleSpec, known, specs
 from ..outcomes import ERROR, INVALID, REJECTED, SCORED, outcome_of
-from ..scoring.batch import answered, package_fingerprint
+from ..scoring.batch import package_fingerprint
 from ..scoring.process import process_metrics
 from ..tasks import operator_names
 from .audits import audit_metrics, episode_audit
@@ -76,7 +75,7 @@ class Episode:
         provider errors are not)."""
         return self.outcome in (SCORED, REJECTED)
 
-    def model_side(self, module: str) -> str | None:
+    def model_side(self, spec: ModuleSpec | None) -> str | None:
         """Why a counted episode scored by rule rather than by its answer: rejected, model_length, refused or
         unparseable (no answer found in the reply); all score 0 in Task and Strict and stay in n. None for an
         answered episode."""
@@ -85,9 +84,9 @@ class Episode:
         stop = _mapping(self.result.get("outcome")).get("stop_reason")
         if stop in MODEL_SIDE_STOPS:
             return str(stop)
-        if module not in module_names() or not self.score:
+        if spec is None or not self.score:
             return None
-        return None if answered(module, self.parsed) else "unparseable"
+        return None if spec.answered(self.parsed) else "unparseable"
 
     @property
     def left_out(self) -> str | None:
@@ -106,6 +105,7 @@ class Run:
     summary: dict
     episodes: list[Episode]
     privileged: bool
+    spec: ModuleSpec | None = None  # its module's spec, looked up where the run is loaded (None: unknown module)
 
     @property
     def module(self) -> str:
@@ -240,7 +240,7 @@ def denominator(runs: list[Run]) -> dict[str, dict[str, int]]:
     """How a cell's n came about: ``left_out`` (reason -> episodes not in n) and ``scored_zero`` (model-side
     outcome -> episodes in n scored 0 by rule)."""
     left = Counter(episode.left_out for run in runs for episode in run.episodes if episode.left_out)
-    zero = Counter(kind for run in runs for episode in run.scored if (kind := episode.model_side(run.module)))
+    zero = Counter(kind for run in runs for episode in run.scored if (kind := episode.model_side(run.spec)))
     return {"left_out": dict(sorted(left.items())), "scored_zero": dict(sorted(zero.items()))}
 
 def find_runs(paths: list[str | os.PathLike]) -> list[Path]:
@@ -300,6 +300,7 @@ def load_run(path: Path, name: str) -> Run:
     identity = _read_json(path / "run.json")
     summary = _read_json(path / "summary.json")
     module = identity.get("module") or summary.get("module")
+    spec = known(module)
     # the episodes the run's last invocation covers (a folder run once with --limit 10 and again with --limit 2
     # holds ten); a summary written before the list was kept covers every episode folder
     covered = summary.get("episode_ids")
@@ -315,9 +316,9 @@ def load_run(path: Path, name: str) -> Run:
         trace = path / result["trace"] if result.get("trace") else None
         episode = Episode(str(result.get("episode_id") or result["case_id"]), result["case_id"], result,
                           trace if trace is not None and trace.is_file() else None)
-        episode.metrics = episode_metrics(module, episode, str(identity.get("track") or "A"))
+        episode.metrics = episode_metrics(module, spec, episode, str(identity.get("track") or "A"))
         episodes.append(episode)
-    return Run(path, name, identity, summary, episodes, is_privileged(identity))
+    return Run(path, name, identity, summary, episodes, is_privileged(identity), spec)
 
 
 def is_privileged(identity: dict) -> bool:
@@ -340,8 +341,11 @@ def is_privileged(identity: dict) -> bool:
     return False
 
 
-def episode_metrics(module: str | None, episode: Episode, track: str = "A") -> dict[str, float | None]:
-    """Scores (Task/Strict/Loc and the Table 5 sub-columns), process metrics from the trace, usage and cost."""
+def episode_metrics(module: str | None, spec: ModuleSpec | None, episode: Episode,
+                    track: str = "A") -> dict[str, float | None]:
+    """Scores (Task/Strict/Loc and the Table 5 sub-columns), process metrics from the trace, usage and cost.
+    ``module`` is the name the run records, ``spec`` its spec (None for a name no module folder defines: no
+    process metrics then)."""
     score = episode.score
     details = _mapping(score.get("details"))
     metrics: dict[str, float | None] = {key: _number(score.get(key)) for key in ("task", "strict", "loc")}
@@ -352,13 +356,13 @@ def episode_metrics(module: str | None, episode: Episode, track: str = "A") -> d
     if episode.trace is not None and module and episode.counted:
         records = trace_records(episode.trace)
         try:
-            process = process_metrics(module, records, answered(module, episode.parsed))
-        except (KeyError, TypeError, ValueError):  # a module or record shape the process metrics do not know
+            process = process_metrics(spec, records, spec.answered(episode.parsed)) if spec is not None else {}
+        except (KeyError, TypeError, ValueError):  # a record shape the process metrics do not know
             process = {}
         if track == "B":
             episode.operators = operators_called(records)
         metrics.update({key: _number(process.get(key)) for key in PROCESS_METRICS})
-        episode.audit = episode_audit(module, episode.result, episode.parsed, records)
+        episode.audit = episode_audit(spec, episode.result, episode.parsed, records)
         metrics.update(audit_metrics(episode.audit))
         trace_tokens = {key: _number(process.get(key)) for key in ("input_tokens", "output_tokens")}
     else:

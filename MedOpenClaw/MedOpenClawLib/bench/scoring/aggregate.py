@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..modules import get
+from ..spec import ModuleSpec
 from .rules import CaseScore
 
 
@@ -32,16 +32,14 @@ def _scorable_mean(scores: list[CaseScore], *path: str) -> float | None:
     return _mean(values)
 
 
-def aggregate(scores: Iterable[CaseScore]) -> dict:
-    """Aggregate one module's case scores; raises ValueError when modules are mixed."""
+def aggregate(scores: Iterable[CaseScore], spec: ModuleSpec) -> dict:
+    """Aggregate the case scores of ``spec``'s module; raises ValueError for a score of another module."""
     scores = list(scores)
-    modules = {score.module for score in scores}
-    if len(modules) > 1:
-        raise ValueError(f"cannot aggregate scores of several modules: {sorted(modules)}")
-    module = modules.pop() if modules else None
-
-    spec = get(module) if module is not None else None
-    has_loc = spec is not None and spec.has_loc
+    others = sorted({score.module for score in scores} - {spec.name})
+    if others:
+        raise ValueError(f"cannot aggregate scores of {', '.join(others)} with {spec.name}'s")
+    module = spec.name if scores else None
+    has_loc = bool(scores) and spec.has_loc
     valid = [score for score in scores if not score.invalid]
     loc_values = [score.loc for score in valid if score.loc is not None]
     result = {
@@ -54,6 +52,6 @@ def aggregate(scores: Iterable[CaseScore]) -> dict:
         "invalid": len(scores) - len(valid),
         "parse_failures": sum(1 for score in valid if score.parse_errors),
     }
-    for metric in spec.sub_metrics if spec is not None else ():  # e.g. subtasks (Table 5)
+    for metric in spec.sub_metrics if scores else ():  # e.g. subtasks (Table 5)
         result[metric.key] = _scorable_mean(valid, *metric.path)
     return result

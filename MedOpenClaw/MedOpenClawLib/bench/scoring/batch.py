@@ -20,8 +20,7 @@ from ...core.audit import read_trace
 from ...core.names import confined
 from ...core.sinks import write_json
 from ..cases import CaseFormatError, load_cases, load_ground_truth, package_image_space
-from ..kit.parsing import parse_response
-from ..modules import get
+from ..spec import ModuleSpec
 from .aggregate import aggregate
 from .process import aggregate_process, invalid_reason, process_metrics
 from .rules import CaseScore, score_case
@@ -54,16 +53,11 @@ def read_responses(path: str | os.PathLike) -> tuple[list[dict], list[str]]:
     return records, problems
 
 
-def answered(module: str, parsed: dict) -> bool:
-    """Whether a parsed response holds an answer at all (process metrics count unanswered episodes)."""
-    return get(module).answered(parsed)
-
-
 def score_records(
-    module: str, cases_dir: str | os.PathLike, records: list[dict], base_dir: Path | None = None
+    spec: ModuleSpec, cases_dir: str | os.PathLike, records: list[dict], base_dir: Path | None = None
 ) -> BatchResult:
-    """Score every case of the package once: the last record per case wins, missing cases count as
-    unanswered."""
+    """Score every case of the package (of ``spec``'s module) once: the last record per case wins, missing cases
+    count as unanswered."""
     problems: list[str] = []
     case_ids = [case.case_id for case in load_cases(cases_dir)]
     known = set(case_ids)  # one look-up per response, whatever the package's size
@@ -89,23 +83,23 @@ def score_records(
             except (OSError, ValueError) as error:
                 problems.append(f"{case_id}: cannot read trace {trace_path}: {error}")
         invalid = record.get("invalid") or (invalid_reason(trace_records) if trace_records else None)
-        parsed = parse_response(module, record.get("response"))
+        parsed = spec.read_answer(record.get("response"))
         if case_id not in by_case:
             parsed["errors"] = ["no response for this case"] + parsed["errors"]
-        score = score_case(module, truth, parsed, invalid=invalid)
+        score = score_case(spec, truth, parsed, invalid=invalid)
         score.details["parsed"] = parsed
         if trace_records is not None:
-            metrics = process_metrics(module, trace_records, answered(module, parsed))
+            metrics = process_metrics(spec, trace_records, spec.answered(parsed))
             metrics["invalid"] = metrics["invalid"] or (str(invalid) if invalid else None)
             score.details["process"] = metrics
             process.append(metrics)
         scores.append(score)
     summary = (
-        aggregate(scores)
+        aggregate(scores, spec)
         if scores
-        else {"module": module, "n": 0, "task": None, "strict": None, "loc": None, "invalid": 0}
+        else {"module": spec.name, "n": 0, "task": None, "strict": None, "loc": None, "invalid": 0}
     )
-    summary["module"] = module
+    summary["module"] = spec.name
     summary["missing"] = sum(1 for case_id in case_ids if case_id not in by_case)
     if process:
         summary["process"] = aggregate_process(process)
@@ -141,7 +135,9 @@ def write_scored_run(out: str | os.PathLike, result: BatchResult, module: str, c
     return out
 
 
-def score_file(module: str, cases_dir: str | os.PathLike, responses: str | os.PathLike) -> BatchResult:
+def score_file(spec: ModuleSpec, cases_dir: str | os.PathLike, responses: str | os.PathLike) -> BatchResult:
+    """Score a responses JSONL file against a package of ``spec``'s module (``bench score``)."""
+    module = spec.name
     try:
         manifest_module = json.loads((Path(cases_dir) / "manifest.json").read_text())["module"]
     except (OSError, ValueError, KeyError) as error:
@@ -149,6 +145,6 @@ def score_file(module: str, cases_dir: str | os.PathLike, responses: str | os.Pa
     if manifest_module != module:
         raise CaseFormatError(f"{cases_dir} holds {manifest_module} cases, not {module}")
     records, problems = read_responses(responses)
-    result = score_records(module, cases_dir, records, Path(responses).resolve().parent)
+    result = score_records(spec, cases_dir, records, Path(responses).resolve().parent)
     result.problems[:0] = problems
     return result

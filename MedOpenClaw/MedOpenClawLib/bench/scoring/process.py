@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from ..modules import get
+from ..spec import ModuleSpec
 
 ARGUMENT_ERRORS = ("invalid_argument", "unknown_action", "not_on_track", "invalid_json")
 INVALID_EVENTS = ("invalid", "environment_fault")
@@ -81,10 +81,10 @@ def invalid_reason(records: list[dict]) -> str | None:
 
 
 def process_metrics(
-    module: str, records: list[dict], answered: bool, reference: Iterable[str] | None = None
+    spec: ModuleSpec, records: list[dict], answered: bool, reference: Iterable[str] | None = None
 ) -> dict:
-    """Process metrics of one episode; ``answered`` is whether the final response parsed to an answer."""
-    spec = get(module)
+    """Process metrics of one episode of ``spec``'s module; ``answered`` is whether the final response parsed to
+    an answer."""
     reference = list(reference if reference is not None else spec.reference_tools)
     calls = [
         record for record in records if record.get("kind") == "action" and record.get("actor") == "agent"

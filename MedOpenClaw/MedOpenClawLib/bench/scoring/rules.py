@@ -1,6 +1,6 @@
 """MedFlow-Bench Table 4, rule by rule: Task, Strict (evidence gate) and Loc for each module.
 
-``score_case(module, ground_truth, parsed_response)`` takes a parsed response (``parsers.parse_response``) and
+``score_case(spec, ground_truth, parsed_response)`` takes a parsed response (``spec.read_answer``) and
 returns a :class:`CaseScore`; ``loc`` is None when the case is outside the module's Loc denominator.
 
 Protocol decisions (where Table 4 leaves a choice):
@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 
 from ..cases import GroundTruth
-from ..modules import get
+from ..spec import ModuleSpec
 from .geometry import KEY_SLICE_AXIS, area_covers, evidence_area, key_slice_in_range, mask_from_file
 
 KEY_SLICE_KEYS = {view: f"key_slice_{view}_mm" for view in KEY_SLICE_AXIS}
@@ -90,11 +90,11 @@ def pathology_gate(score: CaseScore, negative: bool, points: list, targets: list
 
 
 def score_case(
-    module: str, ground_truth: GroundTruth, parsed_response: dict | None, invalid: str | None = None
+    spec: ModuleSpec, ground_truth: GroundTruth, parsed_response: dict | None, invalid: str | None = None
 ) -> CaseScore:
     """Score one parsed response against the hidden reference; ``invalid`` (a reason) marks an environment
     fault that excludes the episode from every denominator."""
-    spec = get(module)
+    module = spec.name
     if module != ground_truth.module:
         raise ValueError(f"ground truth of {ground_truth.case_id} is {ground_truth.module}, not {module}")
     score = CaseScore(module=module, case_id=ground_truth.case_id)

@@ -11,7 +11,7 @@ import pytest
 
 from MedOpenClawLib.bench import modules
 from MedOpenClawLib.bench.cases import Case, CaseFormatError, GroundTruth, Question
-from MedOpenClawLib.bench.modules import check_module
+from MedOpenClawLib.bench.modules import check_module, get
 from MedOpenClawLib.bench.scoring.rules import CaseScore
 from MedOpenClawLib.bench.spec import LOCALIZATION_RULES, OFFLINE_AGENT_NAMES, PAPER_TABLES, ModuleSpec, unset_fields
 from MedOpenClawLib.bench.truth_check import localization_problems
@@ -114,10 +114,9 @@ def test_unknown_module_fails_fast_with_the_known_names():
         check_module("tcga")
     with pytest.raises(CaseFormatError, match="unknown module"):
         Case.from_json({"module": "tcga", "case_id": "1", "data_dir": "d", "open_paths": []})
-    from MedOpenClawLib.bench.kit.parsing import parse_response
 
     with pytest.raises(ValueError, match="unknown module"):
-        parse_response("tcga", "ANSWER: A")
+        get("tcga").read_answer("ANSWER: A")
 
 
 def test_a_spec_that_leaves_a_field_out_cannot_be_built():

@@ -10,7 +10,6 @@ import numpy as np
 from MedOpenClawLib.bench.cases import Case, GroundTruth, load_ground_truth
 from MedOpenClawLib.bench.commands import add_commands
 from MedOpenClawLib.bench.kit.loading import localization_record
-from MedOpenClawLib.bench.kit.parsing import parse_response
 from MedOpenClawLib.bench.modules import get
 from MedOpenClawLib.bench.package import PackageWriter
 from MedOpenClawLib.bench.scoring import aggregate, score_case
@@ -91,8 +90,8 @@ def test_report_pages_from_a_registry_trace(tmp_path):
         "EVIDENCE:\nKEY_SLICE_AXIAL_MM: 5\nKEY_SLICE_SAGITTAL_MM: 5\nKEY_SLICE_CORONAL_MM: 20\n"
         "RAS: [5, 5, 5]\nANSWER: A"
     )
-    parsed = parse_response("ucsf-pdgm", response)
-    score = score_case("ucsf-pdgm", load_ground_truth(cases_dir, "UCSF-PDGM-0001"), parsed)
+    parsed = get("ucsf-pdgm").read_answer(response)
+    score = score_case(get("ucsf-pdgm"), load_ground_truth(cases_dir, "UCSF-PDGM-0001"), parsed)
     score.details["parsed"] = parsed
     assert (score.task, score.strict, score.loc) == (1.0, 0.0, 1.0)  # coronal key slice 20 is outside 3.5..7.5
     result = {
@@ -104,8 +103,8 @@ def test_report_pages_from_a_registry_trace(tmp_path):
         "score": score.to_json(),
     }
     (episode / "result.json").write_text(json.dumps(result))
-    summary = aggregate([score])
-    summary["process"] = aggregate_process([process_metrics("ucsf-pdgm", trace.records, answered=True)])
+    summary = aggregate([score], get("ucsf-pdgm"))
+    summary["process"] = aggregate_process([process_metrics(get("ucsf-pdgm"), trace.records, answered=True)])
     (run / "summary.json").write_text(json.dumps(summary))
     (run / "run.json").write_text(json.dumps(
         {"module": "ucsf-pdgm", "agent": "scripted", "track": "A", "max_rounds": 20, "cases_dir": str(cases_dir)}

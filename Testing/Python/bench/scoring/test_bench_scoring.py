@@ -10,6 +10,7 @@ import pytest
 import shapely
 
 from MedOpenClawLib.bench.cases import GroundTruth
+from MedOpenClawLib.bench.modules import get
 from MedOpenClawLib.bench.scoring import aggregate, score_case
 from MedOpenClawLib.bench.scoring.geometry import (
     VoxelMask,
@@ -158,39 +159,39 @@ GOOD_EVIDENCE = {
 
 def test_ucsf_task_strict_loc(lesion_truth):
     truth = lesion_truth("ucsf-pdgm", {"answer": "A"})
-    full = score_case("ucsf-pdgm", truth, {"answer": "A", "evidence": GOOD_EVIDENCE})
+    full = score_case(get("ucsf-pdgm"), truth, {"answer": "A", "evidence": GOOD_EVIDENCE})
     assert (full.task, full.strict, full.loc) == (1.0, 1.0, 1.0)
     # RAS outside the mask does not affect Strict for UCSF (scored separately as Loc)
     outside = dict(GOOD_EVIDENCE, ras=[0.0, 0.0, 0.0])
-    score = score_case("ucsf-pdgm", truth, {"answer": "A", "evidence": outside})
+    score = score_case(get("ucsf-pdgm"), truth, {"answer": "A", "evidence": outside})
     assert (score.task, score.strict, score.loc) == (1.0, 1.0, 0.0)
     # one key slice one 3 mm slice off -> Strict 0
     off = dict(GOOD_EVIDENCE, key_slice_axial_mm=-2.0)
-    score = score_case("ucsf-pdgm", truth, {"answer": "A", "evidence": off})
+    score = score_case(get("ucsf-pdgm"), truth, {"answer": "A", "evidence": off})
     assert (score.task, score.strict, score.loc) == (1.0, 0.0, 1.0)
     assert score.gates["key_slice_axial"] is False
-    wrong = score_case("ucsf-pdgm", truth, {"answer": "B", "evidence": GOOD_EVIDENCE})
+    wrong = score_case(get("ucsf-pdgm"), truth, {"answer": "B", "evidence": GOOD_EVIDENCE})
     assert (wrong.task, wrong.strict, wrong.loc) == (0.0, 0.0, 1.0)
-    empty = score_case("ucsf-pdgm", truth, {"answer": None, "evidence": {}})
+    empty = score_case(get("ucsf-pdgm"), truth, {"answer": None, "evidence": {}})
     assert (empty.task, empty.strict, empty.loc) == (0.0, 0.0, 0.0)
 
 
 def test_ucsf_no_tumor_case_has_no_evidence_gate():
     truth = GroundTruth("ucsf-pdgm", "c", {"answer": "C"}, localization=None)
-    score = score_case("ucsf-pdgm", truth, {"answer": "C", "evidence": {}})
+    score = score_case(get("ucsf-pdgm"), truth, {"answer": "C", "evidence": {}})
     assert (score.task, score.strict, score.loc) == (1.0, 1.0, None)
 
 
 def test_nsclc_partial_score_only_with_full_evidence(lesion_truth):
     truth = lesion_truth("nsclc", {"q1": "A", "q2": "B", "q3": "A", "q4": "A", "q5": "B"})
     answers = {"q1": "A", "q2": "B", "q3": "C", "q4": "A", "q5": None}
-    score = score_case("nsclc", truth, {"answers": answers, "evidence": GOOD_EVIDENCE})
+    score = score_case(get("nsclc"), truth, {"answers": answers, "evidence": GOOD_EVIDENCE})
     assert score.task == pytest.approx(3 / 5) and score.strict == pytest.approx(3 / 5) and score.loc == 1.0
     no_ras = dict(GOOD_EVIDENCE, ras=[95.2, 41.2, -11.0])  # key slices fine, point one slice below the lesion
-    score = score_case("nsclc", truth, {"answers": answers, "evidence": no_ras})
+    score = score_case(get("nsclc"), truth, {"answers": answers, "evidence": no_ras})
     assert (score.strict, score.loc) == (0.0, 0.0)
     bad_slice = dict(GOOD_EVIDENCE, key_slice_sagittal_mm=93.9)
-    score = score_case("nsclc", truth, {"answers": answers, "evidence": bad_slice})
+    score = score_case(get("nsclc"), truth, {"answers": answers, "evidence": bad_slice})
     assert score.task == pytest.approx(0.6) and score.strict == 0.0 and score.loc == 1.0
 
 
@@ -205,14 +206,14 @@ def test_lumiere_fields_gate_skips_unscorable():
     }
     truth = GroundTruth("lumiere", "p", {"answer": "A"}, evidence_fields=fields)
     predicted = {key: (False if value is None else value) for key, value in fields.items()}
-    score = score_case("lumiere", truth, {"answer": "A", "evidence": predicted})
+    score = score_case(get("lumiere"), truth, {"answer": "A", "evidence": predicted})
     assert (score.task, score.strict, score.loc) == (1.0, 1.0, None)
     assert score.details["fields"]["current_non_target_lesion"] is None
     predicted["t2_progression"] = True
-    score = score_case("lumiere", truth, {"answer": "A", "evidence": predicted})
+    score = score_case(get("lumiere"), truth, {"answer": "A", "evidence": predicted})
     assert (score.task, score.strict) == (1.0, 0.0)
     predicted["t2_progression"] = None  # a missing field is wrong, not skipped
-    assert score_case("lumiere", truth, {"answer": "A", "evidence": predicted}).strict == 0.0
+    assert score_case(get("lumiere"), truth, {"answer": "A", "evidence": predicted}).strict == 0.0
 
 
 # --- pathology rules ---
@@ -225,13 +226,13 @@ BRACS_REGIONS = [
 
 def test_bracs_roi_of_matching_class():
     truth = GroundTruth("bracs", "b", {"answer": "DCIS"}, regions=BRACS_REGIONS)
-    hit = score_case("bracs", truth, {"answer": "DCIS", "localizations": [[50, 50], [150, 150]]})
+    hit = score_case(get("bracs"), truth, {"answer": "DCIS", "localizations": [[50, 50], [150, 150]]})
     assert (hit.task, hit.strict, hit.loc) == (1.0, 1.0, 1.0)
-    wrong_roi = score_case("bracs", truth, {"answer": "DCIS", "localizations": [[350, 150]]})
+    wrong_roi = score_case(get("bracs"), truth, {"answer": "DCIS", "localizations": [[350, 150]]})
     assert (wrong_roi.task, wrong_roi.strict, wrong_roi.loc) == (1.0, 0.0, 0.0)
-    wrong_label = score_case("bracs", truth, {"answer": "ADH", "localizations": [[150, 150]]})
+    wrong_label = score_case(get("bracs"), truth, {"answer": "ADH", "localizations": [[150, 150]]})
     assert (wrong_label.task, wrong_label.strict, wrong_label.loc) == (0.0, 0.0, 1.0)
-    nothing = score_case("bracs", truth, {"answer": "DCIS", "localizations": []})
+    nothing = score_case(get("bracs"), truth, {"answer": "DCIS", "localizations": []})
     assert (nothing.strict, nothing.loc) == (0.0, 0.0)
 
 
@@ -239,16 +240,16 @@ def test_bracs_click_in_an_roi_hole_is_a_miss():
     ring = {"label": "DCIS", "kind": "roi", "polygon": [[0, 0], [300, 0], [300, 300], [0, 300]],
             "holes": [[[100, 100], [200, 100], [200, 200], [100, 200]]]}
     truth = GroundTruth("bracs", "h", {"answer": "DCIS"}, regions=[ring])
-    in_hole = score_case("bracs", truth, {"answer": "DCIS", "localizations": [[150, 150]]})
+    in_hole = score_case(get("bracs"), truth, {"answer": "DCIS", "localizations": [[150, 150]]})
     assert (in_hole.task, in_hole.strict, in_hole.loc) == (1.0, 0.0, 0.0)
-    in_ring = score_case("bracs", truth, {"answer": "DCIS", "localizations": [[150, 150], [50, 50]]})
+    in_ring = score_case(get("bracs"), truth, {"answer": "DCIS", "localizations": [[150, 150], [50, 50]]})
     assert (in_ring.strict, in_ring.loc) == (1.0, 1.0)
 
 
 def test_bracs_normal_requires_empty_localizations():
     truth = GroundTruth("bracs", "n", {"answer": "N"}, regions=[])
-    assert score_case("bracs", truth, {"answer": "N", "localizations": []}).strict == 1.0
-    score = score_case("bracs", truth, {"answer": "N", "localizations": [[1, 1]]})
+    assert score_case(get("bracs"), truth, {"answer": "N", "localizations": []}).strict == 1.0
+    score = score_case(get("bracs"), truth, {"answer": "N", "localizations": [[1, 1]]})
     assert (score.task, score.strict, score.loc) == (1.0, 0.0, None)
 
 
@@ -266,12 +267,11 @@ def test_camelyon_hit_avoids_exclusions():
         regions=CAMELYON_REGIONS,
     )
     answer = {"tumor_presence": "tumor_present", "largest_metastasis": "macro"}
-    hit = score_case("camelyon17", truth, dict(answer, localizations=[[100, 100]]))
+    hit = score_case(get("camelyon17"), truth, dict(answer, localizations=[[100, 100]]))
     assert (hit.task, hit.strict, hit.loc) == (1.0, 1.0, 1.0)
-    excluded = score_case("camelyon17", truth, dict(answer, localizations=[[500, 500]]))
+    excluded = score_case(get("camelyon17"), truth, dict(answer, localizations=[[500, 500]]))
     assert (excluded.strict, excluded.loc) == (0.0, 0.0)
-    category = score_case(
-        "camelyon17", truth, dict(answer, largest_metastasis="micro", localizations=[[100, 100]])
+    category = score_case(get("camelyon17"), truth, dict(answer, largest_metastasis="micro", localizations=[[100, 100]])
     )
     assert (category.task, category.strict, category.loc) == (0.0, 0.0, 1.0)
 
@@ -279,8 +279,8 @@ def test_camelyon_hit_avoids_exclusions():
 def test_camelyon_negative_slide_requires_empty():
     truth = GroundTruth("camelyon17", "n", {"tumor_presence": "no_tumor", "largest_metastasis": "negative"})
     answer = {"tumor_presence": "no_tumor", "largest_metastasis": "negative"}
-    assert score_case("camelyon17", truth, dict(answer, localizations=[])).strict == 1.0
-    score = score_case("camelyon17", truth, dict(answer, localizations=[[5, 5]]))
+    assert score_case(get("camelyon17"), truth, dict(answer, localizations=[])).strict == 1.0
+    score = score_case(get("camelyon17"), truth, dict(answer, localizations=[[5, 5]]))
     assert (score.task, score.strict, score.loc) == (1.0, 0.0, None)
 
 
@@ -290,28 +290,28 @@ def test_camelyon_negative_slide_requires_empty():
 def test_aggregate_excludes_invalid_and_counts_them():
     truth = GroundTruth("bracs", "n", {"answer": "N"})
     scores = [
-        score_case("bracs", truth, {"answer": "N", "localizations": []}),
-        score_case("bracs", truth, {"answer": "PB", "localizations": []}),
-        score_case("bracs", truth, None, invalid="viewer crashed"),
+        score_case(get("bracs"), truth, {"answer": "N", "localizations": []}),
+        score_case(get("bracs"), truth, {"answer": "PB", "localizations": []}),
+        score_case(get("bracs"), truth, None, invalid="viewer crashed"),
     ]
-    summary = aggregate(scores)
+    summary = aggregate(scores, get("bracs"))
     assert summary["n"] == 2 and summary["invalid"] == 1
     assert summary["task"] == 0.5 and summary["strict"] == 0.5 and summary["loc"] is None
     lumiere = aggregate(
-        [score_case("lumiere", GroundTruth("lumiere", "l", {"answer": "A"}), {"answer": "A"})]
+        [score_case(get("lumiere"), GroundTruth("lumiere", "l", {"answer": "A"}), {"answer": "A"})], get("lumiere")
     )
     assert lumiere["loc"] is None and lumiere["task"] == 1.0
     with pytest.raises(ValueError):
-        aggregate(scores + lumiere_scores())
+        aggregate(scores + lumiere_scores(), get("bracs"))
 
 
 def lumiere_scores():
-    return [score_case("lumiere", GroundTruth("lumiere", "l", {"answer": "A"}), {"answer": "B"})]
+    return [score_case(get("lumiere"), GroundTruth("lumiere", "l", {"answer": "A"}), {"answer": "B"})]
 
 
 def test_score_case_rejects_module_mismatch():
     with pytest.raises(ValueError):
-        score_case("bracs", GroundTruth("lumiere", "l", {"answer": "A"}), {})
+        score_case(get("bracs"), GroundTruth("lumiere", "l", {"answer": "A"}), {})
 
 
 def _action(name, status="ok", code=None, arguments=None, images=0):
@@ -353,9 +353,8 @@ def test_process_metrics_hand_computed():
                         "deviations": ["tool_call_as_text"]},
         },
     ]
-    metrics = process_metrics(
-        "bracs", records, answered=True, reference=["zoom", "pan", "viewer_point_to_wsi_coordinate"]
-    )
+    metrics = process_metrics(get("bracs"), records, answered=True,
+                              reference=["zoom", "pan", "viewer_point_to_wsi_coordinate"])
     assert metrics["calls"] == 5
     # agent multiset {observe, zoom x3, v2w} vs {zoom, pan, v2w}: overlap 2, P = 2/5, R = 2/3
     assert metrics["planning_f1"] == pytest.approx(round(2 * 0.4 * (2 / 3) / (0.4 + 2 / 3), 4))
@@ -368,10 +367,9 @@ def test_process_metrics_hand_computed():
     assert metrics["images"] == 4 and metrics["input_tokens"] == 150 and metrics["output_tokens"] == 10
     assert metrics["budget_exhausted"] is False and metrics["invalid"] is None
     assert metrics["protocol_deviations"] == 1  # counted from the model_output receipts
-    exhausted = process_metrics("bracs", [_action("zoom", "error", "budget_exhausted")], answered=False)
+    exhausted = process_metrics(get("bracs"), [_action("zoom", "error", "budget_exhausted")], answered=False)
     assert exhausted["budget_exhausted"] and exhausted["progress_rate"] == 0.0
-    fault = process_metrics(
-        "bracs", [{"kind": "environment_fault", "payload": {"reason": "QuPath died"}}], False
+    fault = process_metrics(get("bracs"), [{"kind": "environment_fault", "payload": {"reason": "QuPath died"}}], False
     )
     assert fault["invalid"] == "QuPath died" and fault["calls"] == 0 and fault["execution"] is None
 
@@ -386,19 +384,20 @@ def test_nsclc_question_outside_the_label_set_is_not_scored(lesion_truth):
     """Tis T stage / "Not Collected" grade: the case stays, that question leaves the denominator."""
     truth = lesion_truth("nsclc", {"q1": "A", "q2": None, "q3": "A", "q4": "A", "q5": "B"})
     answers = {"q1": "A", "q2": "C", "q3": "A", "q4": "B", "q5": "B"}
-    score = score_case("nsclc", truth, {"answers": answers, "evidence": GOOD_EVIDENCE})
+    score = score_case(get("nsclc"), truth, {"answers": answers, "evidence": GOOD_EVIDENCE})
     assert score.task == 0.75 and score.details["questions"]["q2"] is None
-    summary = aggregate([score, score_case("nsclc", truth, {"answers": {}, "evidence": GOOD_EVIDENCE})])
+    summary = aggregate([score, score_case(get("nsclc"), truth, {"answers": {}, "evidence": GOOD_EVIDENCE})],
+                        get("nsclc"))
     assert summary["q2"] is None and summary["q1"] == 0.5 and summary["q4"] == 0.0
 
 
 def test_positive_slide_without_reference_evidence_has_strict_equal_to_task_and_counts():
     """A BRACS slide without a GeoJSON export is no evidence-scored case (Table 4): Strict = Task, no Loc."""
     unavailable = GroundTruth("bracs", "u", {"answer": "DCIS"}, {"answer": "DCIS", "evidence": "unavailable"})
-    score = score_case("bracs", unavailable, {"answer": "DCIS", "localizations": [[1, 1]]})
+    score = score_case(get("bracs"), unavailable, {"answer": "DCIS", "localizations": [[1, 1]]})
     assert score.task == 1.0 and score.strict == 1.0 and score.loc is None
     assert score.gates["evidence"] == "unavailable"
-    scored = score_case("bracs", GroundTruth("bracs", "b", {"answer": "DCIS"}, regions=BRACS_REGIONS),
+    scored = score_case(get("bracs"), GroundTruth("bracs", "b", {"answer": "DCIS"}, regions=BRACS_REGIONS),
                         {"answer": "DCIS", "localizations": []})
-    summary = aggregate([score, scored])
+    summary = aggregate([score, scored], get("bracs"))
     assert summary["task"] == 1.0 and summary["strict"] == 0.5 and summary["loc"] == 0.0 and summary["loc_n"] == 1
