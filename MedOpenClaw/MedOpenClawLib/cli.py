@@ -106,7 +106,6 @@ def deferred(target: str) -> Callable[[argparse.Namespace], int]:
         return getattr(importlib.import_module(module), name)(args)
 
     run.__name__ = run.__qualname__ = name
-    run.target = target
     return run
 
 

@@ -46,7 +46,6 @@ def provider_config(args):
     """The model agents' ProviderConfig from flags and MEDOPENCLAW_* variables; None for other agents."""
     if args.agent not in MODEL_AGENTS:
         return None
-
     config = ProviderConfig.resolve(
         model=args.model, provider=args.provider, base_url=args.base_url, temperature=args.temperature,
         seed=args.seed, timeout_s=args.model_timeout, max_tokens=args.max_tokens or args.max_completion_tokens
