@@ -11,6 +11,7 @@ import json
 from ..cli import COUNT, NON_NEGATIVE, SECONDS, Number, deferred, executable, user_path
 from ..providers.conversation import parse_history
 from ..providers.kinds import KINDS
+from ..providers.limits import PROFILE_NAMES
 from .model_families import FAMILIES
 from .modules import names
 from .outcomes import parse_fail_on_error
@@ -147,8 +148,7 @@ def add_bench_subcommand(bench_subparsers) -> None:
                        help="the server's context window (default: documented per server, reported by the server's "
                             "GET /models (vLLM, OpenRouter, LM Studio) or llama.cpp's /props, else 16384, said at the "
                             "pre-flight); every request is trimmed to fit it")
-    model.add_argument("--server-profile", choices=("openai", "openai-strict", "anthropic", "gemini", "mistral",
-                                                    "vllm", "ollama", "llamacpp", "openai-compatible"),
+    model.add_argument("--server-profile", choices=PROFILE_NAMES,
                        help="whose documented limits requests are held to (default: detected from URL and model); "
                             "openai-strict: OpenAI with strict function calling")
     parser.add_argument("--fail-on-error", type=_fail_on_error, metavar="N|FRACTION",
