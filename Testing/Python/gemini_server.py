@@ -19,6 +19,7 @@ bytes as base64). Documented rules enforced, with the API's error shape (``googl
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from collections.abc import Callable
@@ -29,6 +30,7 @@ from google.genai import types
 
 MAX_REQUEST_BYTES = 20 * 1024 * 1024
 MAX_IMAGES = 3600
+UNSIGNED = base64.urlsafe_b64decode("skip_thought_signature_validator")  # the documented stand-in, as the SDK reads it
 BODY_FIELDS = {"contents": list[types.Content], "systemInstruction": types.Content, "tools": list[types.Tool],
                "toolConfig": types.ToolConfig, "generationConfig": types.GenerationConfig,
                "safetySettings": list[types.SafetySetting], "cachedContent": str}
@@ -121,6 +123,17 @@ class FakeGemini(FakeModelServer):
                     self.signed[part.function_call.name] = part.thought_signature
         return answer
 
+    def check_current_turn(self, contents: list[types.Content]) -> None:
+        """Gemini 3: in the current turn (since the last user content that answers no call), the first function
+        call of each model step carries a signature (the server's, or the documented stand-in)."""
+        start = max((index for index, content in enumerate(contents) if content.role == "user" and
+                     not any(part.function_response for part in content.parts)), default=0)
+        for content in contents[start:]:
+            first = next((part for part in content.parts if part.function_call), None)
+            if content.role == "model" and first and not first.thought_signature:
+                raise Refused(f"Function call `{first.function_call.name}` in the current turn is missing a "
+                              "`thought_signature`.")
+
     def check_turns(self, contents: list[types.Content]) -> None:
         images, calls = 0, 0
         for content in contents:
@@ -139,9 +152,10 @@ class FakeGemini(FakeModelServer):
                     raise Refused("Unable to submit request because it has an empty text parameter.")
             first = next((part for part in content.parts if part.function_call), None)
             if content.role == "model" and first and first.function_call.name in self.signed and \
-                    first.thought_signature != self.signed[first.function_call.name]:
+                    first.thought_signature not in (self.signed[first.function_call.name], UNSIGNED):
                 raise Refused("Function call is missing a thought_signature in functionCall parts. This is required "
                               f"for tools to work correctly ({first.function_call.name}).")
+        self.check_current_turn(contents)
         if images > MAX_IMAGES:
             raise Refused(f"The number of images in the request ({images}) exceeds the limit of {MAX_IMAGES}.")
 

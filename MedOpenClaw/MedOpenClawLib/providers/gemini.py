@@ -11,7 +11,7 @@ a Bearer access token), both through google-genai's client with the project's bo
 - A model turn goes back as the parts the server sent (``thoughtSignature`` on them: Gemini 3 answers 400 to a
   function call of the current turn without its signature; thought parts; part kinds this module does not know),
   verbatim, while its text and calls are still the server's; when they were rewritten (calls written as text), the
-  server's parts that are not text or calls, then ours.
+  server's parts that are not text or calls, then ours, the first call with the documented stand-in signature.
 - Turns of one role in a row are merged (function responses must answer their calls in one turn); empty turns and
   empty text parts are never sent.
 - The reply is the candidate whose ``index`` is 0 (omitted in JSON when 0). ``finishReason`` is the stop reason in
@@ -50,6 +50,8 @@ if TYPE_CHECKING:
 OWN_PARTS = ("text", "functionCall")  # what the neutral message holds (a thought's text is not the answer)
 REFUSED = frozenset({"SAFETY", "RECITATION", "PROHIBITED_CONTENT", "BLOCKLIST", "SPII", "IMAGE_SAFETY",
                      "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "MODEL_ARMOR"})
+# ai.google.dev/gemini-api/docs/thought-signatures: what a function call the model did not make carries instead
+UNSIGNED_CALL = "skip_thought_signature_validator"
 VERSIONED = re.compile(r"/v1(alpha|beta)?\d*$")  # a --base-url that already names the API version
 
 
@@ -71,8 +73,12 @@ def _said(parts: list[dict]) -> str:
 
 
 def _model_parts(message: Message) -> list[dict]:
-    """The parts of a model turn: the server's verbatim while the neutral text and calls are still theirs."""
+    """The parts of a model turn: the server's verbatim while the neutral text and calls are still theirs; calls
+    the server did not send as calls (written as text, or from another provider's history) carry the documented
+    stand-in signature on the first (Gemini 3 refuses a call of the current turn without one)."""
     calls = [{"functionCall": {"name": call.name, "args": call.arguments or {}}} for call in message.tool_calls]
+    if calls:
+        calls[0]["thoughtSignature"] = UNSIGNED_CALL
     vendor = message.vendor or {}
     parts = vendor.get("parts") if vendor.get("kind") == "gemini" else None
     if not parts:

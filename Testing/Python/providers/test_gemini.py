@@ -71,7 +71,10 @@ def test_a_tool_round_trips_with_its_signature_its_id_and_the_images_it_returned
                      Message("tool", '{"ok": true}', images=[png()], tool_call_id=call.id, tool_name="observe"),
                      Message("user", "state: axial")]
         assert model.complete(messages, TOOLS, allow_tools=False).text == "done"
-        unsigned = [*messages[:2], Message("assistant", "", tool_calls=first.tool_calls), *messages[3:]]
+        stripped = {"kind": "gemini", "parts": [{key: value for key, value in part.items() if key != "thoughtSignature"}
+                                                for part in first.vendor["parts"]]}
+        unsigned = [*messages[:2], Message("assistant", "", tool_calls=first.tool_calls, vendor=stripped),
+                    *messages[3:]]
         with pytest.raises(ProviderError, match="thought_signature"):  # the fake is as strict as Gemini 3
             model.complete(unsigned, TOOLS)
     body = server.requests[1]["body"]
@@ -231,3 +234,18 @@ def test_a_stream_chunk_of_another_shape_ends_the_request_in_a_provider_error(ca
     with FakeModelServer([Scripted([{"candidates": candidates}])]) as server, \
             pytest.raises(ProviderError, match="response refused"):
         provider(server, stream=True).complete(conversation(), TOOLS)
+
+
+def test_a_call_written_as_text_goes_back_as_a_call_with_the_documented_stand_in_signature():
+    written = '<tool_call>{"name": "observe", "arguments": {"view": "axial"}}</tool_call>'
+    with FakeGemini(answers(reply([types.Part(text=written)]), reply([types.Part(text="done")]))) as server:
+        model = provider(server)
+        messages = conversation()
+        first = model.complete(messages, TOOLS)
+        assert [(call.name, call.arguments) for call in first.tool_calls] == [("observe", {"view": "axial"})]
+        messages += [Message("assistant", first.text, tool_calls=first.tool_calls, vendor=first.vendor),
+                     Message("tool", "ok", tool_call_id=first.tool_calls[0].id, tool_name="observe")]
+        assert model.complete(messages, TOOLS).text == "done"  # Gemini 3 refuses an unsigned call of the turn
+    assert server.requests[1]["body"]["contents"][1] == {"role": "model", "parts": [
+        {"functionCall": {"name": "observe", "args": {"view": "axial"}},
+         "thoughtSignature": "skip_thought_signature_validator"}]}
