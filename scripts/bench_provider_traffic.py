@@ -23,6 +23,7 @@ import statistics
 import sys
 import tempfile
 import time
+from importlib.metadata import version
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,11 +109,12 @@ def episode(provider: str, cases: Path, out: Path) -> dict:
 
 
 def transport(provider: str) -> str:
-    """Which client carries the provider's requests (its wire class's SDK, or a plain JSON POST)."""
-    from MedOpenClawLib.providers.kinds import provider_kind
+    """The SDK client class that carries the provider's requests (``openai.OpenAI``, ...)."""
+    from MedOpenClawLib.providers import ProviderConfig, make_provider
 
-    sdk = provider_kind(provider).provider_class().sdk
-    return f"{sdk.__name__} SDK {sdk.__version__}" if sdk else "JSON POST on httpx2 (no SDK client)"
+    client = make_provider(ProviderConfig(kind=provider, model="m", base_url="http://127.0.0.1:9", api_key=KEY,
+                                          region="us-east-1", project="p", api_version="2024-10-21")).client
+    return f"{type(client).__module__.split('._')[0].removesuffix('.client')}.{type(client).__name__}"
 
 
 def main_bench() -> None:
@@ -142,10 +144,8 @@ def main_bench() -> None:
     path = Path(args.out)
     results = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     results["providers"] = providers
-    import anthropic
-    import openai
-    results["provider_sdks"] = {"openai": openai.__version__, "anthropic": anthropic.__version__,
-                                "httpx2": httpx2.__version__, "load_average": os.getloadavg()[0]}
+    results["provider_sdks"] = {**{name: version(name) for name in ("openai", "anthropic", "google-genai")},
+                                "httpx2": httpx2.__version__, "load_average": round(os.getloadavg()[0], 1)}
     path.write_text(json.dumps(results, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
