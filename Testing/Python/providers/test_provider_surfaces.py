@@ -60,6 +60,9 @@ def test_anthropic_bedrock_invokes_the_model_with_a_valid_sigv4_signature(monkey
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    # the SDK keeps one boto3 session per process, its credentials resolved once (a run's environment does not
+    # change under it); earlier tests of this process signed with other keys
+    _get_session.cache_clear()
     model = "anthropic.claude-sonnet-4-20250514-v1:0"
     request = complete("anthropic-bedrock", anthropic_reply("done"), model=model, region="us-east-1")
     assert request["path"] == "/model/anthropic.claude-sonnet-4-20250514-v1:0/invoke"  # the SDK keeps ":" as is
