@@ -12,6 +12,7 @@ import openai.types.chat as openai_chat
 import openai.types.responses as openai_responses
 import pydantic
 import pytest
+from agents_cases import write_ucsf_package
 from agents_fakes import FakeModelServer, Scripted
 from anthropic.types import message_create_params
 from openai.types.chat import completion_create_params
@@ -19,8 +20,8 @@ from openai.types.responses import response_create_params
 
 from MedOpenClawLib.cli import main
 
-MODULE = "nsclc"
-ANSWER = "1C2D3B4A5B"
+MODULE = "ucsf-pdgm"
+ANSWER = "ANSWER: glioblastoma"
 # provider -> (wire, extra arguments, the path every request must take)
 SURFACES = {
     "openai": ("chat", [], "/chat/completions"),
@@ -74,15 +75,8 @@ def reply(wire: str, body: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory):
-    """One small synthetic NSCLC case package."""
-    from MedOpenClawLib.bench.modules import get
-    from MedOpenClawLib.bench.package import prepare
-    from MedOpenClawLib.bench.synthetic.cohort import CohortConfig, write_cohort
-
-    root = tmp_path_factory.mktemp("cohort")
-    write_cohort(root / "raw", CohortConfig(seed=3, cases=1, ct_size=96, workers=1), modules=[MODULE])
-    prepare(get(MODULE), root / "raw" / get(MODULE).dataset_dir, root / "cases")
-    return root / "cases"
+    """One small UCSF-PDGM case package (tiny volumes: the surfaces are under test, not the cohort generator)."""
+    return write_ucsf_package(tmp_path_factory.mktemp("cases"), cases=1)
 
 
 @pytest.mark.parametrize("provider", list(SURFACES))
