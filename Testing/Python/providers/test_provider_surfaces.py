@@ -54,9 +54,6 @@ def test_anthropic_bedrock_invokes_the_model_with_a_valid_sigv4_signature(monkey
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials
 
-    # the SDK keeps one boto3 session per process (lru_cache), whose credentials are the environment's at its first
-    # use: an earlier test's (test_bench_run_providers signs with other example keys) would sign here
-    _get_session.cache_clear()
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
     monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
