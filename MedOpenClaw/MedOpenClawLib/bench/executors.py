@@ -201,6 +201,8 @@ class LocalExecutor(Executor):
         self._results: queue.Queue[tuple[EpisodeTask, dict, threading.Event] | BaseException] = queue.Queue()
         self._outstanding = 0
         self._lock = threading.Lock()
+        self._queue_changed = threading.Condition(self._lock)
+        self._running = 0  # episodes a slot thread took and has no record of yet: one may come back to the queue
         self._threads: list[threading.Thread] = []
         self._last_handed: threading.Event | None = None
 
@@ -217,18 +219,37 @@ class LocalExecutor(Executor):
             self._threads.append(thread)
             thread.start()
 
-    def _drain(self, slot: WorkerSlot) -> None:
-        try:
+    def _take(self) -> EpisodeTask | None:
+        """The next queued episode, or None once none is queued and none can come back. While another thread runs
+        an episode, an idle one waits: that slot may give way and put its episode back (:meth:`_retire`), and a
+        thread must be left to take it (else the run waits forever for an episode nobody runs)."""
+        with self._queue_changed:
             while True:
                 try:
                     task = self._work.get_nowait()
                 except queue.Empty:
+                    if not self._running:
+                        return None
+                    self._queue_changed.wait()
+                    continue
+                self._running += 1
+                return task
+
+    def _drain(self, slot: WorkerSlot) -> None:
+        try:
+            while True:
+                task = self._take()
+                if task is None:
                     return
                 try:
                     record = self.job(slot, task, self.on_round)
                 except WorkerUnavailable:
                     self._retire(slot, task)
                     return
+                finally:  # after a give-way's episode is back in the queue
+                    with self._queue_changed:
+                        self._running -= 1
+                        self._queue_changed.notify_all()
                 processed = threading.Event()
                 self._results.put((task, record, processed))
                 processed.wait()
