@@ -15,7 +15,9 @@ Run with the release's venv (``scripts/setup_slicer_pythons.sh``). Two checks:
    the module tests ``MedOpenClawTest``/``MedCopilotTest``, ``run_bench.py`` under a launcher that forks the
    application, ``verify_in_slicer.py``) where slicer-core exists (Python 3.10 and later: the supported
    releases), and everywhere the copilot-logic and packaging tests and the refusal of releases older than
-   ``dependencies.MIN_SLICER``.
+   ``dependencies.MIN_SLICER``. On a release the module refuses at load (the venv's name says which) its code
+   runs only as far as the refusal, and the ``core`` feature is never installed (its packages may need a newer
+   Python): there only the refusal test runs.
 
 Exit status: 0 when everything passed, 1 otherwise.
 """
@@ -26,6 +28,7 @@ import ast
 import importlib
 import importlib.util
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -35,14 +38,14 @@ PACKAGES = {"MedOpenClawLib": ROOT / "MedOpenClaw" / "MedOpenClawLib",
             "MedCopilotLib": ROOT / "MedCopilot" / "MedCopilotLib"}
 # run outside Slicer, in the runner's or front-end's own Python
 NOT_IN_SLICER = ("MedOpenClawLib.bench", "MedOpenClawLib.cli", "MedOpenClawLib.server.mcp",
-                 "MedOpenClawLib.server.http_guard", "MedOpenClawLib.server.rest_app",
+                 "MedOpenClawLib.server.commands", "MedOpenClawLib.server.http_guard", "MedOpenClawLib.server.rest_app",
                  "MedOpenClawLib.worker.__main__", "MedOpenClawLib.worker.scripts")
 # what only the running application provides (PySide6 stands in for PythonQt's qt in the tests)
 APPLICATION_MODULES = ("slicer", "qt", "PySide6")
 BUILTIN_TYPES = {"str", "int", "float", "bool", "bytes", "dict", "list", "tuple", "set", "frozenset", "type", "object"}
 TESTS = "Testing/Python/"
-EVERYWHERE = [TESTS + "copilot/test_copilot_logic.py", TESTS + "gui/test_gui_packaging.py",
-              TESTS + "gui/test_slicer_release_refusal.py"]
+REFUSAL = TESTS + "gui/test_slicer_release_refusal.py"
+EVERYWHERE = [TESTS + "copilot/test_copilot_logic.py", TESTS + "gui/test_gui_packaging.py", REFUSAL]
 WITH_SLICER_CORE = [TESTS + "viewer/test_slicer_app_double.py", TESTS + "gui/test_slicer_module_tests.py",
                     TESTS + "viewer/test_verify_in_slicer.py",
                     TESTS + "worker/test_worker_process_tree.py", TESTS + "gui/test_runtime_trace_kept.py"]
@@ -124,12 +127,20 @@ def in_slicer_scripts() -> list[Path]:
             ROOT / "scripts" / "verify_in_slicer.py"]
 
 
+def refused_release() -> bool:
+    """Whether this venv is that of a 3D Slicer release the module refuses at load (``.venv-slicer/slicer-5.8``)."""
+    from MedOpenClawLib.core.dependencies import slicer_release_problem
+
+    numbered = re.fullmatch(r"slicer-(\d+)\.(\d+)", Path(sys.prefix).name)  # not "slicer-preview"
+    return bool(numbered) and slicer_release_problem(int(numbered[1]), int(numbered[2])) is not None
+
+
 def optional_packages() -> set[str]:
-    """The import names of the optional features' packages (highdicom, torch, ...): imported only where used,
-    after ``dependencies.require`` answered ``missing_dependency`` without them."""
+    """The top-level import names of the optional features' packages (highdicom, torch, ...): imported only where
+    used, after ``dependencies.require`` answered ``missing_dependency`` without them."""
     from MedOpenClawLib.core.dependencies import FEATURES, import_name
 
-    return {import_name(requirement) for feature, requirements in FEATURES.items() if feature != "core"
+    return {import_name(requirement).split(".")[0] for feature, requirements in FEATURES.items() if feature != "core"
             for requirement in requirements}
 
 
@@ -191,6 +202,21 @@ def has_slicer_core() -> bool:
 def main() -> int:
     sys.path[:0] = [str(ROOT / "MedOpenClaw"), str(ROOT / "MedCopilot")]
     print(f"Python {sys.version.split()[0]}, slicer-core: {'yes' if has_slicer_core() else 'no'}")
+    if refused_release():  # the module's code runs there only as far as the refusal
+        print("a release the module refuses at load: the refusal is checked")
+        failures, tests = [], [REFUSAL]
+    else:
+        failures, tests = in_slicer_failures(), EVERYWHERE + (WITH_SLICER_CORE if has_slicer_core() else [])
+    selection = NOT_HERE if has_slicer_core() else NOT_HERE_WITHOUT_SLICER
+    environment = {"PYTHONPATH": f"{ROOT / 'MedOpenClaw'}:{ROOT / 'MedCopilot'}", "QT_QPA_PLATFORM": "offscreen",
+                   "PYTHONDONTWRITEBYTECODE": "1"}
+    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", selection, *tests],
+                         cwd=ROOT, env={**os.environ, **environment}, check=False)
+    return 1 if failures or ran.returncode else 0
+
+
+def in_slicer_failures() -> list[str]:
+    """Check 1 (imports and Python 3.10 constructs), printed; the failures."""
     failures, needs_application = check_imports()
     print(f"imports: {len(in_slicer_modules()) - len(failures) - len(needs_application)} modules imported, "
           f"{len(needs_application)} need the application or an optional package: "
@@ -202,14 +228,7 @@ def main() -> int:
                   for found in python_310_constructs(path)]
     for construct in constructs:
         print(f"FAIL {construct}")
-    failures += constructs
-    tests = EVERYWHERE + (WITH_SLICER_CORE if has_slicer_core() else [])
-    selection = NOT_HERE if has_slicer_core() else NOT_HERE_WITHOUT_SLICER
-    environment = {"PYTHONPATH": f"{ROOT / 'MedOpenClaw'}:{ROOT / 'MedCopilot'}", "QT_QPA_PLATFORM": "offscreen",
-                   "PYTHONDONTWRITEBYTECODE": "1"}
-    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", selection, *tests],
-                         cwd=ROOT, env={**os.environ, **environment}, check=False)
-    return 1 if failures or ran.returncode else 0
+    return failures + constructs
 
 
 if __name__ == "__main__":

@@ -35,10 +35,15 @@ for requirements in "$root"/Testing/SlicerReleases/slicer-*.txt; do
   rm -rf "$venv"
   "$python" -m venv "$venv"
   "$venv/bin/python" -m pip install --quiet --requirement "$requirements"
-  # the `core` feature, by the module's own code path (dependencies.install), with pip as slicer.util.pip_install
-  PYTHONPATH="$root/MedOpenClaw" "$venv/bin/python" - <<'PY'
-import subprocess, sys
-from MedOpenClawLib.core.dependencies import install
+  # the `core` feature, by the module's own code path (dependencies.install), with pip as slicer.util.pip_install;
+  # a release the module refuses at load (older than dependencies.MIN_SLICER) never reaches that install, and its
+  # Python may be too old for the feature's packages (the models' SDKs need 3.11): its venv stays as Slicer ships it
+  MEDOPENCLAW_RELEASE="$release" PYTHONPATH="$root/MedOpenClaw" "$venv/bin/python" - <<'PY'
+import os, re, subprocess, sys
+from MedOpenClawLib.core.dependencies import install, slicer_release_problem
+numbered = re.fullmatch(r"slicer-(\d+)\.(\d+)", os.environ["MEDOPENCLAW_RELEASE"])  # not "slicer-preview"
+if numbered and slicer_release_problem(int(numbered[1]), int(numbered[2])):
+    sys.exit(0)
 left = install(["core"], lambda missing: True,
                lambda arguments: subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *arguments],
                                                 check=True))
