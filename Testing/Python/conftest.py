@@ -11,6 +11,18 @@ from __future__ import annotations
 import pytest
 
 
+def pytest_configure(config):
+    """Plain ``pytest`` caches the synthetic cohort where ctest does, in this checkout's build/cohort-cache
+    (CMake/MedOpenClawStandalone.cmake), never in the user's ~/.cache/medopenclaw (about 300 MB per cohort
+    fingerprint, kept until pruned); a MEDOPENCLAW_CACHE that is set chooses another. It goes into the environment,
+    so the CLI processes that tests start use it too."""
+    import os
+    from pathlib import Path
+
+    if not os.environ.get("MEDOPENCLAW_CACHE", "").strip():
+        os.environ["MEDOPENCLAW_CACHE"] = str(Path(__file__).resolve().parents[2] / "build" / "cohort-cache")
+
+
 @pytest.fixture()
 def data_root(tmp_path):
     """A data root holding ``CT.nii.gz``: the oblique phantom of runtime_data."""

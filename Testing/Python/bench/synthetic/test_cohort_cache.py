@@ -1,9 +1,10 @@
 """The cohort cache (bench/cohort_cache.py): a second process that wants a package another process is generating
 waits for it and reuses it instead of generating it again; ``bench cohort --prune`` removes the cohorts of other
-fingerprints and keeps the current one's."""
+fingerprints and keeps the current one's; the test suite's cohorts stay out of the user's home."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -63,3 +64,17 @@ def test_the_cache_follows_the_environment_and_is_absolute(tmp_path, monkeypatch
     monkeypatch.setenv("MEDOPENCLAW_CACHE", "relative-cache")
     assert cache_root() == tmp_path.resolve() / "relative-cache"
     assert cache_root("given") == tmp_path.resolve() / "given"
+
+
+
+def test_plain_pytest_caches_the_cohort_in_the_build_tree_unless_told_otherwise(tmp_path, monkeypatch):
+    """The suite's own conftest hook, loaded from its file, on an environment without and with MEDOPENCLAW_CACHE."""
+    spec = importlib.util.spec_from_file_location("suite_conftest", REPO / "Testing" / "Python" / "conftest.py")
+    suite_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(suite_conftest)
+    monkeypatch.delenv("MEDOPENCLAW_CACHE", raising=False)  # restored afterwards, whatever the hook set
+    suite_conftest.pytest_configure(None)
+    assert os.environ["MEDOPENCLAW_CACHE"] == str(REPO / "build" / "cohort-cache")
+    monkeypatch.setenv("MEDOPENCLAW_CACHE", str(tmp_path / "mine"))
+    suite_conftest.pytest_configure(None)
+    assert os.environ["MEDOPENCLAW_CACHE"] == str(tmp_path / "mine")
