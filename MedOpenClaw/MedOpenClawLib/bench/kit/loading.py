@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from ..cases import USABLE_STEP, Case, CaseFormatError
+from ..cases import USABLE_STEP, Case, CaseFormatError, VolumeRef
 from ..package import PackageWriter, place_file
 from ..scoring.geometry import VoxelMask, evidence_area, interior_reference_point, mask_from_file, region_geometry
 
@@ -138,6 +138,14 @@ def place_slide(slide: Path, case_id: str, writer: PackageWriter) -> tuple[str, 
     size = slide_size(slide)
     target = place_file(slide, writer.data_dir(case_id) / slide.name)
     return writer.relative(target), size
+
+
+def volume_case(case_id: str, writer: PackageWriter, volumes: list[VolumeRef], brief: dict, **fields) -> Case:
+    """The case of one study's volumes: its whole data folder opened in the viewer, with the questions of the
+    writer's module; ``fields`` are the module's own (``image_space``)."""
+    data_dir = writer.relative(writer.data_dir(case_id))
+    return Case(module=writer.spec.name, case_id=case_id, data_dir=data_dir, open_paths=[data_dir], volumes=volumes,
+                questions=list(writer.spec.questions), brief=brief, **fields)
 
 
 def slide_case(case_id: str, slide: str, writer: PackageWriter) -> Case:

@@ -39,8 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...cases import IMAGE_SPACES, Case, CaseFormatError, GroundTruth, VolumeRef
-from ...kit.loading import SkipCase, column, decoded_nifti_shape, find_one, read_csv_rows
+from ...cases import IMAGE_SPACES, CaseFormatError, GroundTruth, VolumeRef
+from ...kit.loading import SkipCase, column, decoded_nifti_shape, find_one, read_csv_rows, volume_case
 from ...package import PackageWriter, place_file
 from .labels import RANO_OPTIONS, normalize_rano
 from .lesions import label_map, lesion_fields_of_files
@@ -255,21 +255,12 @@ def _prepare_case(case_id: str, old: Path, current: Path, row: dict, writer: Pac
     }
     patient = case_id.split("__")[0]
     letter = {text: letter for letter, text in RANO_OPTIONS}[label]
-    case = Case(
-        module="lumiere",
-        case_id=case_id,
-        data_dir=writer.relative(data_dir),
-        open_paths=[writer.relative(data_dir)],
-        volumes=volumes,
-        questions=list(writer.spec.questions),
-        image_space=images,
-        brief={
-            "patient": patient,
-            "old_study": old.name,
-            "current_study": current.name,
-            "modalities": list(MODALITIES),
-        },
-    )
+    case = volume_case(case_id, writer, volumes, {
+        "patient": patient,
+        "old_study": old.name,
+        "current_study": current.name,
+        "modalities": list(MODALITIES),
+    }, image_space=images)
     truth = GroundTruth(
         "lumiere", case_id, {"answer": letter},
         {"answer": label, "rationale": rationale, "segmentation_labels": labels}, evidence_fields=fields,

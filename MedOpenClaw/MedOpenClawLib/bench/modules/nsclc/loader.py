@@ -20,8 +20,8 @@ import numpy as np
 
 from ....viewer.dicom_series import split_series
 from ....viewer.loading import series_volume_name
-from ...cases import Case, GroundTruth, VolumeRef
-from ...kit.loading import SkipCase, column, find_one, localization_record, read_csv_rows
+from ...cases import GroundTruth, VolumeRef
+from ...kit.loading import SkipCase, column, find_one, localization_record, read_csv_rows, volume_case
 from ...package import PackageWriter, place_file
 from ...synthetic.common import write_nifti
 from .labels import NSCLC_QUESTIONS
@@ -276,20 +276,12 @@ def _prepare_case(case_id: str, row: dict | None, series: list[dict], writer: Pa
     localization = localization_record(mask_path, volumes[0].name)
     if localization is None:
         raise SkipCase("DICOM SEG tumour mask is empty", SEG_STEP)
-    case = Case(
-        module="nsclc",
-        case_id=case_id,
-        data_dir=writer.relative(data_dir),
-        open_paths=[writer.relative(data_dir)],
-        volumes=volumes,
-        questions=list(writer.spec.questions),
-        brief={
-            "default_alias": "diagnostic_ct",
-            "source_volume_name": volumes[0].name,
-            "source_modality": "CT",
-            "series": {volume.name: volume.modality for volume in volumes},
-        },
-    )
+    case = volume_case(case_id, writer, volumes, {
+        "default_alias": "diagnostic_ct",
+        "source_volume_name": volumes[0].name,
+        "source_modality": "CT",
+        "series": {volume.name: volume.modality for volume in volumes},
+    })
     labels = answer_labels(answers, row)
     if writer.add(case, GroundTruth("nsclc", case_id, answers, labels, localization=localization)):
         counts = writer.notes.setdefault("label_counts", {})

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ...cases import Case, GroundTruth, VolumeRef
+from ...cases import GroundTruth, VolumeRef
 from ...kit.loading import (
     SkipCase,
     column,
@@ -22,6 +22,7 @@ from ...kit.loading import (
     find_one,
     localization_record,
     read_csv_rows,
+    volume_case,
 )
 from ...package import PackageWriter, place_file
 from .labels import UCSF_OPTIONS
@@ -99,15 +100,8 @@ def _prepare_case(case_id: str, folder: Path, row: dict | None, writer: PackageW
     localization = localization_record(mask, f"{case_id}_T1c")
     if localization is None and option != "C":
         raise SkipCase("tumour segmentation is empty for a tumour diagnosis")
-    case = Case(
-        module="ucsf-pdgm",
-        case_id=case_id,
-        data_dir=writer.relative(data_dir),
-        open_paths=[writer.relative(data_dir)],
-        volumes=volumes,
-        questions=list(writer.spec.questions),
-        brief={"csv_id": row.get("ID", ""), "loaded_files": [path.name for path in files.values()]},
-    )
+    case = volume_case(case_id, writer, volumes,
+                       {"csv_id": row.get("ID", ""), "loaded_files": [path.name for path in files.values()]})
     truth = GroundTruth(
         module="ucsf-pdgm",
         case_id=case_id,
