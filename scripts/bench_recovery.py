@@ -4,8 +4,12 @@ For sessions of 10, 100 and 1000 calls on the MNI152 1 mm template (nilearn's co
 crash (SIGSEGV in the markups sink of the test double ``Testing/Python/crashing_worker.py``) is triggered and
 timed from the crashing call to the answer ``viewer_crashed`` with the session restored: a child takes over (the
 spare viewer, or with ``spare=False`` a newly started one), every action is replayed and its snapshot checked,
-and the restored state is compared with the state before the crash. Then the latency of the same calls
-in-process and supervised (p50/p95 ms, images delivered as PNG the way the front-ends send them). Writes
+and the restored state is compared with the state before the crash. Each recovery also reports the CPU time
+of the parent (the crashing call, ``time.process_time``) and of the child that restored (``/proc/PID/stat``:
+the spare's replay alone; a newly started child's start-up included), the bytes of the restore message, and, for
+the first trial of each size, the CPU per replayed action by quarter of the trace (the same trace replayed
+in-process): flat quarters mean each action costs the same wherever it stands. Then the latency of the same
+calls in-process and supervised (p50/p95 ms, images delivered as PNG the way the front-ends send them). Writes
 bench/recovery.json.
 """
 
@@ -31,6 +35,7 @@ import nilearn.datasets  # noqa: E402
 
 from MedOpenClawLib.apps.radiology import build_slicer_registry  # noqa: E402
 from MedOpenClawLib.core.audit import AuditTrace, read_trace, verify_trace  # noqa: E402
+from MedOpenClawLib.replay import replay_records  # noqa: E402
 from MedOpenClawLib.server.supervisor import VIEWER_CRASHED, SupervisedRegistry  # noqa: E402
 
 MNI_T1 = Path(nilearn.datasets.__file__).parent / "data" / "mni_icbm152_t1_tal_nlin_sym_09a_converted.nii.gz"
@@ -81,7 +86,34 @@ def open_session(registry, root: Path, calls: int) -> None:
         assert result.ok, (name, result.error)
 
 
-def recovery(root: Path, calls: int, workdir: Path, spare: bool) -> dict:
+def process_cpu_ms(pid: int) -> float:
+    """User + system CPU of process ``pid`` (all its threads) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
+
+
+def replay_cpu_by_quarter(root: Path, trace_path: Path) -> dict:
+    """The trace's actions replayed in-process on a fresh viewer: CPU ms per action in each quarter of the trace
+    (each action timed from its call to the next one's, its snapshot check included)."""
+    registry = build_slicer_registry([root])
+    starts: list[float] = []
+    call = registry.call
+
+    def timed(*args, **kwargs):
+        starts.append(time.process_time())
+        return call(*args, **kwargs)
+
+    registry.call = timed
+    report = replay_records(registry, read_trace(trace_path))
+    ends = starts[1:] + [time.process_time()]
+    costs = [(end - start) * 1000.0 for start, end in zip(starts, ends)]
+    quarter = max(1, len(costs) // 4)
+    return {"ok": report.ok, "actions": len(costs), "cpu_ms_total": round(sum(costs), 1),
+            "cpu_ms_per_action_by_quarter": [round(statistics.mean(costs[index:index + quarter]), 3)
+                                             for index in range(0, quarter * 4, quarter)]}
+
+
+def recovery(root: Path, calls: int, workdir: Path, spare: bool, profile: bool) -> dict:
     trace_path = workdir / f"trace-{calls}-{spare}.jsonl"
     started = time.perf_counter()
     registry = SupervisedRegistry("radiology", [root], trace=AuditTrace(trace_path), workdir=workdir / f"v{calls}",
@@ -89,24 +121,33 @@ def recovery(root: Path, calls: int, workdir: Path, spare: bool) -> dict:
     start_ms = (time.perf_counter() - started) * 1000.0
     try:
         open_session(registry, root, calls)
+        child_cpu_before = 0.0  # a child started after the crash: all its CPU is the recovery's
         if registry._spare is not None:
             registry._spare.wait()  # steady state: the spare has booted (a crash sooner waits for the rest of it)
+            child_cpu_before = process_cpu_ms(registry._spare._child.process.pid)
+        message_bytes = len(json.dumps({"op": "restore", "records": registry._history()}, default=str).encode())
         before = registry.state()
-        started = time.perf_counter()
+        started, parent_cpu = time.perf_counter(), time.process_time()
         crashed = registry.call("record_point", {"ras": [0.0, 0.0, 0.0], "label": "CRASH:segv"})
         crash_to_ready_ms = (time.perf_counter() - started) * 1000.0
+        parent_cpu_ms = (time.process_time() - parent_cpu) * 1000.0
+        child_cpu_ms = process_cpu_ms(registry._worker.process.pid) - child_cpu_before
         assert crashed.error["code"] == VIEWER_CRASHED, crashed.error
         record = next(r for r in reversed(read_trace(trace_path)) if r["kind"] == VIEWER_CRASHED)["payload"]
         restored = registry.state() == before
         next_call_ok = registry.call("observe", {"view": "axial", "size": SIZE}).ok
     finally:
         registry.close()
-    return {"calls_in_trace": calls, "spare_viewer": spare, "spare_used": record["spare_used"],
-            "replayed_actions": record["replayed_actions"], "restored": record["restored"],
-            "state_equal_after_restore": restored, "next_call_ok": next_call_ok,
-            "crash_to_ready_ms": round(crash_to_ready_ms, 1), "supervisor_recovery_ms": record["recovery_ms"],
-            "child_start_ms": round(start_ms, 1), "exit": record["exit"],
-            "trace_verifies": verify_trace(trace_path).ok}
+    entry = {"calls_in_trace": calls, "spare_viewer": spare, "spare_used": record["spare_used"],
+             "replayed_actions": record["replayed_actions"], "restored": record["restored"],
+             "state_equal_after_restore": restored, "next_call_ok": next_call_ok,
+             "crash_to_ready_ms": round(crash_to_ready_ms, 1), "supervisor_recovery_ms": record["recovery_ms"],
+             "parent_cpu_ms": round(parent_cpu_ms, 1), "child_cpu_ms": round(child_cpu_ms, 1),
+             "restore_message_bytes": message_bytes, "child_start_ms": round(start_ms, 1), "exit": record["exit"],
+             "trace_verifies": verify_trace(trace_path).ok}
+    if profile:
+        entry["replay_in_process"] = replay_cpu_by_quarter(root, trace_path)
+    return entry
 
 
 def per_call_overhead(root: Path, repeats: int, workdir: Path) -> dict:
@@ -139,7 +180,7 @@ def per_call_overhead(root: Path, repeats: int, workdir: Path) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000, 3000])
     parser.add_argument("--trials", type=int, default=3, help="crashes per session size and spare setting")
     parser.add_argument("--repeats", type=int, default=60, help="calls per action kind for the overhead")
     parser.add_argument("--out", type=Path, default=REPOSITORY / "bench" / "recovery.json")
@@ -149,8 +190,8 @@ def main() -> int:
         root = workdir / "data"
         root.mkdir()
         shutil.copy(MNI_T1, root / "MNI152_T1_1mm.nii.gz")
-        recoveries = [recovery(root, calls, workdir, spare)
-                      for spare in (True, False) for calls in args.sizes for _ in range(args.trials)]
+        recoveries = [recovery(root, calls, workdir, spare, profile=spare and trial == 0)
+                      for spare in (True, False) for calls in args.sizes for trial in range(args.trials)]
         overhead = per_call_overhead(root, args.repeats, workdir)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
@@ -165,6 +206,17 @@ def main() -> int:
                                                     and entry["spare_viewer"] == spare), 1)
                 for calls in args.sizes}
             for spare in (True, False)},
+        "median_cpu_ms": {
+            f"{'spare' if spare else 'no_spare'}_{side}": {
+                str(calls): round(statistics.median(entry[f"{side}_cpu_ms"] for entry in recoveries
+                                                    if entry["calls_in_trace"] == calls
+                                                    and entry["spare_viewer"] == spare), 1)
+                for calls in args.sizes}
+            for spare in (True, False) for side in ("child", "parent")},
+        "restore_message_bytes": {str(entry["calls_in_trace"]): entry["restore_message_bytes"]
+                                  for entry in recoveries if entry["spare_viewer"]},
+        "replay_in_process": {str(entry["calls_in_trace"]): entry["replay_in_process"]
+                              for entry in recoveries if "replay_in_process" in entry},
         "all_restored_and_verified": all(entry["restored"] and entry["state_equal_after_restore"]
                                          and entry["next_call_ok"] and entry["trace_verifies"]
                                          for entry in recoveries),
@@ -172,7 +224,11 @@ def main() -> int:
         "per_call": overhead,
         "notes": "crash_to_ready_ms: the crashing call's latency, i.e. crash detection + a child (the spare booted in "
                  "the background, or a new one with --no-spare-viewer) + replay of every action with its snapshot "
-                 "checked; child_start_ms: starting a supervised viewer (process + slicer-core application). "
+                 "checked; child_cpu_ms: CPU of the child that restored (the spare's replay alone; without a "
+                 "spare, its start-up included); parent_cpu_ms: the supervisor's CPU over the crashing call; "
+                 "replay_in_process: the trace replayed on a fresh in-process viewer, CPU ms per action by quarter of "
+                 "the trace; "
+                 "child_start_ms: starting a supervised viewer (process + slicer-core application). "
                  "per_call: registry.call + Result JSON (PNG base64) in-process vs through the child. The machine is "
                  "shared: see load_average_at_end.",
     }

@@ -16,8 +16,8 @@ UCSF-PDGM, Track B, two repeats of one case, kept in ``--seed``), replicated:
 - verify / audit: one trace of N records (the seed's records repeated, sequence and hash chain rewritten).
 
 Crash recovery's growth (replaying a session of N calls) is taken from bench/recovery.json, which times it at
-10, 100 and 1000 calls on a real viewer. Writes bench/scaling.json. Run nice'd on a shared machine:
-``nice -n 10 python scripts/bench_scaling.py``.
+10, 100, 1000 and 3000 calls on a real viewer (``--only recovery`` re-reads it alone). Writes bench/scaling.json.
+Run nice'd on a shared machine: ``nice -n 10 python scripts/bench_scaling.py``.
 """
 
 from __future__ import annotations
@@ -195,17 +195,26 @@ def growth(kind: str, seed: Path, scratch: Path, cache: Path, sizes: tuple[int, 
 
 
 def recovery_growth(path: Path) -> dict | None:
-    """Crash to ready again (every call replayed on the spare viewer) at 10/100/1000 calls, the medians
-    bench/recovery.json timed on a real viewer (wall time; not re-run here)."""
+    """Crash to ready again (every call replayed on the spare viewer) at the sizes bench/recovery.json timed on a
+    real viewer (not re-run here): the medians' wall time, and the CPU of the spare that replayed (load-proof)."""
     try:
-        medians = json.loads(path.read_text())["median_crash_to_ready_ms"]["spare_viewer"]
+        document = json.loads(path.read_text())
+        medians = document["median_crash_to_ready_ms"]["spare_viewer"]
     except (OSError, ValueError, KeyError, TypeError):
         return None
     sizes = sorted(int(calls) for calls in medians)
     costs = [medians[str(calls)] for calls in sizes]
-    return {"source": str(path.relative_to(ROOT)), "measure": "median crash-to-ready ms, spare viewer (wall)",
-            "sizes": sizes, "costs_ms": costs, "exponent": exponent(sizes, costs),
-            "exponent_above_fixed": exponent(sizes[1:], [max(cost - costs[0], 1e-3) for cost in costs[1:]])}
+    growth = {"source": str(path.relative_to(ROOT)), "measure": "median crash-to-ready ms, spare viewer (wall)",
+              "sizes": sizes, "costs_ms": costs, "exponent": exponent(sizes, costs),
+              "exponent_above_fixed": exponent(sizes[1:], [max(cost - costs[0], 1e-3) for cost in costs[1:]]),
+              "load_average_at_end": document.get("machine", {}).get("load_average_at_end")}
+    child = document.get("median_cpu_ms", {}).get("spare_child")
+    if child and sorted(int(calls) for calls in child) == sizes:
+        cpu = [child[str(calls)] for calls in sizes]
+        growth.update({"child_cpu_ms": cpu, "exponent_child_cpu": exponent(sizes, cpu),
+                       "exponent_child_cpu_above_fixed": exponent(sizes[1:], [max(cost - cpu[0], 1e-3)
+                                                                              for cost in cpu[1:]])})
+    return growth
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -213,24 +222,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scratch", type=Path, required=True, help="a folder for the inputs (deleted per size)")
     parser.add_argument("--seed", type=Path, help="the seed run (default: SCRATCH/seed, made when absent)")
     parser.add_argument("--cache-dir", type=Path, help="synthetic cohort cache for the seed run and resume")
-    parser.add_argument("--only", nargs="+", choices=sorted(SIZES), default=sorted(SIZES))
+    parser.add_argument("--only", nargs="+", choices=sorted(SIZES) + ["recovery"], default=sorted(SIZES),
+                        help="recovery alone re-reads bench/recovery.json (run scripts/bench_recovery.py first)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "scaling.json")
     args = parser.parse_args(argv)
     cache = args.cache_dir or Path(os.environ.get("MEDOPENCLAW_CACHE", Path.home() / ".cache" / "medopenclaw"))
-    seed = seed_run(args.seed or args.scratch / "seed", cache)
+    kinds = [kind for kind in args.only if kind in SIZES]
+    seed = seed_run(args.seed or args.scratch / "seed", cache) if kinds else None
     document = json.loads(args.out.read_text()) if args.out.exists() else {}
     document.update({  # the load each command ran under is kept with it (--only re-measures some)
         "benchmark": "growth exponents of CPU time (wait4, above the fixed cost) against input size",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
     })
-    for kind in args.only:
+    for kind in kinds:
         start = [round(value, 2) for value in os.getloadavg()]
         document.setdefault("commands", {})[kind] = {
             **growth(kind, seed, args.scratch, cache, SIZES[kind]),
             "load_average": {"start": start, "end": [round(value, 2) for value in os.getloadavg()]}}
     document["recovery"] = recovery_growth(ROOT / "bench" / "recovery.json")
     args.out.write_text(json.dumps(document, indent=1, sort_keys=True) + "\n")
-    print(json.dumps({kind: value["exponent_cpu"] for kind, value in document["commands"].items()}))
+    print(json.dumps({kind: value["exponent_cpu"] for kind, value in document.get("commands", {}).items()}))
     return 0
 
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from .core.applications import RADIOLOGY, application_named
-from .core.audit import StateDeltaError, action_states, read_trace
+from .core.audit import StateDeltaError, StateReplay, read_trace
 from .core.registry import ActionRegistry
 from .pathology.actions import build_pathology_registry
 from .pathology.viewer import DEFAULT_VIEWPORT, HeadlessWsiViewer
@@ -105,13 +105,19 @@ def images_without_pixels(registry: ActionRegistry) -> Iterator[None]:
 def replay_records(registry: ActionRegistry, records: list[dict]) -> ReplayReport:
     """Re-execute the action records among ``records`` on ``registry``, checking status and state after each.
 
-    Shared by :func:`replay_trace` and by the crash supervisor, which restores a restarted viewer this way.
+    Shared by :func:`replay_trace` and by the crash supervisor, which restores a restarted viewer this way. Each
+    replayed action costs the same wherever it stands in the trace: the expected state is rebuilt record by
+    record (never all of them held at once), compared once (``==``; :func:`first_difference` only explains a
+    mismatch), and a call the trace says succeeded takes no checkpoint (see ``undoable``).
     """
+    actions = [record for record in records if isinstance(record, dict) and record.get("kind") == "action"]
     try:
-        actions = action_states(records)
+        expected = StateReplay()
+        for record in actions:  # a malformed delta anywhere refuses the trace before anything runs
+            expected.after(record)
     except StateDeltaError as error:
         return ReplayReport(False, 0, None, f"the trace's state deltas do not apply: {error}")
-    refused = engine_refusal(registry, [record for record, _ in actions])
+    refused = engine_refusal(registry, actions)
     if refused is not None:
         return refused
     with images_without_pixels(registry):
@@ -141,17 +147,22 @@ def engine_refusal(registry: ActionRegistry, actions: list[dict]) -> ReplayRepor
     return None
 
 
-def _replay(registry: ActionRegistry, actions: list[tuple[dict, dict | None]]) -> ReplayReport:
-    for record, expected_state in actions:
+def _replay(registry: ActionRegistry, actions: list[dict]) -> ReplayReport:
+    expected = StateReplay()
+    for record in actions:
+        expected_state = expected.after(record)
+        succeeded = record.get("status") == "ok"
         # the recorded arguments exactly: ``[]`` must be refused again, not replayed as ``{}``
         result = registry.call(record["action"], record.get("arguments"), actor=record.get("actor", "agent"),
-                               round_id=record.get("round"))
-        actual_state = registry.state()
+                               round_id=record.get("round"), undoable=not succeeded)
         status = "ok" if result.ok else "error"
         if status != record.get("status"):
             return ReplayReport(False, len(actions), record["seq"],
                                 f"{record['action']}: recorded {record.get('status')}, replayed {status}"
                                 f" ({(result.error or {}).get('message', '')})")
+        actual_state = registry.trace.last_state  # the snapshot the replayed call was just recorded with
+        if actual_state == expected_state:
+            continue
         difference = first_difference(expected_state, actual_state)
         if difference:
             return ReplayReport(False, len(actions), record["seq"], f"{record['action']}: {difference}",

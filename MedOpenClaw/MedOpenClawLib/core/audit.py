@@ -95,14 +95,10 @@ def read_anchor(trace_path: str | os.PathLike) -> dict | None:
 
 
 def _same(old: Any, new: Any) -> bool:
-    """Equal as JSON text: ``1``, ``1.0`` and ``True`` compare equal in Python but are different records."""
-    if type(old) is not type(new):
-        return False
-    if isinstance(old, dict):
-        return old.keys() == new.keys() and all(_same(value, new[key]) for key, value in old.items())
-    if isinstance(old, list):
-        return len(old) == len(new) and all(_same(left, right) for left, right in zip(old, new))
-    return old == new
+    """Equal as JSON text: ``1``, ``1.0`` and ``True`` compare equal in Python but are different records. Both
+    tests run in C: a walk in Python over a state that grows with the session (the evidence list) made every
+    recorded call cost more than the one before."""
+    return old == new and canonical_json(old) == canonical_json(new)
 
 
 def state_delta(old: Any, new: Any) -> dict:

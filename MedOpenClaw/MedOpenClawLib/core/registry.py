@@ -126,9 +126,13 @@ class ActionRegistry(ToolCatalog):
         actor: str = "agent",
         round_id: object = None,
         audit_extra: dict | None = None,
+        undoable: bool = True,
     ) -> Result:
         """Run one action; never raises (but KeyboardInterrupt/SystemExit). Every call is audited; a failed
-        call, or one whose outcome cannot be recorded, leaves the context as it was."""
+        call, or one whose outcome cannot be recorded, leaves the context as it was -- unless ``undoable`` is
+        False: then no checkpoint is taken (its cost grows with the scene) and a failure is left as it happened.
+        Replay passes it for calls its trace says succeeded: one that fails now diverges, and the replayed
+        session is refused and discarded anyway."""
         with self._lock:
             started = time.perf_counter()
             arguments = {} if arguments is None else arguments
@@ -147,7 +151,7 @@ class ActionRegistry(ToolCatalog):
                 self._check(action, arguments)
                 if actor == "agent":
                     self.policy.charge_round(round_id)
-                checkpoint = self.context.checkpoint()
+                checkpoint = self.context.checkpoint() if undoable else None
                 result = action.handler(self.context, **action.with_defaults(arguments))
                 if not isinstance(result, Result):
                     raise TypeError(f"handler returned {type(result).__name__}, not a Result")
