@@ -175,8 +175,11 @@ def uvicorn_limits() -> dict:
 def loopback_socket(port: int) -> socket.socket:
     """Bound to 127.0.0.1 only, before the server starts, so ``--port 0`` can report the port it got; and
     already listening, so a client connecting as soon as the port is announced waits in the backlog until the
-    server accepts instead of being refused (the server may still be starting on a loaded machine)."""
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server accepts instead of being refused (the server may still be starting on a loaded machine). Created as
+    ``IPPROTO_TCP``, which its accepted connections inherit: asyncio turns Nagle off (``TCP_NODELAY``) only on
+    sockets that say so, and uvicorn writes an answer's head and body apart, so Nagle would hold a small body
+    until the client's delayed ACK (40 ms per answer)."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
     listener.listen(socket.SOMAXCONN)

@@ -233,6 +233,17 @@ def test_state_is_always_strict_json(server):
     assert response.status == 500 and payload["error"]["code"] == "unencodable_response"
 
 
+def test_the_server_sends_each_answer_without_waiting_for_an_acknowledgement(server):
+    """uvicorn writes an answer's head and body apart: with Nagle's algorithm on, a small body waited for the
+    client's delayed ACK (40 ms per request). The server's end of a connection has TCP_NODELAY."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as client:
+        client.sendall(request("GET", "/v1/state"))
+        assert client.recv(65536).startswith(b"HTTP/1.1 200")
+        (connection,) = server.http.server.server_state.connections  # kept alive: still open
+        accepted = connection.transport.get_extra_info("socket")
+        assert accepted.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 1
+
+
 def test_sixteen_concurrent_clients_are_all_answered(server):
     answers = []
 
