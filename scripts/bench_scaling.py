@@ -44,7 +44,7 @@ from MedOpenClawLib.core.audit import GENESIS, canonical_json, record_hash  # no
 MODULE = "ucsf-pdgm"
 CASES = 6
 SIZES = {"score": (1000, 4000, 16000), "report": (240, 960, 3840), "resume": (240, 960, 3840),
-         "verify": (10000, 20000, 40000), "audit": (10000, 40000, 160000)}
+         "verify": (10000, 20000, 40000), "audit": (10000, 40000, 160000, 640000)}
 TINY = {"score": 6, "report": 6, "resume": 6, "verify": 50, "audit": 50}
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "MedOpenClaw"))
 
-from MedOpenClawLib.bench.modules import names  # noqa: E402
+from MedOpenClawLib.bench.modules import get, names  # noqa: E402
 from MedOpenClawLib.bench.spec import OFFLINE_AGENT_NAMES  # noqa: E402
 from MedOpenClawLib.cli import main  # noqa: E402
 from MedOpenClawLib.core.audit import read_trace  # noqa: E402
@@ -55,7 +55,7 @@ def audit_run(run: Path) -> dict:
             continue
         trace = run / result["trace"]
         started = time.perf_counter()
-        report = audit_records(read_trace(trace), identity["module"],
+        report = audit_records(read_trace(trace), get(identity["module"]),
                                ((result.get("score") or {}).get("details") or {}).get("parsed"))
         seconds.append(time.perf_counter() - started)
         sizes.append(trace.stat().st_size)
@@ -80,11 +80,13 @@ def main_bench() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", nargs="+", type=Path, help="audit these bench run directories instead")
     parser.add_argument("--limit", type=int, default=2, help="cases per module when running the agents")
+    parser.add_argument("--keep", type=Path, help="run the agents into this folder and keep the runs (default: a "
+                        "temporary folder)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "trace_audit.json")
     args = parser.parse_args()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as scratch:
-        runs = args.runs or run_agents(Path(scratch), args.limit)
+        runs = args.runs or run_agents(args.keep or Path(scratch), args.limit)
         rows = [audit_run(run) for run in runs]
     oracle = sum(row["episodes_with_findings"] for row in rows if row["agent"] == "oracle")
     document = {

@@ -10,8 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ..core.audit import iter_trace
-from . import SEVERITIES, audit_timeline, format_report, stability
-from .timeline import Timeline
+from . import SEVERITIES, audit_records, format_report, stability
 
 
 def _records(path: Path) -> Iterator:
@@ -24,8 +23,7 @@ def _records(path: Path) -> Iterator:
 
 def _audit(records: Iterator, args: argparse.Namespace, parsed: dict | None = None):
     """The audit of ``records`` under the module ``--module`` names, else the trace header's."""
-    timeline = Timeline(records)
-    return audit_timeline(timeline, args.module_spec(args.module or timeline.module), parsed)
+    return audit_records(records, parsed=parsed, lookup=lambda header: args.module_spec(args.module or header))
 
 
 def _run_reports(run: Path, args: argparse.Namespace) -> list[tuple[dict, dict]]:

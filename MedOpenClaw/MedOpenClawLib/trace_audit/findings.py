@@ -19,7 +19,10 @@ gap a reader must check), ``low`` (the procedure is incomplete; the answer may s
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import asdict, dataclass, field
+
+from .bounded import FINDINGS_KEPT
 
 CODES = {
     "EV": "ungrounded spatial evidence",
@@ -61,3 +64,37 @@ class FieldProvenance:
 
     def to_json(self) -> dict:
         return asdict(self)
+
+
+class Listed:
+    """Findings in the order found, at most :data:`.bounded.FINDINGS_KEPT` of a rule: the rest are counted, and
+    :meth:`findings` closes each such rule with one finding saying how many it does not list."""
+
+    def __init__(self) -> None:
+        self.kept: list[Finding] = []
+        self.found: Counter = Counter()
+        self.closing: dict[str, Finding] = {}  # rule -> a finding of it (code, severity) once one is left out
+
+    def add(self, finding: Finding) -> None:
+        self.found[finding.rule] += 1
+        if self.found[finding.rule] <= FINDINGS_KEPT:
+            self.kept.append(finding)
+        else:
+            self.closing.setdefault(finding.rule, finding)
+
+    def count_more(self, finding: Finding, more: int) -> None:
+        """``more`` findings like ``finding`` that were counted but never made (their records were not kept)."""
+        if more > 0:
+            self.found[finding.rule] += more
+            self.closing.setdefault(finding.rule, finding)
+
+    def findings(self, dropped_rules: frozenset[str] = frozenset()) -> list[Finding]:
+        """The listed findings (those of ``dropped_rules`` left out), each capped rule closed by a count."""
+        listed = [finding for finding in self.kept if finding.rule not in dropped_rules]
+        for rule, like in self.closing.items():
+            if rule not in dropped_rules:
+                more = self.found[rule] - sum(finding.rule == rule for finding in self.kept)
+                listed.append(Finding(like.code, rule, like.severity, (),
+                                      f"{more} more {rule} findings are not listed: the audit lists the first "
+                                      f"{FINDINGS_KEPT} of a rule"))
+        return listed

@@ -15,6 +15,9 @@ milestone's call that satisfies its rule:
 
 The workflow has *begun* when the agent called any of its operations (:data:`OPERATIONS`); a begun workflow whose
 sequence is not complete is finding ``G5`` (low). An episode that never touches the operations is not judged.
+:class:`Workflow` follows the sequence as the calls stream by: it keeps the (at most three) calls that reached a
+milestone, the operations' record numbers (:mod:`.bounded` caps the list) and, once a segmentation reached its
+milestone, the names of the segmentations made since (what a later ``quantify`` must name).
 
 Stability (``--repeats N``): per case, the share of runs completing the sequence; the final views' agreement
 (share of run pairs whose last recorded views show the same volumes at offsets within ``tolerance_mm``, and the mean
@@ -31,6 +34,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .bounded import Distinct, Seqs, capped_note
 from .detectors import Volumes
 from .findings import Finding
 from .pairs import canonical, pair_mean, pixel_difference_sum
@@ -46,11 +50,11 @@ OPERATIONS = {
     "vista3d": ("vista3d_segment", "segment_region", "quantify"),
 }
 
-# a rule: (timeline, spec, candidate call, calls of the milestones reached so far) -> reached?
-Rule = Callable[[Timeline, AuditSpec, Call, list[Call]], bool]
+# a rule: (timeline, spec, candidate call, the workflow followed so far) -> reached?
+Rule = Callable[[Timeline, AuditSpec, Call, "Workflow"], bool]
 
 
-def _cross_study_registration(timeline: Timeline, spec: AuditSpec, call: Call, reached: list[Call]) -> bool:
+def _cross_study_registration(timeline: Timeline, spec: AuditSpec, call: Call, progress: Workflow) -> bool:
     if call.action != "register_volumes":
         return False
     volumes = Volumes(timeline, spec, call)
@@ -60,8 +64,8 @@ def _cross_study_registration(timeline: Timeline, spec: AuditSpec, call: Call, r
     return None not in studies and studies[0] != studies[1]
 
 
-def _through_transform(timeline: Timeline, spec: AuditSpec, call: Call, reached: list[Call]) -> bool:
-    transform = reached[-1].data.get("transform_id")
+def _through_transform(timeline: Timeline, spec: AuditSpec, call: Call, progress: Workflow) -> bool:
+    transform = progress.reached[-1].data.get("transform_id")
     return (call.action in ("apply_transform", "resample_volume")
             and as_dict(call.data.get("inputs")).get("transform_id") == transform and transform is not None)
 
@@ -72,11 +76,11 @@ def moved_volume(timeline: Timeline, spec: AuditSpec, call: Call) -> str | None:
     return Volumes(timeline, spec, call).name(outputs.get("volume_id")) or text(outputs.get("volume_name"))
 
 
-def _registered_fusion(timeline: Timeline, spec: AuditSpec, call: Call, reached: list[Call]) -> bool:
+def _registered_fusion(timeline: Timeline, spec: AuditSpec, call: Call, progress: Workflow) -> bool:
     if call.action != "fusion":
         return False
     layers = {text(call.data.get("background")), text(call.data.get("foreground"))} - {None}
-    moved = moved_volume(timeline, spec, reached[-1])
+    moved = moved_volume(timeline, spec, progress.reached[-1])
     if moved is None or moved not in layers:
         return False
     volumes = Volumes(timeline, spec, call)
@@ -84,25 +88,19 @@ def _registered_fusion(timeline: Timeline, spec: AuditSpec, call: Call, reached:
     return other is not None and volumes.timepoint(other) not in (None, volumes.timepoint(moved))
 
 
-def _made_region(timeline: Timeline, spec: AuditSpec, call: Call, reached: list[Call]) -> bool:
+def _made_region(timeline: Timeline, spec: AuditSpec, call: Call, progress: Workflow) -> bool:
     return call.action in SEGMENTERS and bool(region_statistics(call))
 
 
-def _localized(timeline: Timeline, spec: AuditSpec, call: Call, reached: list[Call]) -> bool:
+def _localized(timeline: Timeline, spec: AuditSpec, call: Call, progress: Workflow) -> bool:
     return call.action in LOCALIZERS
 
 
-def _quantified_segmentation(timeline: Timeline, spec: AuditSpec, call: Call, reached: list[Call]) -> bool:
+def _quantified_segmentation(timeline: Timeline, spec: AuditSpec, call: Call, progress: Workflow) -> bool:
     """A quantify of any segmentation made since the segment milestone (a later, refined one counts too)."""
-    segmented = next((item for item in reversed(reached) if item.action in SEGMENTERS), None)
-    if call.action != "quantify" or segmented is None:
+    if call.action != "quantify" or progress.segmented is None:
         return False
-    names = set()
-    for made in timeline.successful(*SEGMENTERS):
-        if segmented.seq <= made.seq < call.seq:
-            outputs = as_dict(made.data.get("outputs"))
-            names |= {text(outputs.get("segmentation_id")), text(outputs.get("segmentation_name"))} - {None}
-    return text(call.arguments.get("segmentation_name")) in names
+    return progress.segmented.items.get(text(call.arguments.get("segmentation_name"))) is not None
 
 
 @dataclass(frozen=True)
@@ -121,26 +119,51 @@ WORKFLOWS: dict[str, tuple[Milestone, ...]] = {
 }
 
 
-def milestones(timeline: Timeline, spec: AuditSpec) -> dict | None:
-    """``{workflow, begun, reached: {name: seq | None}, complete}``; None when the module has no workflow or the
-    operations were not offered."""
-    if spec.workflow is None or not set(OPERATIONS[spec.workflow]) & timeline.offered:
-        return None
-    steps = WORKFLOWS[spec.workflow]
-    reached: dict[str, int | None] = {step.name: None for step in steps}
-    calls: list[Call] = []
-    candidates = [call for call in timeline.agent_calls if call.ok]
-    position = 0
-    for step in steps:
-        found = next((call for call in candidates[position:] if step.rule(timeline, spec, call, calls)), None)
-        if found is None:
-            break
-        reached[step.name] = found.seq
-        calls.append(found)
-        position = candidates.index(found) + 1
-    operated = [call.seq for call in timeline.agent_calls if call.action in OPERATIONS[spec.workflow]]
-    return {"workflow": spec.workflow, "begun": bool(operated), "operations": operated, "reached": reached,
-            "complete": all(seq is not None for seq in reached.values())}
+class Workflow:
+    """The module's workflow followed over the agent's calls, fed one at a time (:meth:`feed`); each milestone is
+    the first successful call after the previous milestone's that satisfies its rule."""
+
+    def __init__(self, spec: AuditSpec):
+        self.spec = spec
+        self.steps = WORKFLOWS[spec.workflow] if spec.workflow is not None else ()
+        self.reached: list[Call] = []
+        self.operations = Seqs()  # the agent's calls of the workflow's operations, ok or not
+        self.segmented: Distinct | None = None  # names of the segmentations made since the segment milestone
+
+    def feed(self, timeline: Timeline, call: Call) -> None:
+        if not call.by_agent or not self.steps:
+            return
+        if call.action in OPERATIONS[self.spec.workflow]:
+            self.operations.add(call.seq)
+        if not call.ok:
+            return
+        if len(self.reached) < len(self.steps) and self.steps[len(self.reached)].rule(timeline, self.spec, call, self):
+            self.reached.append(call)
+            if call.action in SEGMENTERS:
+                self.segmented = Distinct("segmentations since the segment milestone")
+        if self.segmented is not None and call.action in SEGMENTERS:
+            outputs = as_dict(call.data.get("outputs"))
+            for name in {text(outputs.get("segmentation_id")), text(outputs.get("segmentation_name"))} - {None}:
+                self.segmented.add(name, name)
+
+    def progress(self, timeline: Timeline) -> dict | None:
+        """``{workflow, begun, operations, reached: {name: seq | None}, complete}`` (and ``operations_total`` when
+        the operations are more than the listed ones); None when the module has no workflow or the operations were
+        not offered."""
+        if not self.steps or not set(OPERATIONS[self.spec.workflow]) & timeline.offered:
+            return None
+        reached: dict[str, int | None] = {step.name: None for step in self.steps}
+        for step, call in zip(self.steps, self.reached):
+            reached[step.name] = call.seq
+        result = {"workflow": self.spec.workflow, "begun": self.operations.total > 0,
+                  "operations": list(self.operations.kept), "reached": reached,
+                  "complete": all(seq is not None for seq in reached.values())}
+        if self.operations.capped:
+            result["operations_total"] = self.operations.total
+        return result
+
+    def limits(self) -> dict:
+        return self.segmented.limit() if self.segmented is not None else {}
 
 
 def milestone_findings(progress: dict | None) -> list[Finding]:
@@ -149,7 +172,7 @@ def milestone_findings(progress: dict | None) -> list[Finding]:
     missing = [name for name, seq in progress["reached"].items() if seq is None]
     return [Finding("G5", f"G5.{progress['workflow']}_incomplete", "low", tuple(progress["operations"]),
                     f"the {progress['workflow']} workflow was begun but not completed: "
-                    f"missing {' -> '.join(missing)}")]
+                    f"missing {' -> '.join(missing)}" + capped_note("operations_total" in progress))]
 
 
 # ------------------------------------------------------------------------------------------------ final state
@@ -166,12 +189,22 @@ def final_view(timeline: Timeline) -> dict | None:
     return {"views": summary, "images": dict(timeline.final_images)}
 
 
-def final_mask(timeline: Timeline) -> dict | None:
+class LastMask:
+    """The last segmentation the agent made, fed the calls one at a time."""
+
+    def __init__(self) -> None:
+        self.call: Call | None = None
+
+    def feed(self, timeline: Timeline, call: Call) -> None:
+        if call.by_agent and call.ok and call.action in SEGMENTERS and region_statistics(call):
+            self.call = call
+
+
+def final_mask(last: LastMask) -> dict | None:
     """Region statistics of the last segmentation the agent made (None: no mask)."""
-    made = [call for call in timeline.successful(*SEGMENTERS) if region_statistics(call)]
-    if not made:
+    if last.call is None:
         return None
-    statistics = region_statistics(made[-1])
+    statistics = region_statistics(last.call)
     boxes = [as_list(item.get("bbox_ras")) for item in statistics]
     lows = [point(box[0], 3) for box in boxes if len(box) == 2]
     highs = [point(box[1], 3) for box in boxes if len(box) == 2]
@@ -179,7 +212,7 @@ def final_mask(timeline: Timeline) -> dict | None:
     box = None
     if all(lows) and all(highs) and lows:
         box = [[min(values) for values in zip(*lows)], [max(values) for values in zip(*highs)]]
-    return {"seq": made[-1].seq, "volume_ml": round(volume, 4), "bbox_ras": box}
+    return {"seq": last.call.seq, "volume_ml": round(volume, 4), "bbox_ras": box}
 
 
 # -------------------------------------------------------------------------------------------------- stability

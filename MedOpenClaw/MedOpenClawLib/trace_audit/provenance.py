@@ -21,6 +21,10 @@ Rules (each field is *grounded* by the records listed, or *ungrounded*):
   longest and RANO diameters, bidimensional product) produced a value of that kind within
   max(:data:`RELATIVE_TOLERANCE` of it, the kind's absolute tolerance). A screen box converted to millimetres
   (``draw_roi``) measures nothing. Percentages are derived, not measured, and are not read.
+
+The answer comes last in the trace, so what the calls produced is summarised as they stream by (:class:`Produced`:
+each distinct returned point, WSI coordinate and measured value once, with the calls that produced it) and the
+fields are judged against the summaries at the end.
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ import re
 
 import numpy as np
 
+from .bounded import Distinct, Seqs, capped_note, listed
 from .findings import FieldProvenance
-from .timeline import AXIS_INDEX, Shown, Timeline, as_dict, as_list, number, point
+from .timeline import AXIS_INDEX, Call, Shown, Timeline, as_dict, as_list, number, point
 
 DEFAULT_STEP_MM = 1.0
 ROUNDING_MM = 0.005
@@ -56,7 +61,39 @@ _EVIDENCE_LINE = re.compile(r"^[\s>#*-]*(KEY[_ ]SLICE[_ ]\w+|RAS)\s*[:=]", re.IG
 _POWER = {"2": "2", "²": "2", "3": "3", "³": "3"}
 
 
-def evidence_provenance(timeline: Timeline, evidence_kind: str, parsed: dict) -> list[FieldProvenance]:
+class Produced:
+    """What the agent's successful calls returned that can ground an evidence field, fed one call at a time."""
+
+    def __init__(self) -> None:
+        self.points = Distinct("returned RAS points")  # (RAS, what) -> Seqs
+        self.coordinates = Distinct("returned WSI coordinates")  # (x, y, tolerance) -> Seqs
+        self.values = Distinct("measured values")  # (kind, value, what) -> Seqs
+
+    def feed(self, call: Call) -> None:
+        if not (call.by_agent and call.ok):
+            return
+        for seq, ras, what in returned_ras_points(call):
+            _add(self.points, (tuple(ras), what), seq)
+        for seq, kind, value, what in measured_values(call):
+            _add(self.values, (kind, value, what), seq)
+        if call.action == "viewer_point_to_wsi_coordinate":
+            returned = (number(call.data.get("x")), number(call.data.get("y")))
+            if None not in returned:
+                tolerance = max(1.0, number(call.data.get("downsample")) or 1.0)
+                _add(self.coordinates, (*returned, tolerance), call.seq)
+
+    def limits(self) -> dict:
+        return {**self.points.limit(), **self.coordinates.limit(), **self.values.limit()}
+
+
+def _add(summary: Distinct, key: tuple, seq: int) -> None:
+    seqs = summary.add(key, Seqs())
+    if seqs is not None:
+        seqs.add(seq)
+
+
+def evidence_provenance(timeline: Timeline, produced: Produced, evidence_kind: str,
+                        parsed: dict) -> list[FieldProvenance]:
     """Provenance of every evidence field of ``parsed`` (a module spec's ``read_answer`` result)."""
     fields: list[FieldProvenance] = []
     if evidence_kind == "radiology":
@@ -67,14 +104,26 @@ def evidence_provenance(timeline: Timeline, evidence_kind: str, parsed: dict) ->
                 fields.append(key_slice(timeline, view, value))
         ras = point(evidence.get("ras"), 3)
         if ras is not None:
-            fields.append(ras_point(timeline, ras))
+            fields.append(ras_point(timeline, produced, ras))
     elif evidence_kind == "pathology":
         for index, item in enumerate(as_list(parsed.get("localizations"))):
             xy = point(item, 2)
             if xy is not None:
-                fields.append(wsi_point(timeline, f"localizations[{index}]", xy))
-    fields.extend(measurements(timeline))
+                fields.append(wsi_point(timeline, produced, f"localizations[{index}]", xy))
+    fields.extend(measurements(timeline, produced))
     return fields
+
+
+def _grounded(name: str, value, basis: str, groups: list[Seqs], note: str) -> FieldProvenance:
+    records, capped = listed(groups)
+    return FieldProvenance(name, value, True, basis, records, note + capped_note(capped))
+
+
+def _ungrounded(name: str, value, note: str, *summaries: Distinct) -> FieldProvenance:
+    """An ungrounded field; its note says when a summary it was judged against had to leave things out."""
+    left = [f"{summary.dropped} {summary.what} beyond the audit's cap were not kept"
+            for summary in summaries if summary.dropped]
+    return FieldProvenance(name, value, False, None, [], "; ".join([note, *left]))
 
 
 # ------------------------------------------------------------------------------------------------ key slices
@@ -88,35 +137,30 @@ def key_slice(timeline: Timeline, view: str, value: float) -> FieldProvenance:
                    if shown.view == view and abs(shown.offset_mm - value) <= _half_step(shown) + ROUNDING_MM),
                   key=lambda shown: abs(shown.offset_mm - value))
     if seen:
-        return FieldProvenance(name, value, True, "displayed", _seqs(seen),
-                               f"{view} slice shown at {seen[0].offset_mm:g} mm")
+        return _grounded(name, value, "displayed", [shown.seqs for shown in seen],
+                         f"{view} slice shown at {seen[0].offset_mm:g} mm")
     offsets = sorted({round(shown.offset_mm, 2) for shown in timeline.shown if shown.view == view})
     note = (f"no {view} image within half a slice of {value:g} mm; {view} offsets shown: "
             + (", ".join(f"{offset:g}" for offset in offsets[:12]) + (" ..." if len(offsets) > 12 else "")
                if offsets else "none"))
-    return FieldProvenance(name, value, False, None, [], note)
+    return _ungrounded(name, value, note, timeline.shown_summary)
 
 
 # ------------------------------------------------------------------------------------------------- RAS point
-def returned_ras_points(timeline: Timeline) -> list[tuple[int, list[float], str]]:
+def returned_ras_points(call: Call) -> list[tuple[int, list[float], str]]:
     """(seq, RAS, what) of every position a successful agent call returned."""
-    found = []
-    for call in timeline.agent_calls:
-        if not call.ok:
-            continue
-        data = call.data
-        candidates = []
-        if call.action == "image_coords_to_ras":
-            candidates.append((data.get("ras"), "image_coords_to_ras"))
-        elif call.action == "measure_line":
-            candidates += [(data.get("start_ras"), "measure_line start"), (data.get("end_ras"), "measure_line end")]
-        elif call.action == "draw_roi":
-            candidates.append((data.get("center_ras"), "draw_roi centre"))
-        for statistics in region_statistics(call):
-            candidates.append((statistics.get("centroid_ras"), f"{call.action} centroid"))
-        found += [(call.seq, ras, what) for ras, what in ((point(value, 3), what) for value, what in candidates)
-                  if ras is not None]
-    return found
+    data = call.data
+    candidates = []
+    if call.action == "image_coords_to_ras":
+        candidates.append((data.get("ras"), "image_coords_to_ras"))
+    elif call.action == "measure_line":
+        candidates += [(data.get("start_ras"), "measure_line start"), (data.get("end_ras"), "measure_line end")]
+    elif call.action == "draw_roi":
+        candidates.append((data.get("center_ras"), "draw_roi centre"))
+    for statistics in region_statistics(call):
+        candidates.append((statistics.get("centroid_ras"), f"{call.action} centroid"))
+    return [(call.seq, ras, what) for ras, what in ((point(value, 3), what) for value, what in candidates)
+            if ras is not None]
 
 
 def matrix4(value) -> np.ndarray | None:
@@ -155,40 +199,33 @@ def lies_on(shown: Shown, ras: list[float]) -> bool:
             and abs(distance) <= _half_step(shown) + PLANE_TOLERANCE_MM)
 
 
-def ras_point(timeline: Timeline, ras: list[float]) -> FieldProvenance:
+def ras_point(timeline: Timeline, produced: Produced, ras: list[float]) -> FieldProvenance:
     target = np.asarray(ras)
-    converted = [(seq, what) for seq, value, what in returned_ras_points(timeline)
+    converted = [(seqs, what) for (value, what), seqs in produced.points.items.items()
                  if float(np.linalg.norm(np.asarray(value) - target)) <= CONVERSION_TOLERANCE_MM]
     if converted:
-        return FieldProvenance("ras", ras, True, "conversion", sorted({seq for seq, _ in converted}),
-                               f"returned by {converted[0][1]}")
+        return _grounded("ras", ras, "conversion", [seqs for seqs, _ in converted], f"returned by {converted[0][1]}")
     on = [shown for shown in timeline.shown if shown.geometry and lies_on(shown, ras)]
     if on:
-        return FieldProvenance("ras", ras, True, "displayed", _seqs(on), f"lies on a shown {on[0].view} image")
-    return FieldProvenance("ras", ras, False, None, [],
-                           "no conversion returned this point and it lies on no shown slice image")
+        return _grounded("ras", ras, "displayed", [shown.seqs for shown in on], f"lies on a shown {on[0].view} image")
+    return _ungrounded("ras", ras, "no conversion returned this point and it lies on no shown slice image",
+                       produced.points, timeline.shown_summary)
 
 
 # ---------------------------------------------------------------------------------------------- WSI points
-def wsi_point(timeline: Timeline, name: str, xy: list[float]) -> FieldProvenance:
-    converted = []
-    for call in timeline.successful("viewer_point_to_wsi_coordinate"):
-        returned = (number(call.data.get("x")), number(call.data.get("y")))
-        if None in returned:
-            continue
-        tolerance = max(1.0, number(call.data.get("downsample")) or 1.0)
-        if abs(returned[0] - xy[0]) <= tolerance and abs(returned[1] - xy[1]) <= tolerance:
-            converted.append(call.seq)
+def wsi_point(timeline: Timeline, produced: Produced, name: str, xy: list[float]) -> FieldProvenance:
+    converted = [seqs for (x, y, tolerance), seqs in produced.coordinates.items.items()
+                 if abs(x - xy[0]) <= tolerance and abs(y - xy[1]) <= tolerance]
     if converted:
-        return FieldProvenance(name, xy, True, "conversion", converted, "returned by viewer_point_to_wsi_coordinate")
+        return _grounded(name, xy, "conversion", converted, "returned by viewer_point_to_wsi_coordinate")
     inside = [found for found in timeline.viewed_fields
               if found.field[0] <= xy[0] <= found.field[2] and found.field[1] <= xy[1] <= found.field[3]]
-    zoomed = [found.seq for found in inside if not found.overview]
+    zoomed = [found.seqs for found in inside if not found.overview]
     if zoomed:
-        return FieldProvenance(name, xy, True, "viewed_field", sorted(set(zoomed)), "inside a field viewed zoomed in")
+        return _grounded(name, xy, "viewed_field", zoomed, "inside a field viewed zoomed in")
     note = ("seen only in the whole-slide overview" if inside
             else "no conversion returned this point and no viewed field contains it")
-    return FieldProvenance(name, xy, False, None, [], note)
+    return _ungrounded(name, xy, note, produced.coordinates, timeline.fields_summary)
 
 
 # -------------------------------------------------------------------------------------------- measurements
@@ -199,24 +236,20 @@ def region_statistics(call) -> list[dict]:
     return [item for item in found if item]
 
 
-def measured_values(timeline: Timeline) -> list[tuple[int, str, float, str]]:
+def measured_values(call: Call) -> list[tuple[int, str, float, str]]:
     """(seq, kind, value in mm / mm² / mL, what) of every measurement a successful agent call produced."""
     values = []
-    for call in timeline.agent_calls:
-        if not call.ok:
-            continue
-        if call.action == "measure_line":
-            values.append((call.seq, "length", number(call.data.get("length_mm")), "measure_line length"))
-        for statistics in region_statistics(call):
-            rano = as_dict(statistics.get("rano"))
-            values += [
-                (call.seq, "volume", number(statistics.get("volume_ml")), f"{call.action} volume"),
-                (call.seq, "length", number(statistics.get("longest_diameter_mm")), f"{call.action} diameter"),
-                (call.seq, "length", number(rano.get("longest_diameter_mm")), f"{call.action} RANO diameter"),
-                (call.seq, "length", number(rano.get("perpendicular_diameter_mm")),
-                 f"{call.action} RANO perpendicular"),
-                (call.seq, "area", number(rano.get("bidimensional_product_mm2")), f"{call.action} RANO product"),
-            ]
+    if call.action == "measure_line":
+        values.append((call.seq, "length", number(call.data.get("length_mm")), "measure_line length"))
+    for statistics in region_statistics(call):
+        rano = as_dict(statistics.get("rano"))
+        values += [
+            (call.seq, "volume", number(statistics.get("volume_ml")), f"{call.action} volume"),
+            (call.seq, "length", number(statistics.get("longest_diameter_mm")), f"{call.action} diameter"),
+            (call.seq, "length", number(rano.get("longest_diameter_mm")), f"{call.action} RANO diameter"),
+            (call.seq, "length", number(rano.get("perpendicular_diameter_mm")), f"{call.action} RANO perpendicular"),
+            (call.seq, "area", number(rano.get("bidimensional_product_mm2")), f"{call.action} RANO product"),
+        ]
     return [item for item in values if item[2] is not None]
 
 
@@ -240,24 +273,19 @@ def reported_measurements(text: str | None) -> list[tuple[str, str, float]]:
     return [item for item in found if math.isfinite(item[2])]
 
 
-def measurements(timeline: Timeline) -> list[FieldProvenance]:
-    produced = measured_values(timeline)
+def measurements(timeline: Timeline, produced: Produced) -> list[FieldProvenance]:
     fields = []
     for index, (text, kind, value) in enumerate(reported_measurements(timeline.final_text)):
-        backing = [(seq, what) for seq, other_kind, measured, what in produced
+        backing = [(seqs, what) for (other_kind, measured, what), seqs in produced.values.items.items()
                    if other_kind == kind and abs(measured - value)
                    <= max(RELATIVE_TOLERANCE * abs(measured), ABSOLUTE_TOLERANCE[kind])]
         name = f"measurement[{index}]"
         shown = {"text": text, "kind": kind, "value": round(value, 4),
                  "label": f"{round(value, 4):g} {KIND_UNIT[kind]} in {text!r}"}
         if backing:
-            fields.append(FieldProvenance(name, shown, True, "measured", sorted({seq for seq, _ in backing}),
-                                          f"produced by {backing[0][1]}"))
+            fields.append(_grounded(name, shown, "measured", [seqs for seqs, _ in backing],
+                                    f"produced by {backing[0][1]}"))
         else:
-            fields.append(FieldProvenance(name, shown, False, None, [],
-                                          f"no measure_line or quantify result gives this {kind}"))
+            fields.append(_ungrounded(name, shown, f"no measure_line or quantify result gives this {kind}",
+                                      produced.values))
     return fields
-
-
-def _seqs(items) -> list[int]:
-    return sorted({seq for item in items for seq in item.seqs})

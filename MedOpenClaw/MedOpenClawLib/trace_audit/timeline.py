@@ -1,4 +1,5 @@
-"""An episode's audit trace read once into what the rules need: the calls, what the agent was shown, the state.
+"""An episode's audit trace read once, as a stream, into what the rules need: each call as it comes, what the
+agent was shown, the state.
 
 Every rule reads the trace through this module, so a change of the record format touches one place:
 
@@ -14,23 +15,26 @@ Every rule reads the trace through this module, so a change of the record format
 
 Nothing here trusts the trace's shape: a missing or mistyped key reads as absent, never as an exception.
 
-The trace is read once, as a stream, and what is kept grows with what the rules can cite, not with the trace
-(``medopenclaw trace audit`` of a long trace): no record is kept whole; a call keeps its arguments and the keys of
-its result data the rules read (:data:`DATA_KEYS`), and its viewer state only for the actions whose state a rule
-reads (:data:`STATE_READ_BY`); images are reduced to :class:`Shown` entries as they are read, one per distinct
-image (view, offset, geometry, layers) listing every call that showed it.
+The trace is read once, as a stream, and what is kept does not grow with the trace (``medopenclaw trace audit`` of
+a long trace): no record and no call is kept; each call, reduced to its arguments, the keys of its result data the
+rules read (:data:`DATA_KEYS`) and, for the actions whose state a rule reads (:data:`STATE_READ_BY`), its viewer
+state, is handed to the rules' checkers (``on_call``) and dropped. Images are reduced to :class:`Shown` entries as
+they are read, one per distinct image (view, offset, geometry, layers) with the calls that showed it, and viewed
+fields likewise; :mod:`.bounded` states the caps on those summaries.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Iterator
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from ..core.arguments import canonical_arguments
 from ..core.audit import StateDeltaError, StateReplay
 from ..core.result import ActionError
+from .bounded import BASELINE_KEPT, Distinct, Seqs
 
 # canonical RAS axis index per view (axial = S, sagittal = R, coronal = A), as in viewer.geometry.CANONICAL_AXIS
 AXIS_INDEX = {"axial": 2, "sagittal": 0, "coronal": 1}
@@ -108,10 +112,10 @@ class Call:
 
 @dataclass(slots=True)
 class Shown:
-    """One distinct slice image the agent received (a montage contributes one entry per tile offset), with every
-    call that showed it."""
+    """One distinct slice image the agent received (a montage contributes one entry per tile offset), with the
+    calls that showed it."""
 
-    seqs: list[int]
+    seqs: Seqs
     view: str
     offset_mm: float
     step_mm: float | None  # slice thickness of the image (None: unknown)
@@ -122,36 +126,39 @@ class Shown:
     @property
     def seq(self) -> int:
         """The first call that showed it."""
-        return self.seqs[0]
+        return self.seqs.first
 
 
 @dataclass(slots=True)
 class ViewedField:
-    """A whole-slide field the agent saw: level-0 ``[x0, y0, x1, y1]`` at ``downsample``."""
+    """A whole-slide field the agent saw, level-0 ``[x0, y0, x1, y1]``, with the calls after which it was shown."""
 
-    seq: int
+    seqs: Seqs
     field: list[float]
-    downsample: float | None
     overview: bool  # the whole slide at the coarsest zoom (nothing in it is localised by seeing it)
 
 
 class Timeline:
-    def __init__(self, records: Iterable):
-        """``records``: a list, or an iterator read once (``audit.iter_trace``)."""
+    def __init__(self, records: Iterable, on_call: Callable[[Timeline, Call], None] | None = None):
+        """``records``: a list, or an iterator read once (``audit.iter_trace``); ``on_call`` is handed each action
+        record as a :class:`Call`, in trace order, with this timeline as read so far."""
         self.header: dict = {}
         self.prompt: dict | None = None
         self.prompt_seq: int | None = None
         self.final_text: str | None = None
         self.final_seq: int | None = None  # the record holding the final answer
-        self.calls: list[Call] = []
         self.final_views: dict = {}  # the views of the last action record whose state has any
         self.final_images: dict[str, str] = {}  # view -> path of the last image of it the agent received
-        self.viewed_fields: list[ViewedField] = []
+        self.agent_actions = Distinct("actions the agent called")
         # traces carry state deltas (see ..audit), replayed as the records stream by; a delta that does not
         # apply leaves the rest of the trace without states (those replayed before it stand)
         replay: StateReplay | None = StateReplay()
-        self._shown: dict[tuple, Shown] = {}
-        self._baseline: list[tuple[Call, list[str], list[tuple[Shown, str | None]]]] = []  # system calls' images
+        self._shown = Distinct("shown images")
+        self._fields_seen = Distinct("viewed whole-slide fields")
+        # the last system calls with images before the prompt: (seq, artifact checksums, their images)
+        self._baseline: deque[tuple[int, list[str], list[tuple[Shown, str | None]]]] = deque(maxlen=BASELINE_KEPT)
+        self._baseline_dropped = 0  # the earlier ones the deque let go
+        self._baseline_checksums = False  # whether any of them (kept or not) listed checksums
         self._setup_fields: list[ViewedField] = []  # the fields of the last system call before the prompt
         last_model = None
         for record in records if isinstance(records, (list, tuple, Iterator)) else ():
@@ -174,13 +181,15 @@ class Timeline:
                         state = replay.after(record)
                     except StateDeltaError:
                         replay = None
-                self._read_call(record, as_dict(state))
+                call = self._read_call(record, as_dict(state))
+                if on_call is not None:
+                    on_call(self, call)
         if last_model is not None:  # the answer is the last model turn; the end record repeats it
             self.final_seq = last_model[1]
             if self.final_text is None:
                 self.final_text = last_model[0]
         self.shown = self._merged_shown()
-        self.viewed_fields = self._setup_fields + self.viewed_fields
+        self.viewed_fields = self._setup_fields + list(self._fields_seen)
 
     # ----------------------------------------------------------------------------------------------- records
     @staticmethod
@@ -188,8 +197,9 @@ class Timeline:
         value = record.get("seq")
         return value if isinstance(value, int) and not isinstance(value, bool) else -1
 
-    def _read_call(self, record: dict, state: dict) -> None:
-        """Keep what the rules read of one action record: the call, its shown images, its viewed fields."""
+    def _read_call(self, record: dict, state: dict) -> Call:
+        """One action record as a call; what the evidence rules read of it (its shown images, its viewed fields)
+        summarised."""
         result = as_dict(record.get("result"))
         action = str(record.get("action") or "")
         arguments = as_dict(record.get("arguments"))
@@ -201,7 +211,8 @@ class Timeline:
         call = Call(seq=self.seq(record), actor=str(record.get("actor") or ""), action=action, arguments=arguments,
                     ok=record.get("status") == "ok", data=KeptData({key: data[key] for key in DATA_KEYS & data.keys()}),
                     state=state if action in STATE_READ_BY else None)
-        self.calls.append(call)
+        if call.by_agent:
+            self.agent_actions.add(action, action)
         views = as_dict(state.get("views"))
         if views:
             self.final_views = views
@@ -212,11 +223,17 @@ class Timeline:
                 self._show(shown, path)
         elif before_prompt and not call.by_agent and call.ok and images:
             checksums = [str(as_dict(item).get("sha256")) for item in as_list(record.get("artifacts"))]
-            self._baseline.append((call, checksums, self._images(call, images, state)))
+            self._baseline_dropped += len(self._baseline) == self._baseline.maxlen
+            self._baseline.append((call.seq, checksums, self._images(call, images, state)))
+            self._baseline_checksums = self._baseline_checksums or bool(checksums)
         if call.by_agent:
-            self.viewed_fields += self._fields(call, state)
+            for found in self._fields(call, state):
+                seen = self._fields_seen.add((tuple(found.field), found.overview), found)
+                if seen is not None and seen is not found:
+                    seen.seqs.add(call.seq)
         elif before_prompt and call.ok:
             self._setup_fields = self._fields(call, state)
+        return call
 
     def state_after(self, call: Call) -> dict:
         """The viewer state after ``call`` (the one accessor of trace state), rebuilt from the trace's deltas:
@@ -236,15 +253,23 @@ class Timeline:
         tools = as_list(as_dict(self.prompt).get("tools"))
         if tools:
             return {str(name) for name in tools}
-        return {call.action for call in self.agent_calls}
+        return set(self.agent_actions)
 
     @property
-    def agent_calls(self) -> list[Call]:
-        return [call for call in self.calls if call.by_agent]
+    def shown_summary(self) -> Distinct:
+        return self._shown
 
-    def successful(self, *actions: str) -> list[Call]:
-        """The agent's successful calls of ``actions``, in trace order."""
-        return [call for call in self.agent_calls if call.ok and call.action in actions]
+    @property
+    def fields_summary(self) -> Distinct:
+        return self._fields_seen
+
+    def limits(self) -> dict:
+        """What the summaries left out (:mod:`.bounded`): {} for an episode within the caps."""
+        left = {**self._shown.limit(), **self._fields_seen.limit(), **self.agent_actions.limit()}
+        if self._baseline_dropped:
+            left["system calls with images before the prompt"] = {"kept": BASELINE_KEPT,
+                                                                  "left_out": self._baseline_dropped}
+        return left
 
     # ------------------------------------------------------------------------------------------ volumes
     def volume_names(self, call: Call) -> dict[str, str]:
@@ -287,7 +312,7 @@ class Timeline:
             geometry = as_dict(image.get("geometry")) or None
             thickness = point(as_dict(geometry).get("field_of_view_mm"), 3)
             layers = as_dict(views.get(view))
-            shown.append((Shown([call.seq], view, offset, thickness[2] if thickness else None, geometry,
+            shown.append((Shown(Seqs((call.seq,)), view, offset, thickness[2] if thickness else None, geometry,
                                 text(layers.get("background")), text(layers.get("foreground"))),
                           text(image.get("path"))))
         return shown
@@ -296,35 +321,32 @@ class Timeline:
         """Add a received image: a new entry, or the call's number on the entry of the same image."""
         geometry = json.dumps(shown.geometry, sort_keys=True, default=str) if shown.geometry else None
         key = (shown.view, shown.offset_mm, shown.step_mm, geometry, shown.background, shown.foreground)
-        known = self._shown.get(key)
-        if known is None:
-            self._shown[key] = shown
-        elif known.seqs[-1] != shown.seq:
-            known.seqs.append(shown.seq)
+        known = self._shown.add(key, shown)
+        if known is not None and known is not shown and known.seqs.last != shown.seq:
+            known.seqs.add(shown.seq)
         if path is not None:
             self.final_images[shown.view] = path
 
     def _merged_shown(self) -> list[Shown]:
         """The shown images, the baseline views before the prompt among them: those of the system calls before
         the prompt whose checksums the prompt lists (without checksums in the trace, the last such call's)."""
-        before = [item for item in self._baseline if self.prompt_seq is None or item[0].seq < self.prompt_seq]
+        before = [item for item in self._baseline if self.prompt_seq is None or item[0] < self.prompt_seq]
         checksums = {str(as_dict(image).get("sha256")) for image in as_list(as_dict(self.prompt).get("images"))}
         baseline = [item for item in before if any(checksum in checksums for checksum in item[1])]
-        if not baseline and before and not any(item[1] for item in before):
+        if not baseline and before and not self._baseline_checksums:
             baseline = before[-1:]
         agent, agent_images = self._shown, self.final_images
-        self._shown, self.final_images = {}, {}
+        self._shown, self.final_images = Distinct(agent.what, dropped=agent.dropped), {}
         for _, _, images in baseline:  # received before the agent's calls: their entries come first
             for shown, path in images:
                 self._show(shown, path)
-        for key, shown in agent.items():
-            if key in self._shown:
-                self._shown[key].seqs.extend(shown.seqs)
-            else:
-                self._shown[key] = shown
+        for key, shown in agent.items.items():
+            known = self._shown.add(key, shown)
+            if known is not None and known is not shown:
+                known.seqs.extend(shown.seqs)
         self.final_images.update(agent_images)
-        merged = sorted(self._shown.values(), key=lambda shown: shown.seq)
-        self._shown, self._baseline = {}, []
+        merged = sorted(self._shown, key=lambda shown: shown.seq)
+        self._baseline.clear()
         return merged
 
     def _montage(self, call: Call, views: dict, state: dict) -> list[Shown]:
@@ -334,7 +356,7 @@ class Timeline:
         layers = as_dict(views.get(view))
         background = text(layers.get("background"))
         step = self._spacing(state, background, view)
-        return [Shown([call.seq], view, offset, step, None, background, text(layers.get("foreground")))
+        return [Shown(Seqs((call.seq,)), view, offset, step, None, background, text(layers.get("foreground")))
                 for offset in (number(item) for item in as_list(call.data.get("offsets_mm"))) if offset is not None]
 
     @staticmethod
@@ -368,4 +390,4 @@ class Timeline:
         downsample = number(view.get("downsample"))
         coarsest = number(view.get("max_downsample", max_downsample))
         overview = downsample is not None and coarsest is not None and downsample >= coarsest - 1e-9
-        return ViewedField(seq, box, downsample, overview)
+        return ViewedField(Seqs((seq,)), box, overview)

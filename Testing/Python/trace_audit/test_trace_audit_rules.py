@@ -347,11 +347,14 @@ def test_the_timeline_keeps_one_entry_per_distinct_image_and_only_the_state_rule
     again = [trace.call("observe", {}, {}, [{**image("axial", 10.0), "path": f"i{n}.png"}]) for n in range(3)]
     other = trace.call("set_slice_offset", {"view": "axial", "offset": 12}, {"offset_mm": 12.0},
                        [{**image("axial", 12.0), "path": "last.png"}])
-    timeline = Timeline(iter(trace.answer(evidence_answer(axial=10.0)).records))
-    assert [(shown.offset_mm, shown.seqs) for shown in timeline.shown] == [(0.0, [2]), (10.0, again), (12.0, [other])]
+    calls = []
+    timeline = Timeline(iter(trace.answer(evidence_answer(axial=10.0)).records), lambda _, call: calls.append(call))
+    assert [(shown.offset_mm, shown.seqs.kept) for shown in timeline.shown] == [(0.0, [2]), (10.0, again),
+                                                                                  (12.0, [other])]
     assert field(audit_trace(trace.records), "key_slice_axial_mm").records == again
     assert final_view(timeline)["images"] == {"axial": "last.png"}
-    call = timeline.calls[-1]
+    assert not hasattr(timeline, "calls")  # each call goes to the checkers as it is read, and is not kept
+    call = calls[-1]
     with pytest.raises(LookupError, match="STATE_READ_BY"):
         timeline.state_after(call)  # set_slice_offset's state is read by no rule, so not kept
     with pytest.raises(KeyError, match="DATA_KEYS"):

@@ -4,8 +4,7 @@ loop write (see a real trace under an episode folder), built call by call."""
 from __future__ import annotations
 
 from MedOpenClawLib.bench.modules import known
-from MedOpenClawLib.trace_audit import AuditReport, audit_timeline
-from MedOpenClawLib.trace_audit.timeline import Timeline
+from MedOpenClawLib.trace_audit import AuditReport, audit_records
 
 VIEW_PLANES = {  # slice_to_ras rotation columns (in-plane x, in-plane y, normal) of the standard views
     "axial": ((-1, 0, 0), (0, 1, 0), (0, 0, 1)),
@@ -17,8 +16,7 @@ AXIS = {"axial": 2, "sagittal": 0, "coronal": 1}
 
 def audit_trace(records: list, module: str | None = None, parsed: dict | None = None) -> AuditReport:
     """The audit as the bench's callers run it: the spec of ``module`` (else of the trace header's) handed in."""
-    timeline = Timeline(records)
-    return audit_timeline(timeline, known(module or timeline.module), parsed)
+    return audit_records(records, parsed=parsed, lookup=lambda header: known(module or header))
 
 
 def geometry(view: str, offset: float, size: int = 100, fov: float = 200.0, thickness: float = 2.0) -> dict:
