@@ -233,13 +233,18 @@ def _segmentation_refs(call: Call) -> frozenset[str]:
 
 
 def _names(value) -> set[str]:
-    if isinstance(value, str):
-        return {value}
-    if isinstance(value, dict):
-        return set().union(*(_names(item) for item in value.values())) if value else set()
-    if isinstance(value, list):
-        return set().union(*(_names(item) for item in value)) if value else set()
-    return set()
+    """Every string in a call's arguments, however deeply a crafted record nests them (walked without
+    recursion)."""
+    names, pending = set(), [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            names.add(item)
+        elif isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return names
 
 
 @dataclass

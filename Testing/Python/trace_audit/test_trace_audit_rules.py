@@ -418,6 +418,23 @@ def test_randomly_corrupted_traces_are_audited_without_raising():
             json.dumps(audit_trace(records, module).to_json(), allow_nan=False)
 
 
+def test_deeply_nested_arguments_are_read_without_recursion():
+    """A crafted call whose arguments nest 5000 lists deep, between two segmentations: the F4 check reads its
+    names without running out of stack (a trace file of 500 levels made the audit exit with a RecursionError)."""
+    deep: object = "a"
+    for _ in range(5000):
+        deep = [deep]
+    trace = TraceBuilder(tools=SEGMENTATION_TOOLS).prompt()
+    first = trace.segment("a", [0, 0, 0], [1, 1, 1])
+    trace.call("quantify", {"segmentation_name": deep})
+    last = trace.segment("b", [5, 5, 5], [6, 6, 6])
+    trace.call("quantify", {"segmentation_name": deep})  # names a after b: a was compared
+    assert "F4.discarded_unchecked" not in codes(audit_trace(trace.answer(ANSWER).records))
+    trace.records[-3]["arguments"] = {"segmentation_name": [[["b"]]]}  # names only b: a was set aside unchecked
+    assert [finding.records for finding in audit_trace(trace.records).findings
+            if finding.code == "F4"] == [(first, last)]
+
+
 def test_a_singular_geometry_grounds_nothing():
     trace = TraceBuilder(tools=("observe",)).prompt()
     broken = image("axial", 10.0)
