@@ -13,6 +13,9 @@ import hashlib
 import os
 import shutil
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from pathlib import Path
 
 from filelock import FileLock, Timeout
@@ -22,6 +25,7 @@ from .modules import get
 from .package import prepare
 from .progress import Activity
 from .synthetic.cohort import CohortConfig, write_cohort
+from .synthetic.common import shared_pool
 
 COHORT_PREFIX = "synthetic-"
 
@@ -52,36 +56,74 @@ def synthetic_cases(module: str, seed: int = 0, cases: int | None = None, cache_
     """The embedded synthetic cohort of ``module`` as a case package, generated once and cached. ``size`` is a
     :data:`synthetic.cohort.SIZES` preset; ``cases`` overrides its case count; ``step`` (e.g. ``2/5``) says where
     this module stands among those a command prepares."""
-    config = CohortConfig.for_size(size, seed=seed, **({} if cases is None else {"cases": cases}))
-    root = cache_root(cache_dir) / f"{COHORT_PREFIX}{cohort_fingerprint()}-{size}-seed{seed}-n{config.cases}"
+    config, root = _cohort(seed, cases, cache_dir, size)
     package = root / "cases" / module
-    if (package / "manifest.json").exists():
-        return package
+    if not (package / "manifest.json").exists():
+        _generate_once(module, config, root, f"cohort {module} {step}".rstrip(), announce=True)
+    return package
+
+
+def synthetic_packages(modules: list[str], seed: int = 0, cases: int | None = None,
+                       cache_dir: str | os.PathLike | None = None, size: str = "demo") -> dict[str, Path]:
+    """:func:`synthetic_cases` of every module in ``modules``; the missing ones are generated at once, their cases
+    in one pool of the config's workers (a module alone leaves a core idle through its last cases and its serial
+    steps: its tables, ``prepare``). One line per module when it is done, in the order they finish."""
+    config, root = _cohort(seed, cases, cache_dir, size)
+    steps = {module: f"{number}/{len(modules)}" for number, module in enumerate(modules, 1)}
+    missing = [module for module in modules if not (root / "cases" / module / "manifest.json").exists()]
+    if len(missing) < 2 or config.workers < 2:
+        return {module: synthetic_cases(module, seed, cases, cache_dir, size, steps[module]) for module in modules}
+    with Activity(f"cohort: generating {_cases_text(config)} of {len(missing)} modules at once ({root.name})",
+                  total=len(missing)) as activity:
+        def generate(module: str) -> None:
+            started = time.monotonic()
+            _generate_once(module, config, root, f"cohort {module} {steps[module]}", announce=False)
+            activity.advance()
+            activity.note(f"cohort {module} {steps[module]}: {_cases_text(config)} "
+                          f"({time.monotonic() - started:.0f} s): done")
+
+        with shared_pool(config.workers), ThreadPoolExecutor(len(missing)) as threads:
+            for future in [threads.submit(generate, module) for module in missing]:
+                future.result()  # the first module that failed raises, once all have ended
+    return {module: root / "cases" / module for module in modules}
+
+
+def _cohort(seed: int, cases: int | None, cache_dir, size: str) -> tuple[CohortConfig, Path]:
+    """The config and cache folder of a cohort."""
+    config = CohortConfig.for_size(size, seed=seed, **({} if cases is None else {"cases": cases}))
+    return config, cache_root(cache_dir) / f"{COHORT_PREFIX}{cohort_fingerprint()}-{size}-seed{seed}-n{config.cases}"
+
+
+def _cases_text(config: CohortConfig) -> str:
+    return f"{config.cases} case" + "s" * (config.cases != 1)
+
+
+def _generate_once(module: str, config: CohortConfig, root: Path, label: str, announce: bool) -> None:
+    """Generate ``module``'s package under its file lock, unless another process made it meanwhile; ``announce``:
+    show the generation as an :class:`Activity` of its own."""
+    package = root / "cases" / module
     root.mkdir(parents=True, exist_ok=True)
     lock = FileLock(str(root / f".{module}.lock"))
     try:
         lock.acquire(timeout=0)
     except Timeout:  # said at once (also in logs): the wait can last minutes
-        print(f"cohort {module} {step}".rstrip() + ": waiting for another process generating it", file=sys.stderr,
-              flush=True)
+        print(f"{label}: waiting for another process generating it", file=sys.stderr, flush=True)
         lock.acquire()
     try:
         if not (package / "manifest.json").exists():  # the process we waited for made it
-            _generate(module, config, root, step)
+            with Activity(f"{label}: generating {_cases_text(config)} ({root.name})") if announce else nullcontext():
+                _generate(module, config, root)
     finally:
         lock.release()
-    return package
 
 
-def _generate(module: str, config, root: Path, step: str) -> None:
+def _generate(module: str, config, root: Path) -> None:
     staging = root / f"staging-{module}-{os.getpid()}"
     package = root / "cases" / module
     try:
-        cases = f"{config.cases} case" + "s" * (config.cases != 1)
-        with Activity(f"cohort {module} {step}".rstrip() + f": generating {cases} ({root.name})"):
-            write_cohort(staging / "raw", config, modules=[module])
-            spec = get(module)
-            prepare(spec, staging / "raw" / spec.dataset_dir, staging / "cases")
+        write_cohort(staging / "raw", config, modules=[module])
+        spec = get(module)
+        prepare(spec, staging / "raw" / spec.dataset_dir, staging / "cases")
         package.parent.mkdir(parents=True, exist_ok=True)
         os.replace(staging / "cases", package)
     finally:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ..core.sinks import terminal_text
 from .cases import CaseFormatError
-from .cohort_cache import cache_root, cached_cohorts, cohort_fingerprint, prune, synthetic_cases
+from .cohort_cache import cache_root, cached_cohorts, cohort_fingerprint, prune, synthetic_packages
 from .commands import print_json, refuse
 from .modules import ModuleSpec, get
 from .package import prepare
@@ -20,11 +20,11 @@ from .synthetic.cohort import CohortConfig, write_cohort
 
 
 def run_cohort(args) -> int:
-    steps = {module: f"{number}/{len(args.modules)}" for number, module in enumerate(args.modules, 1)}
     if args.cache:
-        packages = {module: str(synthetic_cases(module, seed=args.seed, cases=args.cases, cache_dir=args.cache_dir,
-                                                size=args.size, step=steps[module])) for module in args.modules}
-        print_json({"cache": str(cache_root(args.cache_dir)), "packages": packages})
+        packages = synthetic_packages(args.modules, seed=args.seed, cases=args.cases, cache_dir=args.cache_dir,
+                                      size=args.size)
+        print_json({"cache": str(cache_root(args.cache_dir)),
+                    "packages": {module: str(package) for module, package in packages.items()}})
         return 0
     if args.prune:
         print_json(prune(cache_root(args.cache_dir)))
@@ -45,6 +45,7 @@ def run_cohort(args) -> int:
     }
     config = CohortConfig.for_size(args.size, seed=args.seed,
                                    **{key: value for key, value in overrides.items() if value is not None})
+    steps = {module: f"{number}/{len(args.modules)}" for number, module in enumerate(args.modules, 1)}
     written, cases = {}, f"{config.cases} case" + "s" * (config.cases != 1)
     for module in args.modules:  # one at a time, so each shows its own progress (the output is the same)
         with Activity(f"cohort {module} {steps[module]}: generating {cases} ({args.size})"):

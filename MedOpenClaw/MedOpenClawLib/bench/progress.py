@@ -194,6 +194,7 @@ class Activity:
 
     def __init__(self, label: str, total: int | None = None, stream: TextIO | None = None, tick_s: float = 0.5):
         self.label, self.total, self.done = label, total, 0
+        self._lock = threading.Lock()  # note() from several threads: one line at a time
         self.stream = stream or sys.stderr
         self.started = time.monotonic()
         self.live = LiveLine(self.stream, self.text, refresh_per_second=1 / tick_s,
@@ -205,6 +206,15 @@ class Activity:
 
     def advance(self, count: int = 1) -> None:
         self.done += count  # from the thread that does the step; rich's refresh thread only reads it
+
+    def note(self, text: str) -> None:
+        """A line of its own while the step goes on (on a terminal above the redrawn one); from any thread."""
+        with self._lock:
+            if self.live is not None:
+                self.live.print_above(text)
+            else:
+                self.stream.write(terminal_line(text) + "\n")
+                self.stream.flush()
 
     def __enter__(self) -> Activity:
         self.started = time.monotonic()

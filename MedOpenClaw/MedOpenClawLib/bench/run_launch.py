@@ -18,7 +18,7 @@ from ..providers.pricing import load_price
 from .agents import OFFLINE_AGENTS
 from .agents.model import ModelAgent
 from .agents.replay import ReplayAgent, episode_trace, recorded_outputs
-from .cohort_cache import synthetic_cases
+from .cohort_cache import synthetic_packages
 from .outcomes import EXIT_ERRORS, EXIT_USAGE, exit_status, write_json_atomic
 from .preload import module_prompt
 from .run_command import MODEL_AGENTS, module_list
@@ -92,18 +92,19 @@ def executor_factory(args):
                                                      num_gpus=args.ray_gpus_per_worker)
 
 
-def module_cases(args, module: str, several: bool, step: str = "") -> Path:
-    """The case package of ``module``: ``--cases`` itself (one module), ``--cases``/<module> (several: a folder
-    of `bench prepare` packages), or the embedded synthetic cohort."""
+def module_packages(args, modules: list[str]) -> dict[str, Path]:
+    """The case package of each module: ``--cases`` itself (one module), ``--cases``/<module> (several: a folder
+    of `bench prepare` packages), or the embedded synthetic cohort (its missing modules generated at once)."""
     if not args.cases:
-        return synthetic_cases(module, args.cohort_seed, cache_dir=args.cache_dir, size=args.cohort_size, step=step)
-    if not several:
-        return Path(args.cases)
-    package = Path(args.cases) / module
-    if not (package / "manifest.json").is_file():
-        raise ValueError(f"several modules need --cases to hold one package per module: {package} has no "
-                         "manifest.json")
-    return package
+        return synthetic_packages(modules, args.cohort_seed, cache_dir=args.cache_dir, size=args.cohort_size)
+    if len(modules) == 1:
+        return {modules[0]: Path(args.cases)}
+    packages = {module: Path(args.cases) / module for module in modules}
+    for package in packages.values():
+        if not (package / "manifest.json").is_file():
+            raise ValueError(f"several modules need --cases to hold one package per module: {package} has no "
+                             "manifest.json")
+    return packages
 
 
 def combined_summary(summaries: dict[str, dict]) -> dict:
@@ -135,8 +136,7 @@ def run(args) -> int:
             if warning:
                 print(f"warning: {terminal_text(warning)}", file=sys.stderr)
         resume = shlex.join(["medopenclaw", *args.argv]) if getattr(args, "argv", None) else "the same command"
-        packages = {module: module_cases(args, module, len(modules) > 1, f"{number}/{len(modules)}")
-                    for number, module in enumerate(modules, 1)}
+        packages = module_packages(args, modules)
         for module, cases_dir in packages.items():
             if len(modules) > 1:
                 print(f"{module}:", file=sys.stderr)

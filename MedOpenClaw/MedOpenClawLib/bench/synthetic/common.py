@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import gzip
 import hashlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -53,14 +55,40 @@ def allocate(priors: dict[str, float], count: int, rng: np.random.Generator) -> 
     return labels
 
 
+_SHARED_POOL = None  # the worker pool of :func:`shared_pool` while it is open (every thread's run_jobs uses it)
+
+
+@contextmanager
+def shared_pool(workers: int) -> Iterator[None]:
+    """One pool of ``workers`` processes for every :func:`run_jobs` inside the block, from any thread: several
+    modules generated at once share it, so the cores stay busy through each module's last cases and its serial
+    steps, and the workers start once instead of once per module."""
+    global _SHARED_POOL
+    with _process_pool(workers) as pool:
+        _SHARED_POOL = pool
+        try:
+            yield
+        finally:
+            _SHARED_POOL = None
+
+
 def run_jobs(function, jobs: list[tuple], workers: int) -> list:
-    """``function(*job)`` for every job, in worker processes when ``workers`` > 1 (one case per job: cases are
-    independent and seeded per case, so the output does not depend on the number of workers)."""
+    """``function(*job)`` for every job, in worker processes when ``workers`` > 1 or a :func:`shared_pool` is
+    open (one case per job: cases are independent and seeded per case, so the output does not depend on the
+    number of workers or on what else the pool runs)."""
+    pool = _SHARED_POOL
+    if pool is not None:
+        return [future.result() for future in [pool.submit(function, *job) for job in jobs]]
     if workers <= 1 or len(jobs) <= 1:
         return [function(*job) for job in jobs]
+    with _process_pool(min(workers, len(jobs))) as pool:
+        return list(pool.map(function, *zip(*jobs)))
+
+
+def _process_pool(workers: int):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    with ProcessPoolExecutor(max_workers=min(workers, len(jobs)),
-                             mp_context=multiprocessing.get_context("spawn")) as pool:
-        return list(pool.map(function, *zip(*jobs)))
+    # spawn: a worker forked from a process with threads (a run's progress line, shared_pool's callers) could
+    # inherit a lock held by another thread
+    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))

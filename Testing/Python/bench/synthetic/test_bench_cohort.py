@@ -26,7 +26,7 @@ from MedOpenClawLib.bench.scoring.geometry import (
     mask_from_file,
 )
 from MedOpenClawLib.bench.synthetic.cohort import CohortConfig, write_cohort
-from MedOpenClawLib.bench.synthetic.common import write_nifti
+from MedOpenClawLib.bench.synthetic.common import shared_pool, write_nifti
 from MedOpenClawLib.bench.synthetic.slide_layout import write_pyramid
 
 
@@ -582,6 +582,19 @@ def test_cases_generated_in_parallel_are_the_same_bytes(cohort, tmp_path):
     write_cohort(tmp_path / "parallel", replace(SMALL, workers=2), modules=["bracs"])
     serial = {name: digest for name, digest in _digest(cohort).items() if name.startswith("BRACS/")}
     assert _digest(tmp_path / "parallel") == serial
+
+
+def test_modules_generated_at_once_in_one_pool_are_the_same_bytes(cohort, tmp_path):
+    """What several missing modules go through (cohort_cache.synthetic_packages): one thread per module, every
+    module's cases in one shared pool of worker processes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with shared_pool(2), ThreadPoolExecutor(2) as threads:
+        list(threads.map(lambda module: write_cohort(tmp_path / "shared", SMALL, modules=[module]),
+                         ["camelyon17", "lumiere"]))
+    serial = {name: digest for name, digest in _digest(cohort).items() if name.split("/")[0] in
+              ("CAMELYON17", "LUMIERE")}
+    assert _digest(tmp_path / "shared") == serial and len(serial) > 10
 
 
 @pytest.mark.parametrize("module", ["bracs", "camelyon17"])

@@ -9,11 +9,16 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
+import pytest
 from filelock import FileLock
 
+from MedOpenClawLib.bench import cohort_cache
 from MedOpenClawLib.bench.cohort_cache import _generate, cache_root, cohort_fingerprint, folder_bytes
+from MedOpenClawLib.bench.synthetic import common
 from MedOpenClawLib.bench.synthetic.cohort import CohortConfig
 from MedOpenClawLib.cli import main
 
@@ -33,7 +38,7 @@ def test_a_second_process_waits_for_the_generation_and_reuses_it(tmp_path):
         waiting = second.stderr.readline()
         assert waiting == "cohort ucsf-pdgm 1/1: waiting for another process generating it\n"
         assert second.poll() is None
-        _generate("ucsf-pdgm", config, root, "")
+        _generate("ucsf-pdgm", config, root)
         manifest = (root / "cases" / "ucsf-pdgm" / "manifest.json").stat()
     out, err = second.communicate(timeout=300)
     assert second.returncode == 0, err
@@ -78,3 +83,42 @@ def test_plain_pytest_caches_the_cohort_in_the_build_tree_unless_told_otherwise(
     monkeypatch.setenv("MEDOPENCLAW_CACHE", str(tmp_path / "mine"))
     suite_conftest.pytest_configure(None)
     assert os.environ["MEDOPENCLAW_CACHE"] == str(tmp_path / "mine")
+
+
+def test_several_missing_modules_are_generated_at_once_each_once(tmp_path, monkeypatch, capsys):
+    """synthetic_packages (bench run --module all, bench cohort --cache): the cached module is kept, the missing
+    ones are generated concurrently (one thread each, their cases in one shared pool), one line per module."""
+    made, overlap = [], threading.Barrier(2, timeout=30)
+
+    def generate(module, config, root):  # stands in for the generator: the orchestration is under test
+        overlap.wait()  # both missing modules are in progress at the same time
+        assert common._SHARED_POOL is not None
+        made.append(module)
+        (root / "cases" / module).mkdir(parents=True)
+        (root / "cases" / module / "manifest.json").write_text("{}")
+
+    monkeypatch.setattr(cohort_cache, "_generate", generate)
+    kept = tmp_path / f"synthetic-{cohort_fingerprint()}-demo-seed0-n6" / "cases" / "bracs"
+    kept.mkdir(parents=True)
+    (kept / "manifest.json").write_text("{}")
+    packages = cohort_cache.synthetic_packages(["bracs", "lumiere", "nsclc"], cache_dir=tmp_path)
+    assert packages == {module: kept.parent / module for module in ("bracs", "lumiere", "nsclc")}
+    assert sorted(made) == ["lumiere", "nsclc"] and common._SHARED_POOL is None
+    lines = capsys.readouterr().err.splitlines()
+    assert sorted(line.split(" (")[0] for line in lines[:2]) == ["cohort lumiere 2/3: 6 cases",
+                                                                 "cohort nsclc 3/3: 6 cases"]
+    assert lines[2].startswith("cohort: generating 6 cases of 2 modules at once") and lines[2].endswith(": done")
+
+
+def test_a_module_that_fails_raises_once_the_others_are_done(tmp_path, monkeypatch):
+    def generate(module, config, root):
+        if module == "lumiere":
+            raise RuntimeError("lumiere generator failed")
+        time.sleep(0.2)
+        (root / "cases" / module).mkdir(parents=True)
+        (root / "cases" / module / "manifest.json").write_text("{}")
+
+    monkeypatch.setattr(cohort_cache, "_generate", generate)
+    with pytest.raises(RuntimeError, match="lumiere generator failed"):
+        cohort_cache.synthetic_packages(["lumiere", "nsclc"], cache_dir=tmp_path)
+    assert (cohort_cache._cohort(0, None, tmp_path, "demo")[1] / "cases" / "nsclc" / "manifest.json").is_file()
