@@ -10,7 +10,8 @@ import base64
 import os
 import struct
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -46,6 +47,24 @@ class Base64Text(str):
     """Text this process base64-encoded itself: its alphabet needs no JSON escaping, so a front-end may splice it
     into a JSON answer verbatim (the JSON encoder scanning the ~0.4 MB of an observe costs more than the rest of
     the answer). Text another process sent stays a plain ``str``."""
+
+
+@dataclass(frozen=True)
+class RelayedPng:
+    """A PNG another process sent, and its base64, which this process computed as the bytes arrived (a supervised
+    viewer streams each view while it renders the next: the server encodes it meanwhile, not after the answer)."""
+
+    png: bytes
+    base64: Base64Text
+
+    @classmethod
+    def of(cls, png: bytes) -> RelayedPng:
+        return cls(png, Base64Text(base64.b64encode(png).decode("ascii")))
+
+
+# who hears of each PNG that encode_ahead finished, as ``listener(image, png)`` on the encoder thread, before the
+# image's png_bytes() returns it: a worker streaming an answer's views (None: nobody)
+PNG_LISTENER: ContextVar[Callable[[Any, bytes], None] | None] = ContextVar("png_listener", default=None)
 
 
 def encode_png(pixels: Any) -> bytes:
@@ -98,6 +117,13 @@ def encoders():
     return _ENCODERS[0]
 
 
+def _encode_ahead(image: RenderedImage, listener: Callable[[Any, bytes], None] | None) -> bytes:
+    png = encode_png(image.pixels)
+    if listener is not None:
+        listener(image, png)
+    return png
+
+
 def encode_all(images: list[RenderedImage]) -> None:
     """Encode the images of one answer in parallel, each once (those already encoding are waited for later)."""
     pending = [image for image in images if image._png is None and image._base64 is None and image._encoding is None
@@ -135,9 +161,9 @@ class RenderedImage:
     def encode_ahead(self) -> None:
         """Start encoding the PNG now, on the encoder threads: a view returned to an agent is always sent as PNG,
         and encoding it while the answer's next view renders takes its encoding off the answer's time. The pixels
-        must not change afterwards."""
+        must not change afterwards. :data:`PNG_LISTENER`, as set where this is called, hears of the PNG."""
         if self._png is None and self._base64 is None and self._encoding is None and self.pixels is not None:
-            self._encoding = encoders().submit(encode_png, self.pixels)
+            self._encoding = encoders().submit(_encode_ahead, self, PNG_LISTENER.get())
 
     def png_bytes(self) -> bytes:
         """The PNG, encoded once (or decoded once from the base64 another process sent)."""
@@ -169,9 +195,10 @@ class RenderedImage:
         return item
 
     @classmethod
-    def from_json(cls, item: dict, attachments: Sequence[bytes] = ()) -> RenderedImage:
-        """The inverse of ``to_json(inline=True)``, or of :meth:`Result.to_wire` given its attachments: the image
-        a viewer in another process rendered."""
+    def from_json(cls, item: dict, attachments: Sequence[bytes | RelayedPng] = ()) -> RenderedImage:
+        """The inverse of ``to_json(inline=True)``, or of :meth:`Result.to_wire` given its attachments (PNG bytes,
+        or :class:`RelayedPng` with their base64 already computed): the image a viewer in another process
+        rendered."""
         known = {spec.name for spec in fields(cls) if spec.init and not spec.name.startswith("_")} - {"pixels"}
         image = cls(**{key: value for key, value in item.items() if key in known})
         if isinstance(image.geometry, dict):
@@ -183,9 +210,13 @@ class RenderedImage:
             if type(index) is not int or not 0 <= index < len(attachments):
                 raise ValueError(f"image {PNG_ATTACHMENT} {str(index)[:20]} names none of the "
                                  f"{len(attachments)} attachments")
-            if not attachments[index].startswith(PNG_SIGNATURE):
+            attachment = attachments[index]
+            png = attachment.png if isinstance(attachment, RelayedPng) else attachment
+            if not png.startswith(PNG_SIGNATURE):
                 raise ValueError(f"attachment {index} of image {str(image.image_id)[:40]} is not a PNG")
-            image._png = attachments[index]
+            image._png = png
+            if isinstance(attachment, RelayedPng):
+                image._base64 = attachment.base64
         return image
 
 
@@ -229,21 +260,28 @@ class Result:
         return cls(ok=False, error={"code": code, "message": message})
 
     @classmethod
-    def from_json(cls, value: dict, attachments: Sequence[bytes] = ()) -> Result:
+    def from_json(cls, value: dict, attachments: Sequence[bytes | RelayedPng] = ()) -> Result:
         """The inverse of ``to_json(inline_images=True)``, or of :meth:`to_wire` given its attachments."""
         return cls(ok=bool(value["ok"]), data=value.get("data") or {},
                    images=[RenderedImage.from_json(item, attachments) for item in value.get("images") or []],
                    error=value.get("error"), artifacts=list(value.get("artifacts") or []))
 
-    def to_wire(self) -> tuple[dict, list[bytes]]:
-        """The JSON form without the images' pixels, each image naming its PNG among the returned bytes: how a
-        viewer in another process sends its answer, so the receiver relays the PNGs as they are (it base64-encodes
-        them once, for its own client, as an in-process registry would) and parses only a small line."""
+    def to_wire(self, streamed: Sequence[RenderedImage] = ()) -> tuple[dict, list[bytes]]:
+        """The JSON form without the images' pixels, each image naming its PNG among the attachments: how a viewer
+        in another process sends its answer, so the receiver relays the PNGs as they are (it base64-encodes them
+        once, for its own client, as an in-process registry would) and parses only a small line. The PNGs of
+        ``streamed`` images were sent already, in that order, as the first attachments; the others are returned,
+        to follow them."""
         encode_all(self.images)
         body = self.to_json(inline_images=False)
-        for index, item in enumerate(body["images"]):
+        attachments: list[bytes] = []
+        for image, item in zip(self.images, body["images"]):
+            index = next((number for number, sent in enumerate(streamed) if sent is image), None)
+            if index is None:
+                index = len(streamed) + len(attachments)
+                attachments.append(image.png_bytes())
             item[PNG_ATTACHMENT] = index
-        return body, [image.png_bytes() for image in self.images]
+        return body, attachments
 
     def to_json(self, inline_images: bool = True) -> dict:
         if inline_images:

@@ -33,7 +33,7 @@ from .. import apps
 from ..core.audit import AuditTrace, read_trace
 from ..core.hygiene import bounded_message, refused_input
 from ..core.registry import ToolCatalog, call_identity, hygiene_refusal, unrecordable_reason
-from ..core.result import ActionError, Result
+from ..core.result import ActionError, RelayedPng, Result
 from ..core.toolset import ActionSpec
 from ..worker import client as worker
 from ..worker.client import WorkerProcess
@@ -178,6 +178,12 @@ class SupervisedRegistry(ToolCatalog):
         self._booted.wait(self.startup_timeout_s + 5.0)
         return self._booted.is_set() and self.closed_reason is None
 
+    @property
+    def viewer_pid(self) -> int | None:
+        """The process id of the viewer now serving the calls (None while none runs): it changes after a crash."""
+        worker = self._worker
+        return worker.pid if worker is not None else None
+
     # ------------------------------------------------------------------ the registry interface
     def state(self) -> dict:
         """The snapshot after the last call: the scene changes only through calls, so no round trip is needed."""
@@ -214,8 +220,10 @@ class SupervisedRegistry(ToolCatalog):
                 return self._audit(failure, started, arguments=recorded, state=self._state, **identity)
             try:
                 answer = self._worker.request("call", name=name, arguments=arguments, actor=actor,
-                                              round_id=round_id, audit_extra=audit_extra, with_record=True)
-                # the views' PNGs arrive as attachments: kept as bytes, relayed, never decoded nor re-encoded here
+                                              round_id=round_id, audit_extra=audit_extra, with_record=True,
+                                              stream_views=True, relay=RelayedPng.of)
+                # the views' PNGs arrive as attachments, each streamed as soon as the child encoded it: relayed as
+                # bytes, never decoded; base64-encoded once on arrival, while the child renders the next view
                 result = Result.from_json(answer["result"], answer.get(ATTACHMENTS, ()))
                 record = answer["record"]
             except WorkerFault as fault:

@@ -22,7 +22,8 @@ from .protocol import (
     WorkerFault,
     WorkerGarbled,
     WorkerHung,
-    read_message,
+    no_delay,
+    read_answer,
     write_message,
 )
 
@@ -142,7 +143,7 @@ class WorkerProcess(WorkerLink):
         port = json.loads(ready.read_text())["port"]
         ready.unlink()
         try:
-            self._socket = socket.create_connection(("127.0.0.1", port), timeout=self.startup_timeout_s)
+            self._socket = no_delay(socket.create_connection(("127.0.0.1", port), timeout=self.startup_timeout_s))
             self._stream = self._socket.makefile("rwb", buffering=STREAM_BUFFER)
             self._send({"op": "hello", "token": token})
             if not json.loads(self._stream.readline() or b"{}").get("ok"):
@@ -155,16 +156,18 @@ class WorkerProcess(WorkerLink):
     def _send(self, message: dict) -> None:
         write_message(self._stream, message)
 
-    def request(self, op: str, timeout_s: float | None = None, **fields) -> dict:
+    def request(self, op: str, timeout_s: float | None = None, relay: Callable[[bytes], object] = bytes,
+                **fields) -> dict:
         """Send one request and wait for its answer; a refused request raises :class:`WorkerError`. The binary
-        attachments of an answer come back as a list of bytes under the result's ``attachments`` key."""
+        attachments of an answer (with those of the parts streamed ahead of it) come back under the result's
+        ``attachments`` key, each as ``relay`` made it when it arrived."""
         if self._stream is None:
             raise WorkerFault("worker is not running")
         request_id = next(self._ids)
         try:
             self._socket.settimeout(timeout_s or self.call_timeout_s)
             self._send({"id": request_id, "op": op, **fields})
-            received = read_message(self._stream)
+            received = read_answer(self._stream, request_id, relay)
         except TimeoutError:
             self.kill()
             raise WorkerHung(
@@ -181,9 +184,6 @@ class WorkerProcess(WorkerLink):
             self.kill()
             raise WorkerFault(f"worker closed the connection during {op!r} (exit code {code})")
         answer, attachments = received
-        if answer.get("id") != request_id:
-            self.kill()
-            raise WorkerGarbled(f"protocol error: answer to request {answer.get('id')}, expected {request_id}")
         if not answer.get("ok"):
             error = answer.get("error") or {}
             raise WorkerError(error.get("code", "error"), error.get("message", ""))

@@ -1,10 +1,12 @@
 """What both ends of the worker protocol share: the token variable, the supervised record keys, the errors, and
-the framing of a message: one JSON line, then the bytes of its binary attachments."""
+the framing of a message: one JSON line, then the bytes of its binary attachments. An answer may be preceded by
+parts, each one attachment sent ahead of it (a view's PNG, streamed while the next view renders)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import socket
+from collections.abc import Callable, Sequence
 
 TOKEN_ENV = "MEDOPENCLAW_WORKER_TOKEN"
 # what a supervisor copies of the child's audit record into its own trace
@@ -12,6 +14,9 @@ SUPERVISED_RECORD_KEYS = ("action", "actor", "arguments", "state", "round", "ext
 # a handler's result may carry binary attachments under this key (a list of bytes): they travel after the line
 ATTACHMENTS = "attachments"
 MAX_ATTACHMENT_BYTES = 1 << 30  # a declared size beyond this is a corrupt header, not an image
+# a part of the answer to request ``id``: ``{"id": id, "part": n}`` and one attachment, the n-th of the answer's
+PART = "part"
+MAX_PARTS = 256  # parts ahead of one answer: the views of one call are a handful
 STREAM_BUFFER = 1 << 18  # both ends' socket files: an answer's line (state, data) is read in one or two calls
 
 
@@ -38,13 +43,19 @@ class WorkerGarbled(WorkerFault):
 def write_message(stream, message: dict, attachments: Sequence[bytes] = ()) -> None:
     """``message`` as one JSON line, its line naming the sizes of ``attachments``, whose bytes follow as they are:
     a rendered view's PNG crosses the link without base64 and without a JSON encoder escaping (and the other
-    end's decoder scanning) a third of a megabyte per answer."""
+    end's decoder scanning) a third of a megabyte per answer. Line and attachments go in one write: a socket
+    sends them at once, so the reader wakes to a whole message instead of waiting on the rest of it."""
     if attachments:
         message = {**message, ATTACHMENTS: [len(data) for data in attachments]}
-    stream.write(json.dumps(message, default=str).encode() + b"\n")
-    for data in attachments:
-        stream.write(data)
+    stream.write(b"".join((json.dumps(message, default=str).encode(), b"\n", *attachments)))
     stream.flush()
+
+
+def no_delay(connection: socket.socket) -> socket.socket:
+    """``connection`` with Nagle's algorithm off: a message's last partial segment leaves at once instead of
+    waiting for the other end's (delayed) acknowledgement of the segments before it."""
+    connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return connection
 
 
 def read_message(stream) -> tuple[dict, list[bytes]] | None:
@@ -71,3 +82,31 @@ def read_message(stream) -> tuple[dict, list[bytes]] | None:
         received = sum(len(data) for data in attachments)
         raise WorkerFault(f"the connection closed after {received} of {sum(sizes)} attachment bytes")
     return message, attachments
+
+
+def read_answer(stream, request_id: object, relay: Callable[[bytes], object] = bytes) -> tuple[dict, list] | None:
+    """The answer to request ``request_id`` and all its attachments, each passed through ``relay`` as it arrives:
+    first those of the parts streamed ahead of the answer, then its own (None if the stream ends first). A part
+    or an answer to another request, parts out of order or not of one attachment each, more than
+    :data:`MAX_PARTS`, or more than :data:`MAX_ATTACHMENT_BYTES` in all raise :class:`WorkerGarbled`."""
+    attachments: list = []
+    received = 0
+    while True:
+        frame = read_message(stream)
+        if frame is None:
+            return None
+        message, data = frame
+        if message.get("id") != request_id:
+            raise WorkerGarbled(f"protocol error: {'a part of ' if PART in message else ''}the answer to request "
+                                f"{str(message.get('id'))[:20]}, expected {request_id}")
+        received += sum(len(item) for item in data)
+        if received > MAX_ATTACHMENT_BYTES:
+            raise WorkerGarbled(f"protocol error: an answer of more than {MAX_ATTACHMENT_BYTES} attachment bytes")
+        if PART not in message:
+            return message, attachments + [relay(item) for item in data]
+        if message[PART] != len(attachments) or type(message[PART]) is not int or len(data) != 1 \
+                or len(attachments) >= MAX_PARTS:
+            raise WorkerGarbled(f"protocol error: part {str(message[PART])[:20]} with {len(data)} attachments after "
+                                f"{len(attachments)} parts (parts are numbered from 0, one attachment each, at most "
+                                f"{MAX_PARTS})")
+        attachments.append(relay(data[0]))

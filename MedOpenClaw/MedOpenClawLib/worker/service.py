@@ -11,17 +11,28 @@ import hmac
 import json
 import os
 import socket
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from ..core import settings
 from ..core.audit import AuditTrace
 from ..core.registry import ActionRegistry
+from ..core.result import PNG_LISTENER, RenderedImage
 from ..pathology.actions import build_pathology_registry
 from ..replay import replay_records
 from .environment import LocalEnvironment
 from .lifecycle import exit_with_parent
-from .protocol import ATTACHMENTS, STREAM_BUFFER, SUPERVISED_RECORD_KEYS, TOKEN_ENV, WorkerError, write_message
+from .protocol import (
+    ATTACHMENTS,
+    PART,
+    STREAM_BUFFER,
+    SUPERVISED_RECORD_KEYS,
+    TOKEN_ENV,
+    WorkerError,
+    no_delay,
+    write_message,
+)
 
 _SLICER_APP = []  # the worker's one Slicer application, reused by every episode
 
@@ -68,7 +79,8 @@ class WorkerService:
         self.env: LocalEnvironment | None = None
         self.stopping = False
 
-    def handle(self, request: dict) -> dict:
+    def handle(self, request: dict, parts: PartStream | None = None) -> dict:
+        """The result of one request; ``parts`` streams the views a call renders (a ``stream_views`` request)."""
         op = request.get("op")
         if op == "ping":
             return {"pid": os.getpid(), "episode": self.env is not None}
@@ -82,18 +94,24 @@ class WorkerService:
         if op == "tools":
             return {"tools": self.env.tools()}
         if op == "call":
-            result = self.env.registry.call(  # the Result itself: how its images travel depends on the request
-                request.get("name"),
-                request.get("arguments"),  # as sent: ``[]`` must be refused, not called as ``{}``
-                actor=request.get("actor", "agent"),
-                round_id=request.get("round_id"),
-                audit_extra=request.get("audit_extra"),
-            )
+            listening = PNG_LISTENER.set(parts) if parts is not None else None
+            try:
+                result = self.env.registry.call(  # the Result itself: how its images travel depends on the request
+                    request.get("name"),
+                    request.get("arguments"),  # as sent: ``[]`` must be refused, not called as ``{}``
+                    actor=request.get("actor", "agent"),
+                    round_id=request.get("round_id"),
+                    audit_extra=request.get("audit_extra"),
+                )
+            finally:
+                if listening is not None:
+                    PNG_LISTENER.reset(listening)
+            streamed = parts.close() if parts is not None else []
             if not request.get("with_record"):
                 return result.to_json(inline_images=True)
             trace = self.env.registry.trace
             record = {key: trace.records[-1].get(key) for key in SUPERVISED_RECORD_KEYS}
-            body, pngs = result.to_wire()  # the views' PNGs travel as attachments, never as base64 in the line
+            body, pngs = result.to_wire(streamed)  # the views' PNGs travel as attachments, never as base64
             # the record may hold a delta: the full state is sent
             return {"result": body, "record": {**record, "state": trace.last_state}, ATTACHMENTS: pngs}
         if op == "restore":
@@ -140,16 +158,48 @@ class WorkerService:
                 "config": registry.config, "state": registry.state()}
 
 
-def _answer(service: WorkerService, line: bytes) -> tuple[dict, list[bytes]]:
-    """The answer to one request line and the binary attachments its result carries (sent after the line)."""
+class PartStream:
+    """Sends each view's PNG, as soon as it is encoded (called on the encoder threads while the call renders the
+    next view), as a part of the answer to request ``request_id``: the supervisor base64-encodes it meanwhile
+    instead of after the answer. Closed once the call returns: a view encoded later travels with the answer."""
+
+    def __init__(self, stream, request_id: object):
+        self._stream, self._request_id = stream, request_id
+        self._lock = threading.Lock()  # one writer at a time: encoder threads, then the answer
+        self._open = True
+        self.sent: list[RenderedImage] = []  # the images whose PNGs went ahead, in order
+
+    def __call__(self, image: RenderedImage, png: bytes) -> None:
+        with self._lock:
+            if not self._open:
+                return
+            try:
+                write_message(self._stream, {"id": self._request_id, PART: len(self.sent)}, [png])
+            except OSError:  # the link is gone: the answer's own write fails too, and ends this worker
+                self._open = False
+                return
+            self.sent.append(image)
+
+    def close(self) -> list[RenderedImage]:
+        """Stop streaming (a part being written is finished first); the images sent ahead, in order."""
+        with self._lock:
+            self._open = False
+        return self.sent
+
+
+def _answer(service: WorkerService, line: bytes, stream=None) -> tuple[dict, list[bytes]]:
+    """The answer to one request line and the binary attachments its result carries (sent after the line; a
+    ``stream_views`` call ``with_record`` sends its views' PNGs on ``stream`` ahead of it, as they are encoded)."""
     try:
         request = json.loads(line)
         if not isinstance(request, dict):
             raise ValueError("a request must be a JSON object")
     except ValueError as error:
         return {"id": None, "ok": False, "error": {"code": "bad_request", "message": str(error)}}, []
+    streaming = stream is not None and request.get("stream_views") and request.get("with_record")
+    parts = PartStream(stream, request.get("id")) if streaming else None
     try:
-        result = service.handle(request)
+        result = service.handle(request, parts)
     except WorkerError as error:
         return {"id": request.get("id"), "ok": False, "error": {"code": error.code, "message": str(error)}}, []
     attachments = result.pop(ATTACHMENTS, []) if isinstance(result, dict) else []
@@ -174,7 +224,7 @@ def serve_worker(
     with server:
         while not service.stopping:
             connection, _ = server.accept()
-            with connection, connection.makefile("rwb", buffering=STREAM_BUFFER) as stream:
+            with no_delay(connection), connection.makefile("rwb", buffering=STREAM_BUFFER) as stream:
                 hello = json.loads(stream.readline() or b"{}")
                 if not hmac.compare_digest(str(hello.get("token", "")), token):
                     stream.write(
@@ -184,7 +234,7 @@ def serve_worker(
                 stream.write(b'{"ok": true}\n')
                 stream.flush()
                 for line in stream:
-                    write_message(stream, *_answer(service, line))
+                    write_message(stream, *_answer(service, line, stream))
                     if service.stopping:
                         break
 

@@ -5,21 +5,27 @@ an exception of another kind nor a desynchronised link."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
+import re
 
 import numpy as np
 import pytest
 
-from MedOpenClawLib.core.result import PNG_ATTACHMENT, RenderedImage, Result
+from MedOpenClawLib.core.result import PNG_ATTACHMENT, PNG_LISTENER, RelayedPng, RenderedImage, Result
+from MedOpenClawLib.worker import protocol
 from MedOpenClawLib.worker.protocol import (
     ATTACHMENTS,
     MAX_ATTACHMENT_BYTES,
+    PART,
     WorkerFault,
     WorkerGarbled,
+    read_answer,
     read_message,
     write_message,
 )
+from MedOpenClawLib.worker.service import PartStream
 
 
 def framed(*messages: tuple) -> io.BytesIO:
@@ -78,3 +84,73 @@ def test_an_image_naming_a_wrong_attachment_is_refused(index, attachments, probl
     body["images"][0][PNG_ATTACHMENT] = index
     with pytest.raises(ValueError, match=problem):
         Result.from_json(body, pngs if attachments is None else attachments)
+
+
+def test_parts_streamed_ahead_of_an_answer_are_its_first_attachments():
+    pngs = [rendered("axial", seed).png_bytes() for seed in (4, 5, 6)]
+    stream = framed(({"id": 7, PART: 0}, [pngs[0]]), ({"id": 7, PART: 1}, [pngs[1]]),
+                    ({"id": 7, "ok": True, "result": {}}, [pngs[2]]), ({"id": 8, "ok": True}, []))
+    answer, attachments = read_answer(stream, 7, RelayedPng.of)
+    assert answer == {"id": 7, "ok": True, "result": {}}
+    assert [item.png for item in attachments] == pngs  # parts first, in order, then the answer's own
+    assert [item.base64 for item in attachments] == [base64.b64encode(png).decode() for png in pngs]
+    assert read_answer(stream, 8) == ({"id": 8, "ok": True}, [])  # the next answer, in step
+    assert read_answer(framed(({"id": 9, PART: 0}, [b"x"])), 9) is None  # the stream ended before the answer
+
+
+@pytest.mark.parametrize("frames, problem", [
+    ([({"id": 6, PART: 0}, [b"x"])], "a part of the answer to request 6, expected 7"),
+    ([({"id": 6, "ok": True}, [])], "the answer to request 6, expected 7"),
+    ([({"id": 7, PART: 1}, [b"x"])], "part 1 with 1 attachments after 0 parts"),
+    ([({"id": 7, PART: 0}, [b"x"]), ({"id": 7, PART: 0}, [b"y"])], "part 0 with 1 attachments after 1 parts"),
+    ([({"id": 7, PART: True}, [b"x"]), ({"id": 7, PART: True}, [b"y"])], "part True"),
+    ([({"id": 7, PART: "0"}, [b"x"])], "part 0 with"),
+    ([({"id": 7, PART: 0}, [])], "part 0 with 0 attachments"),
+    ([({"id": 7, PART: 0}, [b"x", b"y"])], "part 0 with 2 attachments"),
+    ([({"id": 7, PART: index}, [b"x"]) for index in range(5)], "at most 4"),
+    ([({"id": 7, PART: 0}, [b"x" * 60]), ({"id": 7, "ok": True}, [b"y" * 60])], "more than 100 attachment bytes"),
+])
+def test_parts_out_of_protocol_are_garbled(frames, problem, monkeypatch):
+    monkeypatch.setattr(protocol, "MAX_PARTS", 4)
+    monkeypatch.setattr(protocol, "MAX_ATTACHMENT_BYTES", 100)
+    stream = framed(*frames, ({"id": 7, "ok": True}, []))
+    with pytest.raises(WorkerGarbled, match="protocol error: .*" + re.escape(problem)):
+        read_answer(stream, 7)
+
+
+def test_a_call_streams_each_view_as_it_is_encoded_and_the_rest_with_its_answer():
+    """The worker's side: views encoded ahead while the call runs go as parts; a view encoded after the call
+    returned goes with the answer; the server rebuilds the in-process answer from them."""
+    stream = io.BytesIO()
+    parts = PartStream(stream, 3)
+    images = [rendered("axial", 7), rendered("coronal", 8), rendered("sagittal", 9)]
+    listening = PNG_LISTENER.set(parts)
+    try:
+        for image in images[:2]:
+            image.encode_ahead()
+            image.png_bytes()  # encoded (and streamed) before the call returns
+    finally:
+        PNG_LISTENER.reset(listening)
+    streamed = parts.close()
+    images[2].encode_ahead()  # after the call: nobody listens, and the stream is closed anyway
+    parts(images[2], images[2].png_bytes())  # a late encoder thread: too late to stream
+    assert streamed == images[:2]
+    result = Result(ok=True, images=images)
+    body, pngs = result.to_wire(streamed)
+    assert [item[PNG_ATTACHMENT] for item in body["images"]] == [0, 1, 2] and pngs == [images[2].png_bytes()]
+    write_message(stream, {"id": 3, "ok": True, "result": body}, pngs)
+    stream.seek(0)
+    answer, attachments = read_answer(stream, 3, RelayedPng.of)
+    relayed = Result.from_json(answer["result"], attachments)
+    assert json.dumps(relayed.to_json()) == json.dumps(result.to_json())
+
+
+def test_a_broken_link_stops_the_streaming_without_failing_the_call():
+    class Broken(io.BytesIO):
+        def write(self, data):
+            raise BrokenPipeError("the supervisor is gone")
+
+    parts = PartStream(Broken(), 1)
+    image = rendered("axial", 10)
+    parts(image, image.png_bytes())
+    assert parts.close() == []  # the answer's own write reports the broken link
