@@ -17,7 +17,7 @@ def _records(path: Path) -> Iterator:
     """The trace's records one at a time (the audit keeps what it needs, not the whole trace)."""
     try:
         yield from iter_trace(path)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (OSError, ValueError) as error:  # JSONDecodeError, UnicodeDecodeError, a line nested too deeply
         raise ValueError(f"{path} is not a readable trace: {error}") from error
 
 

@@ -96,7 +96,7 @@ class Detectors:
 
     def __init__(self, spec: AuditSpec):
         self.spec = spec
-        self.found = {rule: Listed() for rule in ("F1", "bindings", "fusions", "evidence", "F4")}
+        self.found = {kind: Listed() for kind in ("F1", "bindings", "fusions", "evidence", "F4")}  # in report order
         self.segmentations = SegmentationChecker()
 
     def feed(self, timeline: Timeline, call: Call) -> None:

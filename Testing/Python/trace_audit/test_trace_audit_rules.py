@@ -462,11 +462,13 @@ def test_trace_audit_command_prints_text_and_json_and_fails_on_severity(tmp_path
     assert main(["trace", "audit", str(path), "--module", "ucsf-pdgm", "--fail-on", "low"]) == 0
 
 
-def test_trace_audit_command_refuses_an_unreadable_trace(tmp_path, capsys):
+@pytest.mark.parametrize(("line", "reason"), [("{not json", "Expecting property name"),
+                                              ("[" * 100_000 + "]" * 100_000, "line 2 is nested too deeply")])
+def test_trace_audit_command_refuses_an_unreadable_trace(tmp_path, capsys, line, reason):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text("{not json\n", encoding="utf-8")
+    bad.write_text('{"kind": "session_start"}\n' + line + "\n", encoding="utf-8")
     assert main(["trace", "audit", str(bad)]) == 2
-    assert "not a readable trace" in capsys.readouterr().err
+    assert f"{bad} is not a readable trace: " in (err := capsys.readouterr().err) and reason in err
 
 
 def test_geometry_fixture_matches_the_viewer_mapping():
