@@ -4,7 +4,7 @@
 # The last line names the report's index.html.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bash "$root/scripts/setup_env.sh"
+bash "$root/scripts/setup_env.sh" --no-node-clients  # the Node.js clients are the test suite's
 venv="${MEDOPENCLAW_VENV:-$root/.venv}"
 out="${MEDOPENCLAW_DEMO_OUT:-$root/out/demo}"
 # every module of the registry, each into $out/MODULE (the cohort is generated once: `cohort MODULE k/n` lines)

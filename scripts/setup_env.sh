@@ -3,7 +3,15 @@
 # step (the installers' output goes to .venv/setup.log). Idempotent: reinstalls only when pyproject.toml changed
 # since the last successful install. Packages are installed with uv (pinned in scripts/setup-tools.txt; about 10x
 # pip's speed, bench/setup.json), or with pip where uv cannot be installed. MEDOPENCLAW_INSTALLER=pip forces pip.
+# --no-node-clients: leave out the Node.js clients only the test suite runs (scripts/demo.sh needs none).
 set -euo pipefail
+node_clients_wanted=yes
+if [ "${1:-}" = --no-node-clients ]; then
+  node_clients_wanted=no
+elif [ $# -gt 0 ]; then
+  echo "usage: $0 [--no-node-clients]" >&2
+  exit 2
+fi
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${MEDOPENCLAW_VENV:-$root/.venv}"
 stamp="$venv/.medopenclaw-installed"
@@ -70,7 +78,11 @@ fi
 # Inspector), pinned by their package-lock.json; without Node.js those tests are skipped, saying so
 node_clients="$root/Testing/Python/server/node"
 lock="$(sha256sum "$node_clients/package-lock.json" | cut -d' ' -f1)"
-if command -v npm >/dev/null && [ "$(cat "$node_clients/node_modules/.medopenclaw-installed" 2>/dev/null)" != "$lock" ]; then
+if [ "$(cat "$node_clients/node_modules/.medopenclaw-installed" 2>/dev/null)" = "$lock" ]; then
+  :  # installed
+elif [ "$node_clients_wanted" = no ]; then
+  echo "set-up 5/5: Node.js clients: left out (only the test suite runs them; scripts/test.sh installs them)"
+elif command -v npm >/dev/null; then
   if optional_step "set-up 5/5: Node.js clients (npm ci)" \
        npm ci --prefix "$node_clients" --no-audit --no-fund --ignore-scripts --silent; then
     echo "$lock" > "$node_clients/node_modules/.medopenclaw-installed"
