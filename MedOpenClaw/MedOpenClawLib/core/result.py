@@ -165,10 +165,14 @@ class RenderedImage:
         if self._png is None and self._base64 is None and self._encoding is None and self.pixels is not None:
             self._encoding = encoders().submit(_encode_ahead, self, PNG_LISTENER.get())
 
-    def png_bytes(self) -> bytes:
-        """The PNG, encoded once (or decoded once from the base64 another process sent)."""
+    def await_encoding(self) -> None:
+        """Wait for the encoding :meth:`encode_ahead` started, if one is under way."""
         if self._png is None and self._encoding is not None:
             self._png, self._encoding = self._encoding.result(), None
+
+    def png_bytes(self) -> bytes:
+        """The PNG, encoded once (or decoded once from the base64 another process sent)."""
+        self.await_encoding()
         if self._png is None:
             self._png = base64.b64decode(self._base64) if self._base64 is not None else encode_png(self.pixels)
         return self._png

@@ -106,7 +106,7 @@ class WorkerService:
             finally:
                 if listening is not None:
                     PNG_LISTENER.reset(listening)
-            streamed = parts.close() if parts is not None else []
+            streamed = parts.finish(result.images) if parts is not None else []
             if not request.get("with_record"):
                 return result.to_json(inline_images=True)
             trace = self.env.registry.trace
@@ -161,7 +161,7 @@ class WorkerService:
 class PartStream:
     """Sends each view's PNG, as soon as it is encoded (called on the encoder threads while the call renders the
     next view), as a part of the answer to request ``request_id``: the supervisor base64-encodes it meanwhile
-    instead of after the answer. Closed once the call returns: a view encoded later travels with the answer."""
+    instead of after the answer. Finished once the answer's views are encoded: any other travels with it."""
 
     def __init__(self, stream, request_id: object):
         self._stream, self._request_id = stream, request_id
@@ -180,8 +180,12 @@ class PartStream:
                 return
             self.sent.append(image)
 
-    def close(self) -> list[RenderedImage]:
-        """Stop streaming (a part being written is finished first); the images sent ahead, in order."""
+    def finish(self, images: list[RenderedImage]) -> list[RenderedImage]:
+        """Wait for the encodings of ``images`` under way (each streams its PNG: the last view's leaves from the
+        encoder thread, not after a hand-over to this one), then stop streaming; the images sent ahead, in
+        order."""
+        for image in images:
+            image.await_encoding()
         with self._lock:
             self._open = False
         return self.sent

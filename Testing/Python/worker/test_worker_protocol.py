@@ -119,25 +119,27 @@ def test_parts_out_of_protocol_are_garbled(frames, problem, monkeypatch):
 
 
 def test_a_call_streams_each_view_as_it_is_encoded_and_the_rest_with_its_answer():
-    """The worker's side: views encoded ahead while the call runs go as parts; a view encoded after the call
-    returned goes with the answer; the server rebuilds the in-process answer from them."""
+    """The worker's side: views encoded ahead while the call runs go as parts (the answer waits for those still
+    encoding); a view not encoded ahead goes with the answer; the server rebuilds the in-process answer."""
     stream = io.BytesIO()
     parts = PartStream(stream, 3)
     images = [rendered("axial", 7), rendered("coronal", 8), rendered("sagittal", 9)]
+    discarded = rendered("axial", 11)
     listening = PNG_LISTENER.set(parts)
     try:
-        for image in images[:2]:
+        for image in (images[0], discarded, images[1]):
             image.encode_ahead()
-            image.png_bytes()  # encoded (and streamed) before the call returns
     finally:
         PNG_LISTENER.reset(listening)
-    streamed = parts.close()
-    images[2].encode_ahead()  # after the call: nobody listens, and the stream is closed anyway
-    parts(images[2], images[2].png_bytes())  # a late encoder thread: too late to stream
-    assert streamed == images[:2]
+    streamed = parts.finish(images)
+    parts(images[2], images[2].png_bytes())  # an encoder thread after the answer's views: too late to stream
+    position = {id(image): index for index, image in enumerate(streamed)}  # the discarded view may be among them
+    assert id(images[0]) in position and id(images[1]) in position and id(images[2]) not in position
     result = Result(ok=True, images=images)
     body, pngs = result.to_wire(streamed)
-    assert [item[PNG_ATTACHMENT] for item in body["images"]] == [0, 1, 2] and pngs == [images[2].png_bytes()]
+    assert [item[PNG_ATTACHMENT] for item in body["images"]] == [position[id(images[0])], position[id(images[1])],
+                                                                 len(streamed)]
+    assert pngs == [images[2].png_bytes()]
     write_message(stream, {"id": 3, "ok": True, "result": body}, pngs)
     stream.seek(0)
     answer, attachments = read_answer(stream, 3, RelayedPng.of)
@@ -153,4 +155,4 @@ def test_a_broken_link_stops_the_streaming_without_failing_the_call():
     parts = PartStream(Broken(), 1)
     image = rendered("axial", 10)
     parts(image, image.png_bytes())
-    assert parts.close() == []  # the answer's own write reports the broken link
+    assert parts.finish([image]) == []  # the answer's own write reports the broken link
