@@ -156,11 +156,11 @@ class WorkerProcess(WorkerLink):
     def _send(self, message: dict) -> None:
         write_message(self._stream, message)
 
-    def request(self, op: str, timeout_s: float | None = None, relay: Callable[[bytes], object] = bytes,
+    def request(self, op: str, timeout_s: float | None = None, relay: Callable[[bytes], object] | None = None,
                 **fields) -> dict:
         """Send one request and wait for its answer; a refused request raises :class:`WorkerError`. The binary
         attachments of an answer (with those of the parts streamed ahead of it) come back under the result's
-        ``attachments`` key, each as ``relay`` made it when it arrived."""
+        ``attachments`` key, each as ``relay`` (if given) made it when it arrived."""
         if self._stream is None:
             raise WorkerFault("worker is not running")
         request_id = next(self._ids)

@@ -84,10 +84,11 @@ def read_message(stream) -> tuple[dict, list[bytes]] | None:
     return message, attachments
 
 
-def read_answer(stream, request_id: object, relay: Callable[[bytes], object] = bytes) -> tuple[dict, list] | None:
-    """The answer to request ``request_id`` and all its attachments, each passed through ``relay`` as it arrives:
-    first those of the parts streamed ahead of the answer, then its own (None if the stream ends first). A part
-    or an answer to another request, parts out of order or not of one attachment each, more than
+def read_answer(stream, request_id: object,
+                relay: Callable[[bytes], object] | None = None) -> tuple[dict, list] | None:
+    """The answer to request ``request_id`` and all its attachments, each passed through ``relay`` (if given) as
+    it arrives: first those of the parts streamed ahead of the answer, then its own (None if the stream ends
+    first). A part or an answer to another request, parts out of order or not of one attachment each, more than
     :data:`MAX_PARTS`, or more than :data:`MAX_ATTACHMENT_BYTES` in all raise :class:`WorkerGarbled`."""
     attachments: list = []
     received = 0
@@ -102,11 +103,11 @@ def read_answer(stream, request_id: object, relay: Callable[[bytes], object] = b
         received += sum(len(item) for item in data)
         if received > MAX_ATTACHMENT_BYTES:
             raise WorkerGarbled(f"protocol error: an answer of more than {MAX_ATTACHMENT_BYTES} attachment bytes")
-        if PART not in message:
-            return message, attachments + [relay(item) for item in data]
-        if message[PART] != len(attachments) or type(message[PART]) is not int or len(data) != 1 \
-                or len(attachments) >= MAX_PARTS:
+        if PART in message and (message[PART] != len(attachments) or type(message[PART]) is not int
+                                or len(data) != 1 or len(attachments) >= MAX_PARTS):
             raise WorkerGarbled(f"protocol error: part {str(message[PART])[:20]} with {len(data)} attachments after "
                                 f"{len(attachments)} parts (parts are numbered from 0, one attachment each, at most "
                                 f"{MAX_PARTS})")
-        attachments.append(relay(data[0]))
+        attachments += data if relay is None else [relay(item) for item in data]
+        if PART not in message:
+            return message, attachments
