@@ -6,7 +6,10 @@ scripts/bench_mcp_startup.py).
 Writes bench/actions.json. Targets (issue "Serving every client"): REST observe of three 512 px views p50 within
 1.5x of the in-process registry call plus one view's encoding; supervision adding at most 10 %; set_slice_offset
 within one reslice of a one-view observe. The samples of the compared paths are interleaved call by call, so
-machine load (the machine may be shared: its load average is recorded around every section) affects them alike.
+machine load (the machine may be shared: its load average is recorded around every section) affects them alike;
+the CPU time each process spent per REST call (``cpu_ms_per_call``: the benchmark's own process, which holds the
+client, both servers and the supervisor, and the supervised viewer's) is counted where wall time is not to be
+trusted.
 """
 
 from __future__ import annotations
@@ -47,15 +50,40 @@ def percentiles(samples: list[float]) -> dict:
             "p95_ms": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 3), "n": len(ordered)}
 
 
-def interleaved(paths: dict, repeats: int) -> dict:
-    """Each path called once per round, in turn: {name: samples in ms}."""
+def cpu_ms(pid: int) -> float | None:
+    """The CPU time every live thread of process ``pid`` has used so far (Linux's per-thread schedstat, in ns:
+    exact where /proc/PID/stat counts 10 ms ticks); None where there is no /proc."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    total = 0
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as handle:
+                total += int(handle.read().split()[0])
+        except (OSError, ValueError, IndexError):  # a thread that ended meanwhile
+            continue
+    return total / 1e6
+
+
+def interleaved(paths: dict, repeats: int, processes: dict | None = None) -> tuple[dict, dict]:
+    """Each path called once per round, in turn: ({name: samples in ms}, {name: {process: mean CPU ms per
+    call}}) for ``processes`` ({label: pid}; this one by default)."""
+    processes = processes or {"bench": os.getpid()}
     samples: dict[str, list[float]] = {name: [] for name in paths}
+    cpu: dict[str, dict[str, float]] = {name: dict.fromkeys(processes, 0.0) for name in paths}
     for index in range(repeats):
         for name, function in paths.items():
+            before = {label: cpu_ms(pid) for label, pid in processes.items()}
             started = time.perf_counter()
             function(index)
             samples[name].append((time.perf_counter() - started) * 1000.0)
-    return samples
+            for label, pid in processes.items():
+                after = cpu_ms(pid)
+                if after is not None and before[label] is not None:
+                    cpu[name][label] += (after - before[label]) / repeats
+    return samples, {name: {label: round(value, 3) for label, value in used.items()} for name, used in cpu.items()}
 
 
 def make_volume(folder: Path) -> Path:
@@ -107,15 +135,17 @@ def observe_paths(registry, supervised, repeats: int) -> dict:
         local_call, remote_call = rest_caller(local.port), rest_caller(remote.port)
         local_call("observe", {"size": 512})
         remote_call("observe", {"size": 512})
-        samples = interleaved({
+        samples, cpu = interleaved({
             "registry_call": lambda i: local.executor.submit(
                 rendered_only, lambda: ok(registry.call("observe", {"size": 512}))).result(),
             "encode_one_view": lambda i: encode_png(pixels),
             "rest_in_process": lambda i: local_call("observe", {"size": 512}),
             "rest_supervised": lambda i: remote_call("observe", {"size": 512}),
-        }, repeats)
+        }, repeats, {"bench_process": os.getpid(), "viewer_process": supervised.viewer_pid})
     report = {name: percentiles(values) for name, values in samples.items()}
     p50 = {name: entry["p50_ms"] for name, entry in report.items()}
+    # the client, both REST servers and the supervisor run in this process; the supervised viewer in its own
+    report["cpu_ms_per_call"] = {name: cpu[name] for name in ("rest_in_process", "rest_supervised")}
     bound = 1.5 * (p50["registry_call"] + p50["encode_one_view"])
     report["rest_in_process_over_bound"] = round(p50["rest_in_process"] / bound, 3)
     report["rest_supervised_over_bound"] = round(p50["rest_supervised"] / bound, 3)
@@ -140,7 +170,7 @@ def navigation_paths(registry, repeats: int) -> dict:
         engine.set_offset("axial", float(offsets[-1 - index]))
         producer.Update()
 
-    samples = interleaved({
+    samples, _ = interleaved({
         "observe_1x512": lambda i: as_sent("observe", {"view": "axial", "size": 512}),
         "set_slice_offset_1x512": lambda i: as_sent("set_slice_offset", {"view": "axial", "offset": float(offsets[i]),
                                                                          "size": 512}),
@@ -187,7 +217,7 @@ def encoders(registry, repeats: int) -> dict:
                                                                                    filter=32),
                   "up_filter_zlib_huffman (without isal)": without_isal,
                   "up_filter_isal_level1 (used)": encode_png}
-    samples = interleaved({name: (lambda i, f=f: f(pixels)) for name, f in candidates.items()}, repeats)
+    samples, _ = interleaved({name: (lambda i, f=f: f(pixels)) for name, f in candidates.items()}, repeats)
     report = {}
     for name, encode in candidates.items():
         data = encode(pixels)

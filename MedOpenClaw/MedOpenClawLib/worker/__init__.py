@@ -9,11 +9,12 @@ one worker, not the run, and the client retries on a fresh one. Protocol: newlin
 loopback TCP socket. The client first sends ``{"op": "hello", "token": T}`` (the token comes from the
 ``MEDOPENCLAW_WORKER_TOKEN`` environment variable, never argv), then requests ``{"id", "op", ...}`` answered
 by ``{"id", "ok": true, "result"}`` or ``{"id", "ok": false, "error": {"code", "message"}}``; an answer whose line
-lists ``attachments`` (byte sizes) is followed by those bytes, raw (the PNGs of a supervised call's views).
+lists ``attachments`` (byte sizes) is followed by those bytes, raw (the PNGs of a supervised call's views). It may
+be preceded by parts ``{"id", "part": n}``, each followed by one attachment: the n-th of the answer's, sent ahead.
 Ops: ping, start (build a fresh registry for an episode), tools, call, observation, event, end, shutdown, and for
 the crash supervisor: call with ``with_record`` (the audit record's arguments, state and duration come back too,
-and the images as attachments)
-and restore (replay earlier action records onto the new registry).
+and the images as attachments; with ``stream_views`` each view's PNG goes ahead as a part as soon as it is
+encoded) and restore (replay earlier action records onto the new registry).
 
 Modules: :mod:`.protocol` (names and errors both sides share), :mod:`.service` (the worker side, and the headless
 entry point ``python -m MedOpenClawLib.worker``), :mod:`.client` (launching and talking to a worker),
