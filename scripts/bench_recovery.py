@@ -113,11 +113,13 @@ def replay_cpu_by_quarter(root: Path, trace_path: Path) -> dict:
                                              for index in range(0, quarter * 4, quarter)]}
 
 
-def recovery(root: Path, calls: int, workdir: Path, spare: bool, profile: bool) -> dict:
-    trace_path = workdir / f"trace-{calls}-{spare}.jsonl"
+def recovery(root: Path, calls: int, workdir: Path, spare: bool, trial: int) -> dict:
+    """One session of ``calls`` calls crashed and restored; the first trial with a spare also profiles the replay."""
+    trace_path = workdir / f"trace-{calls}-{spare}-{trial}.jsonl"  # traces are never overwritten
     started = time.perf_counter()
-    registry = SupervisedRegistry("radiology", [root], trace=AuditTrace(trace_path), workdir=workdir / f"v{calls}",
-                                  command=crashing_worker.command, spare=spare)
+    registry = SupervisedRegistry("radiology", [root], trace=AuditTrace(trace_path),
+                                  workdir=workdir / f"v{calls}-{spare}-{trial}", command=crashing_worker.command,
+                                  spare=spare)
     start_ms = (time.perf_counter() - started) * 1000.0
     try:
         open_session(registry, root, calls)
@@ -145,7 +147,7 @@ def recovery(root: Path, calls: int, workdir: Path, spare: bool, profile: bool) 
              "parent_cpu_ms": round(parent_cpu_ms, 1), "child_cpu_ms": round(child_cpu_ms, 1),
              "restore_message_bytes": message_bytes, "child_start_ms": round(start_ms, 1), "exit": record["exit"],
              "trace_verifies": verify_trace(trace_path).ok}
-    if profile:
+    if spare and trial == 0:
         entry["replay_in_process"] = replay_cpu_by_quarter(root, trace_path)
     return entry
 
@@ -190,7 +192,7 @@ def main() -> int:
         root = workdir / "data"
         root.mkdir()
         shutil.copy(MNI_T1, root / "MNI152_T1_1mm.nii.gz")
-        recoveries = [recovery(root, calls, workdir, spare, profile=spare and trial == 0)
+        recoveries = [recovery(root, calls, workdir, spare, trial)
                       for spare in (True, False) for calls in args.sizes for trial in range(args.trials)]
         overhead = per_call_overhead(root, args.repeats, workdir)
     finally:
