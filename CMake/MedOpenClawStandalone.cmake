@@ -139,6 +139,28 @@ function(medopenclaw_add_pytest_suite)
 endfunction()
 
 #-----------------------------------------------------------------------------
+# ctest -j starts the tests that others wait for first (demo_cohort), then the rest in descending COST. A fresh
+# clone has no CTestCostData.txt, so without these every test costs 0 and they start in declaration order, which
+# can leave the longest group for the end with one slot idle. The figures are the seconds of CI's fresh-clone run
+# on 2 cores (python scripts/bench_suite.py, bench/suite.json); a test not listed costs 0 and fills the gaps.
+set(MEDOPENCLAW_TEST_COSTS
+  demo_cohort=161 pytest_bench=213 pytest_server=137 pytest_providers=115 pytest_docs=82
+  pytest_bench_synthetic=69 pytest_runtime=63 pytest_bench_agents=49 pytest_operators=35
+  slicer_python_slicer-5.10=33 slicer_python_slicer-5.12=33 pytest_bench_report=31 pytest_pathology=28
+  pytest_bench_loaders=27 pytest_copilot=21 pytest_gui=21 pytest_worker=16 pytest_viewer=15 pytest_trace_audit=14)
+
+function(medopenclaw_set_test_costs)
+  foreach(_entry IN LISTS MEDOPENCLAW_TEST_COSTS)
+    string(REPLACE "=" ";" _pair "${_entry}")
+    list(GET _pair 0 _test)
+    list(GET _pair 1 _cost)
+    if(TEST ${_test})
+      set_tests_properties(${_test} PROPERTIES COST ${_cost})
+    endif()
+  endforeach()
+endfunction()
+
+#-----------------------------------------------------------------------------
 # One ctest per supported 3D Slicer release (Testing/SlicerReleases/slicer-*.txt): the in-Slicer code under that
 # release's Python and bundled packages, in the venv scripts/setup_slicer_pythons.sh made (SKIP without it).
 function(medopenclaw_add_slicer_release_tests)

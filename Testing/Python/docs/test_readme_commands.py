@@ -17,13 +17,15 @@ import subprocess
 import sys
 import time
 import urllib.request
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import pytest
 from model_servers import PROFILES, LimitedModelServer, ScriptedVLM
+from small_cohort import SMALL
 
 from MedOpenClawLib.bench.cohort_cache import synthetic_cases
+from MedOpenClawLib.bench.synthetic.cohort import write_cohort
 from MedOpenClawLib.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[3]
@@ -172,7 +174,9 @@ def world(tmp_path_factory):
     shutil.copytree(base / "runs" / "x", base / "runs" / "a")
     cli("bench", "run", "--module", "ucsf-pdgm", "--agent", "model", "--provider", "openai", "--base-url", server.url,
         "--model", "local-vlm", "--max-rounds", "2", "--limit", "1", "--out", "runs/m")
-    cli("bench", "cohort", "--out", "raw", "--modules", "lumiere", "nsclc", "--cases", "1")
+    # the raw datasets the prepare commands read: small_cohort's coarse grids (the documented `bench cohort` runs as
+    # a command of its own below; at the demo size these two cases cost 14 s of CPU, at these grids 3.5 s)
+    write_cohort(base / "raw", replace(SMALL, cases=1), modules=["lumiere", "nsclc"])
     (base / "answers.jsonl").write_text(json.dumps({"case_id": "UCSF-PDGM-0001", "response": "ANSWER: A"}) + "\n")
     trace = next((base / "runs" / "x" / "episodes").glob("*/trace-1.jsonl")).relative_to(base).as_posix()
     yield {"base": base, "cases": cases, "server": server, "trace": trace}

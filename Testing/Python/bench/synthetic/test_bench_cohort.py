@@ -82,8 +82,10 @@ def test_loaders_read_the_cohort_and_reference_evidence_passes(cohort, tmp_path,
 
 
 def test_lumiere_mask_fields_agree_with_the_generated_rating(tmp_path):
+    """On 4 mm grids, where the masks are coarsest (19 -> 6 s of CPU against the demo's 2 mm; seed 0 at 2 mm is
+    checked by bench/test_bench_integrity.py); seed 3's six cases still span every rating."""
     root = tmp_path / "raw"
-    write_cohort(root, CohortConfig(seed=3, cases=6, mri_spacing_mm=2), modules=["lumiere"])
+    write_cohort(root, CohortConfig(seed=3, cases=6, mri_spacing_mm=4), modules=["lumiere"])
     prepare(modules.get("lumiere"), root / "LUMIERE", tmp_path / "cases")
     labels = []
     for case in load_cases(tmp_path / "cases"):
