@@ -3,9 +3,12 @@ timestamps."""
 
 from __future__ import annotations
 
+import ctypes
 import gzip
 import hashlib
+import multiprocessing
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -85,10 +88,7 @@ def run_jobs(function, jobs: list[tuple], workers: int) -> list:
         return list(pool.map(function, *zip(*jobs)))
 
 
-def _process_pool(workers: int):
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
+def _process_pool(workers: int) -> ProcessPoolExecutor:
     # spawn: a worker forked from a process with threads (a run's progress line, shared_pool's callers) could
     # inherit a lock held by another thread
     return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
@@ -100,14 +100,9 @@ def _reuse_freed_memory() -> None:
     default glibc maps large arrays anew (over its threshold, which grows to at most 32 MB) and trims freed memory
     at the heap's top, so a slide's blocks (13 MB float32 RGB each, strips of 50 MB) faulted their pages in again
     and again (a demo slide: 311k page faults and 1.9 s of system time; 59k and 0.2 s with these settings)."""
-    import ctypes
-    import ctypes.util
-
-    name = ctypes.util.find_library("c")
     try:
-        libc = ctypes.CDLL(name)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError, TypeError):  # not glibc (macOS, Windows, musl without mallopt)
+        mallopt = ctypes.CDLL(None).mallopt  # the C library this process runs on
+    except (OSError, AttributeError, TypeError):  # no mallopt (macOS), no dlopen(NULL) (Windows)
         return
     mallopt(-3, 64 << 20)  # M_MMAP_THRESHOLD: arrays under 64 MB come from the heap, reused once freed
     mallopt(-1, 256 << 20)  # M_TRIM_THRESHOLD: up to 256 MB freed at the heap's top stays for the next arrays
