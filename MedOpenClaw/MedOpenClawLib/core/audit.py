@@ -118,6 +118,13 @@ def state_delta(old: Any, new: Any) -> dict:
     return {"$set": new}
 
 
+def section_texts(state: Any) -> dict[str, str] | None:
+    """The canonical JSON of each top-level section of a state (None unless it is an object with text keys)."""
+    if not isinstance(state, dict) or not all(isinstance(key, str) for key in state):
+        return None
+    return {key: canonical_json(value) for key, value in state.items()}
+
+
 class StateDeltaError(ValueError):
     """A recorded delta does not apply to the state it follows (a malformed or reordered trace)."""
 
@@ -200,6 +207,7 @@ class AuditTrace:
         self._last_hash = GENESIS
         self.last_state: dict | None = None  # the full state of the last action record (deltas are against it)
         self._delta_bytes = 0  # bytes of deltas written since the last full snapshot
+        self._last_texts: dict[str, str] | None = None  # section_texts of last_state
         if self.path is not None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             try:  # created here, exclusively: an audit trace is never overwritten, nor its images or anchor
@@ -254,7 +262,7 @@ class AuditTrace:
         extra: dict | None = None,
         round_id: object = None,
     ) -> dict:
-        state_fields, delta_bytes = self._state_fields(state)
+        state_fields, delta_bytes, texts = self._state_fields(state)
         artifacts = list(result.artifacts)
         if self.save_images and result.images:
             artifacts.extend(self._write_images(result))
@@ -275,20 +283,35 @@ class AuditTrace:
         if extra:
             record["extra"] = redact_value(extra)
         written = self._append(record)
-        self.last_state, self._delta_bytes = state, delta_bytes
+        self.last_state, self._delta_bytes, self._last_texts = state, delta_bytes, texts
         return written
 
-    def _state_fields(self, state: dict) -> tuple[dict, int]:
-        """(``{"state": full}`` or ``{"state_delta": delta}``, delta bytes since the last snapshot after it): a
-        snapshot again once the deltas since the last one outweigh it, so reconstruction never starts far back
-        and the bytes stay linear in the calls (snapshot bytes never exceed delta bytes)."""
+    def _state_fields(self, state: dict) -> tuple[dict, int, dict]:
+        """(``{"state": full}`` or ``{"state_delta": delta}``, delta bytes since the last snapshot after it, the
+        canonical JSON of each section of ``state``): a snapshot again once the deltas since the last one outweigh
+        it, so reconstruction never starts far back and the bytes stay linear in the calls (snapshot bytes never
+        exceed delta bytes). Each section is encoded once per call and compared with the last call's text: a
+        section that grows with the session (the evidence list) is not walked or encoded again to find it
+        unchanged, nor the whole state encoded to learn its size."""
+        texts = section_texts(state)
         if self.last_state is None:
-            return {"state": state}, 0
-        delta = state_delta(self.last_state, state)
+            return {"state": state}, 0, texts
+        if texts is None or self._last_texts is None:
+            delta, full_size = state_delta(self.last_state, state), len(canonical_json(state))
+        else:
+            old = self.last_state
+            changed = {key: state_delta(old[key], value) if key in old else {"$set": value}
+                       for key, value in state.items() if self._last_texts.get(key) != texts[key]}
+            delta = {"$keys": changed} if changed else {}
+            dropped = [key for key in old if key not in state]
+            if dropped:
+                delta["$drop"] = dropped
+            full_size = 2 + sum(len(canonical_json(key)) + 1 + len(text) for key, text in texts.items()) \
+                + max(len(texts) - 1, 0)  # len(canonical_json(state)): {"key":text,...}
         size = len(canonical_json(delta))
-        if self._delta_bytes + size > len(canonical_json(state)):
-            return {"state": state}, 0
-        return {"state_delta": delta}, self._delta_bytes + size
+        if self._delta_bytes + size > full_size:
+            return {"state": state}, 0, texts
+        return {"state_delta": delta}, self._delta_bytes + size, texts
 
     def _write_images(self, result: Result) -> list[dict]:
         directory = self.image_dir
