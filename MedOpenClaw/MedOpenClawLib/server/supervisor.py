@@ -278,7 +278,7 @@ class SupervisedRegistry(ToolCatalog):
     def _launch(self) -> tuple[WorkerProcess, dict]:
         """A new child with a fresh session (its own trace stays in memory; this process owns the real one)."""
         child = WorkerProcess(self.workdir, startup_timeout_s=self.startup_timeout_s,
-                              call_timeout_s=self.call_timeout_s, command=self.command).start()
+                              call_timeout_s=self.call_timeout_s, command=self.command, own_session=False).start()
         try:
             return child, child.request("start", trace_path=None, header={"supervised": True}, save_images=False,
                                         trace_window=1, timeout_s=self.startup_timeout_s, **self.start_request)

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .lifecycle import NEW_GROUP, stop_tree
+from .lifecycle import GROUP_IN_SESSION, NEW_GROUP, stop_tree
 from .protocol import (
     ATTACHMENTS,
     STREAM_BUFFER,
@@ -97,9 +97,13 @@ class WorkerProcess(WorkerLink):
         startup_timeout_s: float = 120.0,
         call_timeout_s: float = 300.0,
         command: Callable[[str], list[str]] | None = None,
+        own_session: bool = True,
     ):
-        """``command(ready_file)`` overrides the launch command (default: headless, or ``slicer`` when given)."""
+        """``command(ready_file)`` overrides the launch command (default: headless, or ``slicer`` when given).
+        ``own_session`` False keeps the worker in this process's session, in a process group of its own
+        (:data:`~.lifecycle.GROUP_IN_SESSION`): a viewer serving this process's calls one at a time."""
         self.workdir = Path(workdir)
+        self.own_session = own_session
         self.slicer = slicer
         self.command = command
         self.startup_timeout_s = startup_timeout_s
@@ -124,10 +128,10 @@ class WorkerProcess(WorkerLink):
         inherited = slicer_environment(os.environ) if self.slicer else os.environ
         env = {**inherited, TOKEN_ENV: token, **display_environment(os.environ)}
         log = open(self.workdir / "worker.log", "ab")  # noqa: SIM115 - owned by the child process
-        # a session (process group) of its own: a Ctrl-C at the terminal reaches the runner only, which decides
-        # what stops, and :meth:`kill` ends the whole tree
+        # a process group of its own (in a session of its own unless told otherwise): a Ctrl-C at the terminal
+        # reaches the runner only, which decides what stops, and :meth:`kill` ends the whole tree
         self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
-                                        **NEW_GROUP)
+                                        **(NEW_GROUP if self.own_session else GROUP_IN_SESSION))
         log.close()
         deadline = time.monotonic() + self.startup_timeout_s
         while not ready.exists():

@@ -14,6 +14,10 @@ import time
 # Windows has no process groups of the POSIX kind: a new console process group keeps Ctrl-C at the runner's
 # terminal away from the worker, and ``taskkill /T`` ends the tree
 NEW_GROUP = {"creationflags": subprocess.CREATE_NEW_PROCESS_GROUP} if os.name == "nt" else {"start_new_session": True}
+# the same, in the caller's session (POSIX): Linux schedules each session as a group of its own (autogroup), so a
+# viewer that only ever runs while its server waits for it shares the server's turn instead of waiting, at every
+# wake-up, for a turn of its own among the machine's busy sessions
+GROUP_IN_SESSION = NEW_GROUP if os.name == "nt" else {"process_group": 0}
 
 
 def exit_with_parent(parent_pid: int, poll_s: float = 1.0) -> None:
@@ -40,13 +44,14 @@ def exit_with_parent(parent_pid: int, poll_s: float = 1.0) -> None:
 
 
 def stop_tree(process: subprocess.Popen, wait_s: float = 30.0) -> None:
-    """Kill ``process`` (started with :data:`NEW_GROUP`) and every process it started, then reap it.
+    """Kill ``process`` (started with :data:`NEW_GROUP` or :data:`GROUP_IN_SESSION`) and every process it started,
+    then reap it.
 
     The real 3D Slicer is a launcher: ctkAppLauncher starts ``SlicerApp-real`` as a QProcess child, waits for it
     and passes no signal on (commontk/AppLauncher Base/ctkAppLauncher.cpp, ``ctkAppLauncherInternal::runProcess``
     and ``terminateProcess``), so killing the launcher alone leaves the application running without a window. On
-    POSIX the worker leads its own session, whose process group is that tree; it is killed even after the leader
-    exited, since its children may not have.
+    POSIX the worker leads its own process group, which is that tree; it is killed even after the leader exited,
+    since its children may not have.
     """
     if os.name == "posix":
         try:

@@ -50,15 +50,24 @@ def build_session(registry, root) -> dict:
     return ok(registry, "image_coords_to_ras", view="axial", point_1000=[250, 750]).data
 
 
+def scheduled_with_the_server(pid: int) -> bool:
+    """The viewer leads a process group of its own (killed as a whole) in the server's session, which Linux
+    schedules as one group (autogroup): not a session of its own, waiting for its own turn at every wake-up."""
+    return os.getpgid(pid) == pid and os.getsid(pid) == os.getsid(0)
+
+
 def test_segfault_answers_viewer_crashed_and_restores_the_session(tmp_path, data_root):
     with supervised(tmp_path, data_root) as registry:
         mapped = build_session(registry, data_root)
         before = registry.state()
         evidence = ok(registry, "list_evidence").data
+        first_viewer = registry.viewer_pid
+        assert scheduled_with_the_server(first_viewer)
 
         crashed = registry.call("record_point", {"ras": [0, 0, 0], "label": "CRASH:segv"})
         assert not crashed.ok and crashed.error["code"] == VIEWER_CRASHED
         assert "SIGSEGV" in crashed.error["message"] and "restored" in crashed.error["message"]
+        assert registry.viewer_pid != first_viewer and scheduled_with_the_server(registry.viewer_pid)  # the spare
 
         # the half-added markups node died with the child: same volumes, offsets, zoom, evidence, image geometry
         assert registry.state() == before
