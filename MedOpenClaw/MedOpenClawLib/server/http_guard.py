@@ -50,7 +50,9 @@ class GuardedH11Protocol(H11Protocol):
             waiting = [connection for connection in open_connections
                        if getattr(connection, "waiting_since", None) is not None]
             evicted = evictee(waiting)
-            if evicted is None:
+            # the newcomer itself when its request has not arrived yet (accepted before the client's bytes, seen
+            # under load): refused like a newcomer that brought one, never closed without an answer
+            if evicted is None or evicted is self:
                 self.refuse(503, "busy", f"{len(open_connections) - 1} requests are running; retry")
             else:
                 evicted.drop()

@@ -225,6 +225,28 @@ def test_when_every_connection_carries_a_request_a_new_one_is_refused_busy(serve
         client.close()
 
 
+def test_a_newcomer_whose_request_has_not_arrived_is_refused_busy_not_closed_silently(server, monkeypatch):
+    """Under load the server can accept a connection before the client's request reaches it: with every other
+    connection carrying a request, that newcomer is the only one without one, and it is answered 503 like any
+    newcomer (it was closed without a word, which failed the busy test above in loaded fresh-clone runs)."""
+    monkeypatch.setattr(rest, "MAX_CONNECTIONS", 4)
+    scene_free = threading.Event()
+    server.executor.submit(scene_free.wait, 60)  # the scene's thread is busy until released below
+    waiting = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(4)]
+    for client in waiting:
+        client.sendall(request("GET", "/v1/state"))
+    time.sleep(0.5)
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as newcomer:  # sends nothing
+        answer = b""
+        while chunk := newcomer.recv(65536):
+            answer += chunk
+    scene_free.set()
+    assert answer.startswith(b"HTTP/1.1 503") and b'"busy"' in answer
+    for client in waiting:
+        assert client.recv(65536).startswith(b"HTTP/1.1 200")
+        client.close()
+
+
 def test_state_is_always_strict_json(server):
     status, body, _ = exchange(server.port, request("GET", "/v1/state"))
     assert status == 200 and body["active_volume"] is None
