@@ -21,27 +21,8 @@ mkdir -p "$venv"
 steps_log="$venv/setup.log"
 # shellcheck source=scripts/steps.sh
 source "$root/scripts/steps.sh"
-
-# uv reads none of pip's configuration: the same find-links, indexes, constraints and CA bundle (pip.conf and
-# PIP_* variables, as `pip config list` shows them) become uv's options. unsafe-best-match: pick the best version
-# across all indexes as pip does (uv's default takes every package from the first index that has it, and a local
-# index that holds only some releases of a package would then hide the pinned one).
-uv_options() {
-  local key value item
-  uv_args=(--python "$venv/bin/python" --index-strategy unsafe-best-match)
-  while IFS='=' read -r key value; do
-    value="${value#\'}"; value="${value%\'}"
-    for item in $value; do
-      case "$key" in
-        *.find-links) uv_args+=(--find-links "$item") ;;
-        *.extra-index-url) uv_args+=(--extra-index-url "$item") ;;
-        *.index-url) uv_args+=(--index-url "$item") ;;
-        *.constraint) uv_args+=(--constraint "$item") ;;
-        *.cert) export SSL_CERT_FILE="$item" ;;
-      esac
-    done
-  done < <("$venv/bin/python" -m pip config list 2>/dev/null)
-}
+# shellcheck source=scripts/installer.sh
+source "$root/scripts/installer.sh"
 
 install_packages() {  # $1 = label ("uv" or "pip"), then what to install
   local installer="$1"
@@ -62,7 +43,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     if optional_step "set-up 2/5: the installer ($(grep -v '^#' "$root/scripts/setup-tools.txt"), pip)" \
          "$venv/bin/python" -m pip install --quiet --requirement "$root/scripts/setup-tools.txt"; then
       installer=uv
-      uv_options
+      uv_options "$venv/bin/python"
     else
       echo "set-up: uv could not be installed (see $steps_log): installing with pip instead, which is slower"
     fi

@@ -4,9 +4,14 @@
 # feature packages installed as the module installs them on first use (MedOpenClawLib/core/dependencies.py).
 # Idempotent: a venv is rebuilt only when its requirements file or this script changed. A release whose Python is
 # not installed is skipped with a warning (its ctest then reports SKIP).
+# The release's packages are installed with the project venv's uv when it has one (scripts/setup_env.sh puts it
+# there; 3.5 s against pip's 26 s for Slicer 5.12's), else with pip.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venvs="${MEDOPENCLAW_SLICER_VENVS:-$root/.venv-slicer}"
+uv="${MEDOPENCLAW_VENV:-$root/.venv}/bin/uv"
+# shellcheck source=scripts/installer.sh
+source "$root/scripts/installer.sh"
 pyenv_root="${PYENV_ROOT:-$HOME/.pyenv}"
 
 find_python() {  # $1 = X.Y -> an interpreter of that version, or nothing
@@ -23,7 +28,8 @@ for requirements in "$root"/Testing/SlicerReleases/slicer-*.txt; do
   release="$(basename "$requirements" .txt)"
   version="$(sed -nE 's/^# python: ([0-9]+\.[0-9]+).*/\1/p' "$requirements")"
   venv="$venvs/$release"
-  want="$(cat "$requirements" "${BASH_SOURCE[0]}" "$root/MedOpenClaw/MedOpenClawLib/core/dependencies.py" | sha256sum | cut -d' ' -f1)"
+  want="$(cat "$requirements" "${BASH_SOURCE[0]}" "$root/scripts/installer.sh" \
+    "$root/MedOpenClaw/MedOpenClawLib/core/dependencies.py" | sha256sum | cut -d' ' -f1)"
   if [[ "$(cat "$venv/.medopenclaw-installed" 2>/dev/null)" == "$want" ]]; then
     continue
   fi
@@ -34,7 +40,12 @@ for requirements in "$root"/Testing/SlicerReleases/slicer-*.txt; do
   fi
   rm -rf "$venv"
   "$python" -m venv "$venv"
-  "$venv/bin/python" -m pip install --quiet --requirement "$requirements"
+  if [[ -x "$uv" && "${MEDOPENCLAW_INSTALLER:-uv}" == uv ]]; then
+    uv_options "$venv/bin/python"
+    "$uv" pip install --quiet "${uv_args[@]}" --requirement "$requirements"
+  else
+    "$venv/bin/python" -m pip install --quiet --requirement "$requirements"
+  fi
   # the `core` feature, by the module's own code path (dependencies.install), with pip as slicer.util.pip_install;
   # a release the module refuses at load (older than dependencies.MIN_SLICER) never reaches that install, and its
   # Python may be too old for the feature's packages (the models' SDKs need 3.11): its venv stays as Slicer ships it
