@@ -125,6 +125,12 @@ def section_texts(state: Any) -> dict[str, str] | None:
     return {key: canonical_json(value) for key, value in state.items()}
 
 
+def joined_length(texts: dict[str, str]) -> int:
+    """``len(canonical_json(state))`` from ``section_texts(state)``: ``{"key":text,...}``, without encoding the
+    state again to learn its size."""
+    return 2 + sum(len(canonical_json(key)) + 1 + len(text) for key, text in texts.items()) + max(len(texts) - 1, 0)
+
+
 class StateDeltaError(ValueError):
     """A recorded delta does not apply to the state it follows (a malformed or reordered trace)."""
 
@@ -306,8 +312,7 @@ class AuditTrace:
             dropped = [key for key in old if key not in state]
             if dropped:
                 delta["$drop"] = dropped
-            full_size = 2 + sum(len(canonical_json(key)) + 1 + len(text) for key, text in texts.items()) \
-                + max(len(texts) - 1, 0)  # len(canonical_json(state)): {"key":text,...}
+            full_size = joined_length(texts)
         size = len(canonical_json(delta))
         if self._delta_bytes + size > full_size:
             return {"state": state}, 0, texts

@@ -35,8 +35,7 @@ from .specs import GENERIC, AuditSpec
 from .timeline import Call, Timeline
 
 __all__ = ["CODES", "SEVERITIES", "AuditReport", "Checkers", "FieldProvenance", "Finding", "ModuleKnowledge",
-           "audit_records",
-           "format_report", "stability", "summarize_audits"]
+           "audit_records", "format_report", "stability", "summarize_audits"]
 FORMAT = 1
 
 

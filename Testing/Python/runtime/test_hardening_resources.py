@@ -17,7 +17,10 @@ from MedOpenClawLib.core.audit import (
     StateDeltaError,
     action_states,
     apply_state_delta,
+    canonical_json,
+    joined_length,
     read_trace,
+    section_texts,
     state_at,
     state_delta,
     verify_trace,
@@ -65,6 +68,15 @@ def test_state_delta_round_trips_and_malformed_deltas_are_reported():
     for bad in ([], {"$append": 3}, {"$keys": []}, {"$drop": "a"}):
         with pytest.raises(StateDeltaError):
             apply_state_delta({"a": 1}, bad)
+
+
+def test_a_states_length_from_its_sections_is_the_length_of_its_text():
+    """The snapshot-or-delta choice reads a state's size from its sections' texts: it must be the text's own."""
+    states = [{}, {"a": 1}, {"a": [1, 2.5, None], "b": {"z": "x", "y": True}}, {"é": "ü∑", "\n\"": ["\u0000"]},
+              {"views": {"axial": {"offset_mm": -12.5}}, "evidence": [{"ras": [1, 2, 3]}] * 40, "layout": "four_up"}]
+    for state in states:
+        assert joined_length(section_texts(state)) == len(canonical_json(state)), state
+    assert section_texts(["not", "an", "object"]) is None and section_texts({1: "x"}) is None
 
 
 def test_replay_reports_a_trace_whose_deltas_do_not_apply(tmp_path, data_root):
