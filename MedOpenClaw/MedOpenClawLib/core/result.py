@@ -40,7 +40,9 @@ class RecordedGeometry:
 
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-PNG_ATTACHMENT = "png_attachment"  # an image's key in Result.to_wire: the index of its PNG among the attachments
+# an image's key in Result.to_wire: the index of its view among the attachments (its PNG, or the raw pixels a
+# supervised viewer streamed ahead of its answer)
+PNG_ATTACHMENT = "png_attachment"
 
 
 class Base64Text(str):
@@ -62,9 +64,33 @@ class RelayedPng:
         return cls(png, Base64Text(base64.b64encode(png).decode("ascii")))
 
 
-# who hears of each PNG that encode_ahead finished, as ``listener(image, png)`` on the encoder thread, before the
-# image's png_bytes() returns it: a worker streaming an answer's views (None: nobody)
-PNG_LISTENER: ContextVar[Callable[[Any, bytes], None] | None] = ContextVar("png_listener", default=None)
+@dataclass(frozen=True)
+class RelayedPixels:
+    """A view another process rendered and sent as raw pixels, and the encoding of its PNG (with the base64) that
+    this process's encoder threads started on arrival: a supervised viewer renders its next view meanwhile, on
+    another core, instead of an encoder thread in the viewer contending with its renderer for one GIL."""
+
+    pixels: Any  # numpy uint8 array (H, W) or (H, W, C)
+    encoding: Any  # a Future of the view's RelayedPng
+
+    @classmethod
+    def of(cls, data: bytes, shape: Sequence[int]) -> RelayedPixels:
+        import numpy as np
+
+        pixels = np.frombuffer(data, dtype=np.uint8).reshape(shape)
+        return cls(pixels, encoders().submit(lambda: RelayedPng.of(encode_png(pixels))))
+
+
+def relayed(data: bytes, pixels: Sequence[int] | None) -> RelayedPng | RelayedPixels:
+    """An attachment a supervised viewer sent, as this process relays it: raw pixels of the shape ``pixels`` (a
+    streamed view, encoded here), else a PNG (base64-encoded once, here)."""
+    return RelayedPng.of(data) if pixels is None else RelayedPixels.of(data, pixels)
+
+
+# who takes each view returned to an agent as soon as it is rendered, as ``stream(image)`` on the rendering thread,
+# instead of it being encoded in this process: True once it sent the pixels on to be encoded elsewhere (a
+# supervised viewer streams them to its supervisor); None: nobody
+VIEW_STREAM: ContextVar[Callable[[Any], bool] | None] = ContextVar("view_stream", default=None)
 
 
 def encode_png(pixels: Any) -> bytes:
@@ -117,13 +143,6 @@ def encoders():
     return _ENCODERS[0]
 
 
-def _encode_ahead(image: RenderedImage, listener: Callable[[Any, bytes], None] | None) -> bytes:
-    png = encode_png(image.pixels)
-    if listener is not None:
-        listener(image, png)
-    return png
-
-
 def encode_all(images: list[RenderedImage]) -> None:
     """Encode the images of one answer in parallel, each once (those already encoding are waited for later)."""
     pending = [image for image in images if image._png is None and image._base64 is None and image._encoding is None
@@ -161,14 +180,22 @@ class RenderedImage:
     def encode_ahead(self) -> None:
         """Start encoding the PNG now, on the encoder threads: a view returned to an agent is always sent as PNG,
         and encoding it while the answer's next view renders takes its encoding off the answer's time. The pixels
-        must not change afterwards. :data:`PNG_LISTENER`, as set where this is called, hears of the PNG."""
+        must not change afterwards. A :data:`VIEW_STREAM`, as set where this is called, may take the view instead,
+        to have it encoded elsewhere."""
         if self._png is None and self._base64 is None and self._encoding is None and self.pixels is not None:
-            self._encoding = encoders().submit(_encode_ahead, self, PNG_LISTENER.get())
+            stream = VIEW_STREAM.get()
+            if stream is None or not stream(self):
+                self._encoding = encoders().submit(encode_png, self.pixels)
 
     def await_encoding(self) -> None:
-        """Wait for the encoding :meth:`encode_ahead` started, if one is under way."""
+        """Wait for the encoding under way, if any: :meth:`encode_ahead`'s, or a relayed view's (which brings the
+        base64 too)."""
         if self._png is None and self._encoding is not None:
-            self._png, self._encoding = self._encoding.result(), None
+            encoded, self._encoding = self._encoding.result(), None
+            if isinstance(encoded, RelayedPng):
+                self._png, self._base64 = encoded.png, encoded.base64
+            else:
+                self._png = encoded
 
     def png_bytes(self) -> bytes:
         """The PNG, encoded once (or decoded once from the base64 another process sent)."""
@@ -179,6 +206,7 @@ class RenderedImage:
 
     def png_base64(self) -> str:
         """The PNG as base64, computed once: an image relayed from another process is never re-encoded."""
+        self.await_encoding()
         if self._base64 is None:
             self._base64 = Base64Text(base64.b64encode(self.png_bytes()).decode("ascii"))
         return self._base64
@@ -201,8 +229,8 @@ class RenderedImage:
     @classmethod
     def from_json(cls, item: dict, attachments: Sequence[bytes | RelayedPng] = ()) -> RenderedImage:
         """The inverse of ``to_json(inline=True)``, or of :meth:`Result.to_wire` given its attachments (PNG bytes,
-        or :class:`RelayedPng` with their base64 already computed): the image a viewer in another process
-        rendered."""
+        :class:`RelayedPng` with their base64 already computed, or :class:`RelayedPixels` being encoded): the image
+        a viewer in another process rendered."""
         known = {spec.name for spec in fields(cls) if spec.init and not spec.name.startswith("_")} - {"pixels"}
         image = cls(**{key: value for key, value in item.items() if key in known})
         if isinstance(image.geometry, dict):
@@ -215,6 +243,13 @@ class RenderedImage:
                 raise ValueError(f"image {PNG_ATTACHMENT} {str(index)[:20]} names none of the "
                                  f"{len(attachments)} attachments")
             attachment = attachments[index]
+            if isinstance(attachment, RelayedPixels):
+                if tuple(attachment.pixels.shape[:2]) != (image.height, image.width):
+                    raise ValueError(f"attachment {index} holds {attachment.pixels.shape[1]}x"
+                                     f"{attachment.pixels.shape[0]} pixels, image {str(image.image_id)[:40]} is "
+                                     f"{str(image.width)[:10]}x{str(image.height)[:10]}")
+                image.pixels, image._encoding = attachment.pixels, attachment.encoding
+                return image
             png = attachment.png if isinstance(attachment, RelayedPng) else attachment
             if not png.startswith(PNG_SIGNATURE):
                 raise ValueError(f"attachment {index} of image {str(image.image_id)[:40]} is not a PNG")
@@ -271,20 +306,20 @@ class Result:
                    error=value.get("error"), artifacts=list(value.get("artifacts") or []))
 
     def to_wire(self, streamed: Sequence[RenderedImage] = ()) -> tuple[dict, list[bytes]]:
-        """The JSON form without the images' pixels, each image naming its PNG among the attachments: how a viewer
+        """The JSON form without the images' pixels, each image naming its view among the attachments: how a viewer
         in another process sends its answer, so the receiver relays the PNGs as they are (it base64-encodes them
-        once, for its own client, as an in-process registry would) and parses only a small line. The PNGs of
-        ``streamed`` images were sent already, in that order, as the first attachments; the others are returned,
-        to follow them."""
-        encode_all(self.images)
+        once, for its own client, as an in-process registry would) and parses only a small line. The views of
+        ``streamed`` images were sent already (as raw pixels), in that order, as the first attachments; the PNGs of
+        the others are returned, to follow them."""
+        positions = {id(image): number for number, image in enumerate(streamed)}
+        encode_all([image for image in self.images if id(image) not in positions])
         body = self.to_json(inline_images=False)
         attachments: list[bytes] = []
         for image, item in zip(self.images, body["images"]):
-            index = next((number for number, sent in enumerate(streamed) if sent is image), None)
-            if index is None:
-                index = len(streamed) + len(attachments)
+            if id(image) not in positions:
+                positions[id(image)] = len(streamed) + len(attachments)
                 attachments.append(image.png_bytes())
-            item[PNG_ATTACHMENT] = index
+            item[PNG_ATTACHMENT] = positions[id(image)]
         return body, attachments
 
     def to_json(self, inline_images: bool = True) -> dict:

@@ -33,7 +33,7 @@ from .. import apps
 from ..core.audit import AuditTrace, read_trace
 from ..core.hygiene import bounded_message, refused_input
 from ..core.registry import ToolCatalog, call_identity, hygiene_refusal, unrecordable_reason
-from ..core.result import ActionError, RelayedPng, Result
+from ..core.result import ActionError, Result, relayed
 from ..core.toolset import ActionSpec
 from ..worker import client as worker
 from ..worker.client import WorkerProcess
@@ -221,9 +221,9 @@ class SupervisedRegistry(ToolCatalog):
             try:
                 answer = self._worker.request("call", name=name, arguments=arguments, actor=actor,
                                               round_id=round_id, audit_extra=audit_extra, with_record=True,
-                                              stream_views=True, relay=RelayedPng.of)
-                # the views' PNGs arrive as attachments, each streamed as soon as the child encoded it: relayed as
-                # bytes, never decoded; base64-encoded once on arrival, while the child renders the next view
+                                              stream_views=True, relay=relayed)
+                # each view arrives as raw pixels as soon as the child rendered it, and is encoded here (PNG and
+                # base64, once) while the child renders the next; PNGs of other images are relayed as bytes
                 result = Result.from_json(answer["result"], answer.get(ATTACHMENTS, ()))
                 record = answer["record"]
             except WorkerFault as fault:

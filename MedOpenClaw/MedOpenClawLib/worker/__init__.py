@@ -10,11 +10,12 @@ loopback TCP socket. The client first sends ``{"op": "hello", "token": T}`` (the
 ``MEDOPENCLAW_WORKER_TOKEN`` environment variable, never argv), then requests ``{"id", "op", ...}`` answered
 by ``{"id", "ok": true, "result"}`` or ``{"id", "ok": false, "error": {"code", "message"}}``; an answer whose line
 lists ``attachments`` (byte sizes) is followed by those bytes, raw (the PNGs of a supervised call's views). It may
-be preceded by parts ``{"id", "part": n}``, each followed by one attachment: the n-th of the answer's, sent ahead.
+be preceded by parts ``{"id", "part": n, "pixels": [h, w(, c)]}``, each followed by one attachment, the n-th of the
+answer's, sent ahead: a view's raw uint8 pixels, which the receiver encodes.
 Ops: ping, start (build a fresh registry for an episode), tools, call, observation, event, end, shutdown, and for
 the crash supervisor: call with ``with_record`` (the audit record's arguments, state and duration come back too,
-and the images as attachments; with ``stream_views`` each view's PNG goes ahead as a part as soon as it is
-encoded) and restore (replay earlier action records onto the new registry).
+and the images as attachments; with ``stream_views`` each view's pixels go ahead as a part as soon as it is
+rendered) and restore (replay earlier action records onto the new registry).
 
 Modules: :mod:`.protocol` (names and errors both sides share), :mod:`.service` (the worker side, and the headless
 entry point ``python -m MedOpenClawLib.worker``), :mod:`.client` (launching and talking to a worker),

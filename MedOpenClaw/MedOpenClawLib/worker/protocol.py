@@ -1,10 +1,11 @@
 """What both ends of the worker protocol share: the token variable, the supervised record keys, the errors, and
 the framing of a message: one JSON line, then the bytes of its binary attachments. An answer may be preceded by
-parts, each one attachment sent ahead of it (a view's PNG, streamed while the next view renders)."""
+parts, each one attachment sent ahead of it (a view's raw pixels, streamed as soon as it is rendered)."""
 
 from __future__ import annotations
 
 import json
+import math
 import socket
 from collections.abc import Callable, Sequence
 
@@ -14,8 +15,10 @@ SUPERVISED_RECORD_KEYS = ("action", "actor", "arguments", "state", "round", "ext
 # a handler's result may carry binary attachments under this key (a list of bytes): they travel after the line
 ATTACHMENTS = "attachments"
 MAX_ATTACHMENT_BYTES = 1 << 30  # a declared size beyond this is a corrupt header, not an image
-# a part of the answer to request ``id``: ``{"id": id, "part": n}`` and one attachment, the n-th of the answer's
+# a part of the answer to request ``id``: ``{"id": id, "part": n, "pixels": [height, width(, channels)]}`` and
+# one attachment, the n-th of the answer's: a view's uint8 pixels, row by row (the receiver encodes the PNG)
 PART = "part"
+PIXELS = "pixels"
 MAX_PARTS = 256  # parts ahead of one answer: the views of one call are a handful
 STREAM_BUFFER = 1 << 18  # both ends' socket files: an answer's line (state, data) is read in one or two calls
 
@@ -40,14 +43,18 @@ class WorkerGarbled(WorkerFault):
     """The worker sent what the protocol does not allow (the link is out of step; it was killed)."""
 
 
-def write_message(stream, message: dict, attachments: Sequence[bytes] = ()) -> None:
-    """``message`` as one JSON line, its line naming the sizes of ``attachments``, whose bytes follow as they are:
-    a rendered view's PNG crosses the link without base64 and without a JSON encoder escaping (and the other
-    end's decoder scanning) a third of a megabyte per answer. Line and attachments go in one write: a socket
-    sends them at once, so the reader wakes to a whole message instead of waiting on the rest of it."""
-    if attachments:
-        message = {**message, ATTACHMENTS: [len(data) for data in attachments]}
-    stream.write(b"".join((json.dumps(message, default=str).encode(), b"\n", *attachments)))
+def write_message(stream, message: dict, attachments: Sequence = ()) -> None:
+    """``message`` as one JSON line, its line naming the sizes of ``attachments`` (bytes-like: e.g. a contiguous
+    array), whose bytes follow as they are: a rendered view crosses the link without base64 and without a JSON
+    encoder escaping (and the other end's decoder scanning) a third of a megabyte per answer. Each piece goes into
+    ``stream``'s buffer as it lies, flushed once: small ones leave together, so the reader wakes to a whole
+    message, and one larger than the buffer goes to the socket uncopied (joining a view's quarter megabyte into
+    one fresh block first costs several times the send)."""
+    pieces = [memoryview(data).cast("B") for data in attachments]
+    sizes = {ATTACHMENTS: [piece.nbytes for piece in pieces]} if pieces else {}
+    stream.write(json.dumps({**message, **sizes}, default=str).encode() + b"\n")
+    for piece in pieces:
+        stream.write(piece)
     stream.flush()
 
 
@@ -85,11 +92,12 @@ def read_message(stream) -> tuple[dict, list[bytes]] | None:
 
 
 def read_answer(stream, request_id: object,
-                relay: Callable[[bytes], object] | None = None) -> tuple[dict, list] | None:
-    """The answer to request ``request_id`` and all its attachments, each passed through ``relay`` (if given) as
-    it arrives: first those of the parts streamed ahead of the answer, then its own (None if the stream ends
-    first). A part or an answer to another request, parts out of order or not of one attachment each, more than
-    :data:`MAX_PARTS`, or more than :data:`MAX_ATTACHMENT_BYTES` in all raise :class:`WorkerGarbled`."""
+                relay: Callable[[bytes, list[int] | None], object] | None = None) -> tuple[dict, list] | None:
+    """The answer to request ``request_id`` and all its attachments, each passed as it arrives through ``relay``
+    (if given) with the shape of its pixels (None for the answer's own attachments): first those of the parts
+    streamed ahead of the answer, then its own (None if the stream ends first). A part or an answer to another
+    request, parts out of order or not of one attachment each, pixels whose shape does not fit their bytes, more
+    than :data:`MAX_PARTS`, or more than :data:`MAX_ATTACHMENT_BYTES` in all raise :class:`WorkerGarbled`."""
     attachments: list = []
     received = 0
     while True:
@@ -103,11 +111,23 @@ def read_answer(stream, request_id: object,
         received += sum(len(item) for item in data)
         if received > MAX_ATTACHMENT_BYTES:
             raise WorkerGarbled(f"protocol error: an answer of more than {MAX_ATTACHMENT_BYTES} attachment bytes")
-        if PART in message and (message[PART] != len(attachments) or type(message[PART]) is not int
-                                or len(data) != 1 or len(attachments) >= MAX_PARTS):
+        if PART not in message:
+            attachments += data if relay is None else [relay(item, None) for item in data]
+            return message, attachments
+        if message[PART] != len(attachments) or type(message[PART]) is not int or len(data) != 1 \
+                or len(attachments) >= MAX_PARTS:
             raise WorkerGarbled(f"protocol error: part {str(message[PART])[:20]} with {len(data)} attachments after "
                                 f"{len(attachments)} parts (parts are numbered from 0, one attachment each, at most "
                                 f"{MAX_PARTS})")
-        attachments += data if relay is None else [relay(item) for item in data]
-        if PART not in message:
-            return message, attachments
+        shape = pixel_shape(message.get(PIXELS), len(data[0]))
+        attachments.append(data[0] if relay is None else relay(data[0], shape))
+
+
+def pixel_shape(shape: object, size: int) -> list[int]:
+    """``shape`` when it is ``[height, width]`` or ``[height, width, channels]`` (1-4 channels) of exactly ``size``
+    bytes; else :class:`WorkerGarbled`."""
+    if not (isinstance(shape, list) and len(shape) in (2, 3) and all(type(n) is int and n > 0 for n in shape)
+            and (len(shape) == 2 or shape[2] <= 4) and math.prod(shape) == size):
+        raise WorkerGarbled(f"protocol error: a part's {PIXELS} must be [height, width] or [height, width, 1-4 "
+                            f"channels] of its {size} bytes, not {str(shape)[:80]}")
+    return shape

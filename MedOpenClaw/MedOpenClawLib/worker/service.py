@@ -11,14 +11,13 @@ import hmac
 import json
 import os
 import socket
-import threading
 from collections.abc import Callable
 from pathlib import Path
 
 from ..core import settings
 from ..core.audit import AuditTrace
 from ..core.registry import ActionRegistry
-from ..core.result import PNG_LISTENER, RenderedImage
+from ..core.result import VIEW_STREAM, RenderedImage
 from ..pathology.actions import build_pathology_registry
 from ..replay import replay_records
 from .environment import LocalEnvironment
@@ -26,6 +25,7 @@ from .lifecycle import exit_with_parent
 from .protocol import (
     ATTACHMENTS,
     PART,
+    PIXELS,
     STREAM_BUFFER,
     SUPERVISED_RECORD_KEYS,
     TOKEN_ENV,
@@ -94,7 +94,7 @@ class WorkerService:
         if op == "tools":
             return {"tools": self.env.tools()}
         if op == "call":
-            listening = PNG_LISTENER.set(parts) if parts is not None else None
+            streaming = VIEW_STREAM.set(parts) if parts is not None else None
             try:
                 result = self.env.registry.call(  # the Result itself: how its images travel depends on the request
                     request.get("name"),
@@ -104,9 +104,9 @@ class WorkerService:
                     audit_extra=request.get("audit_extra"),
                 )
             finally:
-                if listening is not None:
-                    PNG_LISTENER.reset(listening)
-            streamed = parts.finish(result.images) if parts is not None else []
+                if streaming is not None:
+                    VIEW_STREAM.reset(streaming)
+            streamed = parts.sent if parts is not None else []
             if not request.get("with_record"):
                 return result.to_json(inline_images=True)
             trace = self.env.registry.trace
@@ -159,41 +159,36 @@ class WorkerService:
 
 
 class PartStream:
-    """Sends each view's PNG, as soon as it is encoded (called on the encoder threads while the call renders the
-    next view), as a part of the answer to request ``request_id``: the supervisor base64-encodes it meanwhile
-    instead of after the answer. Finished once the answer's views are encoded: any other travels with it."""
+    """Sends each view returned to the agent as soon as it is rendered (called as :data:`VIEW_STREAM` on the thread
+    that renders), as a part of the answer to request ``request_id``: its raw pixels, which the supervisor encodes
+    while this process renders the next view, two processes on two cores instead of an encoder thread here
+    contending with the renderer for one GIL. The answer names the views by the order they went in."""
 
     def __init__(self, stream, request_id: object):
         self._stream, self._request_id = stream, request_id
-        self._lock = threading.Lock()  # one writer at a time: encoder threads, then the answer
         self._open = True
-        self.sent: list[RenderedImage] = []  # the images whose PNGs went ahead, in order
+        self.sent: list[RenderedImage] = []  # the images whose pixels went ahead, in order
 
-    def __call__(self, image: RenderedImage, png: bytes) -> None:
-        with self._lock:
-            if not self._open:
-                return
-            try:
-                write_message(self._stream, {"id": self._request_id, PART: len(self.sent)}, [png])
-            except OSError:  # the link is gone: the answer's own write fails too, and ends this worker
-                self._open = False
-                return
-            self.sent.append(image)
-
-    def finish(self, images: list[RenderedImage]) -> list[RenderedImage]:
-        """Wait for the encodings of ``images`` under way (each streams its PNG: the last view's leaves from the
-        encoder thread, not after a hand-over to this one), then stop streaming; the images sent ahead, in
-        order."""
-        for image in images:
-            image.await_encoding()
-        with self._lock:
+    def __call__(self, image: RenderedImage) -> bool:
+        """Whether ``image`` went ahead (not once the link is gone: the answer's own write then fails too, and ends
+        this worker)."""
+        if not self._open:
+            return False
+        pixels = image.pixels
+        rows = memoryview(pixels) if pixels.flags.c_contiguous else pixels.tobytes()  # row by row, uncopied
+        try:
+            write_message(self._stream, {"id": self._request_id, PART: len(self.sent), PIXELS: list(pixels.shape)},
+                          [rows])
+        except OSError:
             self._open = False
-        return self.sent
+            return False
+        self.sent.append(image)
+        return True
 
 
-def _answer(service: WorkerService, line: bytes, stream=None) -> tuple[dict, list[bytes]]:
+def _answer(service: WorkerService, line: bytes, stream=None) -> tuple[dict, list]:
     """The answer to one request line and the binary attachments its result carries (sent after the line; a
-    ``stream_views`` call ``with_record`` sends its views' PNGs on ``stream`` ahead of it, as they are encoded)."""
+    ``stream_views`` call ``with_record`` sends its views' pixels on ``stream`` ahead of it, as they are rendered)."""
     try:
         request = json.loads(line)
         if not isinstance(request, dict):

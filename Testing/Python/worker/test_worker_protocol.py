@@ -1,5 +1,5 @@
-"""The worker protocol's framing: a JSON line, then the raw bytes of its attachments (the views' PNGs of a
-supervised call, relayed by the server without base64 or a second JSON pass). What the other end sends that the
+"""The worker protocol's framing: a JSON line, then the raw bytes of its attachments (the views of a supervised
+call: streamed as raw pixels and encoded by the server, or PNGs relayed without base64 or a second JSON pass). What the other end sends that the
 protocol does not allow is a clear :class:`WorkerGarbled` (or :class:`WorkerFault` for a stream that ends), never
 an exception of another kind nor a desynchronised link."""
 
@@ -13,12 +13,22 @@ import re
 import numpy as np
 import pytest
 
-from MedOpenClawLib.core.result import PNG_ATTACHMENT, PNG_LISTENER, RelayedPng, RenderedImage, Result
+from MedOpenClawLib.core.result import (
+    PNG_ATTACHMENT,
+    VIEW_STREAM,
+    RelayedPixels,
+    RelayedPng,
+    RenderedImage,
+    Result,
+    encode_png,
+    relayed,
+)
 from MedOpenClawLib.worker import protocol
 from MedOpenClawLib.worker.protocol import (
     ATTACHMENTS,
     MAX_ATTACHMENT_BYTES,
     PART,
+    PIXELS,
     WorkerFault,
     WorkerGarbled,
     read_answer,
@@ -87,72 +97,102 @@ def test_an_image_naming_a_wrong_attachment_is_refused(index, attachments, probl
 
 
 def test_parts_streamed_ahead_of_an_answer_are_its_first_attachments():
-    pngs = [rendered("axial", seed).png_bytes() for seed in (4, 5, 6)]
-    stream = framed(({"id": 7, PART: 0}, [pngs[0]]), ({"id": 7, PART: 1}, [pngs[1]]),
-                    ({"id": 7, "ok": True, "result": {}}, [pngs[2]]), ({"id": 8, "ok": True}, []))
-    answer, attachments = read_answer(stream, 7, RelayedPng.of)
+    images = [rendered("axial", seed) for seed in (4, 5)]
+    png = rendered("sagittal", 6).png_bytes()
+    stream = framed(({"id": 7, PART: 0, PIXELS: [24, 32]}, [images[0].pixels.tobytes()]),
+                    ({"id": 7, PART: 1, PIXELS: [24, 32]}, [images[1].pixels]),  # an array goes as it lies
+                    ({"id": 7, "ok": True, "result": {}}, [png]), ({"id": 8, "ok": True}, []))
+    answer, attachments = read_answer(stream, 7, relayed)
     assert answer == {"id": 7, "ok": True, "result": {}}
-    assert [item.png for item in attachments] == pngs  # parts first, in order, then the answer's own
-    assert [item.base64 for item in attachments] == [base64.b64encode(png).decode() for png in pngs]
+    parts, own = attachments[:2], attachments[2]  # parts first, in order, then the answer's own
+    assert all(isinstance(item, RelayedPixels) for item in parts) and isinstance(own, RelayedPng)
+    for item, image in zip(parts, images):
+        assert np.array_equal(item.pixels, image.pixels)
+        encoded = item.encoding.result()  # encoded here, once, with its base64
+        assert encoded.png == image.png_bytes() and encoded.base64 == base64.b64encode(encoded.png).decode()
+    assert own.png == png and own.base64 == base64.b64encode(png).decode()
     assert read_answer(stream, 8) == ({"id": 8, "ok": True}, [])  # the next answer, in step
-    assert read_answer(framed(({"id": 9, PART: 0}, [b"x"])), 9) is None  # the stream ended before the answer
+    assert read_answer(framed(({"id": 9, PART: 0, PIXELS: [1, 1]}, [b"x"])), 9) is None  # ended before the answer
 
 
 @pytest.mark.parametrize("frames, problem", [
-    ([({"id": 6, PART: 0}, [b"x"])], "a part of the answer to request 6, expected 7"),
+    ([({"id": 6, PART: 0, PIXELS: [1, 1]}, [b"x"])], "a part of the answer to request 6, expected 7"),
     ([({"id": 6, "ok": True}, [])], "the answer to request 6, expected 7"),
-    ([({"id": 7, PART: 1}, [b"x"])], "part 1 with 1 attachments after 0 parts"),
-    ([({"id": 7, PART: 0}, [b"x"]), ({"id": 7, PART: 0}, [b"y"])], "part 0 with 1 attachments after 1 parts"),
-    ([({"id": 7, PART: True}, [b"x"]), ({"id": 7, PART: True}, [b"y"])], "part True"),
-    ([({"id": 7, PART: "0"}, [b"x"])], "part 0 with"),
-    ([({"id": 7, PART: 0}, [])], "part 0 with 0 attachments"),
-    ([({"id": 7, PART: 0}, [b"x", b"y"])], "part 0 with 2 attachments"),
-    ([({"id": 7, PART: index}, [b"x"]) for index in range(5)], "at most 4"),
-    ([({"id": 7, PART: 0}, [b"x" * 60]), ({"id": 7, "ok": True}, [b"y" * 60])], "more than 100 attachment bytes"),
+    ([({"id": 7, PART: 1, PIXELS: [1, 1]}, [b"x"])], "part 1 with 1 attachments after 0 parts"),
+    ([({"id": 7, PART: 0, PIXELS: [1, 1]}, [b"x"]), ({"id": 7, PART: 0, PIXELS: [1, 1]}, [b"y"])],
+     "part 0 with 1 attachments after 1 parts"),
+    ([({"id": 7, PART: True, PIXELS: [1, 1]}, [b"x"]), ({"id": 7, PART: True}, [b"y"])], "part True"),
+    ([({"id": 7, PART: "0", PIXELS: [1, 1]}, [b"x"])], "part 0 with"),
+    ([({"id": 7, PART: 0, PIXELS: [1, 1]}, [])], "part 0 with 0 attachments"),
+    ([({"id": 7, PART: 0, PIXELS: [1, 1]}, [b"x", b"y"])], "part 0 with 2 attachments"),
+    ([({"id": 7, PART: index, PIXELS: [1, 1]}, [b"x"]) for index in range(5)], "at most 4"),
+    ([({"id": 7, PART: 0, PIXELS: [6, 10]}, [b"x" * 60]), ({"id": 7, "ok": True}, [b"y" * 60])],
+     "more than 100 attachment bytes"),
+    ([({"id": 7, PART: 0}, [b"x"])], "pixels must be"),
+    ([({"id": 7, PART: 0, PIXELS: [2, 2]}, [b"xyz"])], "of its 3 bytes, not [2, 2]"),
+    ([({"id": 7, PART: 0, PIXELS: [1, 1, 1, 1]}, [b"x"])], "pixels must be"),
+    ([({"id": 7, PART: 0, PIXELS: [1, 1, 5]}, [b"x" * 5])], "pixels must be"),
+    ([({"id": 7, PART: 0, PIXELS: [1, True]}, [b"x"])], "pixels must be"),
+    ([({"id": 7, PART: 0, PIXELS: [-1, -1]}, [b"x"])], "pixels must be"),
+    ([({"id": 7, PART: 0, PIXELS: "1x1"}, [b"x"])], "pixels must be"),
 ])
 def test_parts_out_of_protocol_are_garbled(frames, problem, monkeypatch):
     monkeypatch.setattr(protocol, "MAX_PARTS", 4)
     monkeypatch.setattr(protocol, "MAX_ATTACHMENT_BYTES", 100)
     stream = framed(*frames, ({"id": 7, "ok": True}, []))
     with pytest.raises(WorkerGarbled, match="protocol error: .*" + re.escape(problem)):
-        read_answer(stream, 7)
+        read_answer(stream, 7, relayed)
 
 
-def test_a_call_streams_each_view_as_it_is_encoded_and_the_rest_with_its_answer():
-    """The worker's side: views encoded ahead while the call runs go as parts (the answer waits for those still
-    encoding); a view not encoded ahead goes with the answer; the server rebuilds the in-process answer."""
+def test_a_call_streams_each_view_as_it_is_rendered_and_the_rest_with_its_answer():
+    """The worker's side: each view encoded ahead (rendered for the agent) goes as a part, its raw pixels, at
+    once; a view not encoded ahead goes with the answer as a PNG; the server encodes the parts and rebuilds the
+    answer an in-process registry would have served, byte for byte."""
     stream = io.BytesIO()
     parts = PartStream(stream, 3)
     images = [rendered("axial", 7), rendered("coronal", 8), rendered("sagittal", 9)]
-    discarded = rendered("axial", 11)
-    listening = PNG_LISTENER.set(parts)
+    images[1].pixels = np.random.default_rng(8).integers(0, 256, (24, 32, 3), dtype=np.uint8)  # colour
+    images[0].pixels = np.asfortranarray(images[0].pixels)  # not row by row in memory: sent row by row anyway
+    discarded = rendered("axial", 11)  # streamed, then not part of the result
+    streaming = VIEW_STREAM.set(parts)
     try:
         for image in (images[0], discarded, images[1]):
             image.encode_ahead()
     finally:
-        PNG_LISTENER.reset(listening)
-    streamed = parts.finish(images)
-    parts(images[2], images[2].png_bytes())  # an encoder thread after the answer's views: too late to stream
-    position = {id(image): index for index, image in enumerate(streamed)}  # the discarded view may be among them
-    assert id(images[0]) in position and id(images[1]) in position and id(images[2]) not in position
+        VIEW_STREAM.reset(streaming)
+    assert parts.sent == [images[0], discarded, images[1]]
+    assert all(image._encoding is None and image._png is None for image in parts.sent)  # not encoded here
     result = Result(ok=True, images=images)
-    body, pngs = result.to_wire(streamed)
-    assert [item[PNG_ATTACHMENT] for item in body["images"]] == [position[id(images[0])], position[id(images[1])],
-                                                                 len(streamed)]
-    assert pngs == [images[2].png_bytes()]
+    body, pngs = result.to_wire(parts.sent)
+    assert [item[PNG_ATTACHMENT] for item in body["images"]] == [0, 2, 3]
+    assert pngs == [images[2].png_bytes()] and images[0]._png is None  # only the unstreamed view was encoded
     write_message(stream, {"id": 3, "ok": True, "result": body}, pngs)
     stream.seek(0)
-    answer, attachments = read_answer(stream, 3, RelayedPng.of)
-    relayed = Result.from_json(answer["result"], attachments)
-    assert json.dumps(relayed.to_json()) == json.dumps(result.to_json())
+    answer, attachments = read_answer(stream, 3, relayed)
+    served = Result.from_json(answer["result"], attachments)
+    assert json.dumps(served.to_json()) == json.dumps(result.to_json())
+    assert served.images[1].png_bytes() == encode_png(images[1].pixels)
 
 
-def test_a_broken_link_stops_the_streaming_without_failing_the_call():
+def test_a_streamed_view_of_another_size_than_its_image_is_refused():
+    body, _ = Result(ok=True, images=[rendered("axial", 3)]).to_wire([])
+    pixels = RelayedPixels.of(bytes(24 * 31), [24, 31])
+    with pytest.raises(ValueError, match="holds 31x24 pixels, image img-3 is 32x24"):
+        Result.from_json(body, [pixels])
+
+
+def test_a_broken_link_stops_the_streaming_and_the_view_is_encoded_here():
     class Broken(io.BytesIO):
         def write(self, data):
             raise BrokenPipeError("the supervisor is gone")
 
     parts = PartStream(Broken(), 1)
-    image = rendered("axial", 10)
-    parts(image, image.png_bytes())
-    assert parts.finish([image]) == []  # the answer's own write reports the broken link
+    image, later = rendered("axial", 10), rendered("axial", 12)
+    streaming = VIEW_STREAM.set(parts)
+    try:
+        image.encode_ahead()
+        later.encode_ahead()
+    finally:
+        VIEW_STREAM.reset(streaming)
+    assert parts.sent == []  # the answer's own write reports the broken link
+    assert image.png_bytes() == encode_png(image.pixels) and later._encoding is not None
