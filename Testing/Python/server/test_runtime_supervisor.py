@@ -115,8 +115,8 @@ def test_supervised_session_matches_the_in_process_one(tmp_path, data_root):
                 oblique_lps_affine())]], method="threshold", lower=500, upper=1000, segment_name="lesion", size=64)
         assert registry.state() == in_process.state() and registry.state()["artifacts"]
         assert grown.data["segments"]
-        # the views cross as PNG attachments and are relayed as they are: the REST body is the in-process one, byte
-        # for byte, images and their geometry records included
+        # the views cross as raw pixels, each encoded here as it arrives: the REST body is the in-process one, byte
+        # for byte, images (coloured by the segmentation) and their geometry records included
         observed = Response(200, registry.call("observe", {"size": 64}).to_json())
         assert observed.encode() == Response(200, in_process.call("observe", {"size": 64}).to_json()).encode()
         assert observed.body["images"][0]["geometry"] and observed.body["images"][0]["png_base64"]

@@ -1,7 +1,7 @@
 """The worker protocol's framing: a JSON line, then the raw bytes of its attachments (the views of a supervised
-call: streamed as raw pixels and encoded by the server, or PNGs relayed without base64 or a second JSON pass). What the other end sends that the
-protocol does not allow is a clear :class:`WorkerGarbled` (or :class:`WorkerFault` for a stream that ends), never
-an exception of another kind nor a desynchronised link."""
+call: streamed as raw pixels and encoded by the server, or PNGs relayed without base64 or a second JSON pass).
+What the other end sends that the protocol does not allow is a clear :class:`WorkerGarbled` (or
+:class:`WorkerFault` for a stream that ends), never an exception of another kind nor a desynchronised link."""
 
 from __future__ import annotations
 
