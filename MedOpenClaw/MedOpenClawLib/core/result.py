@@ -227,7 +227,7 @@ class RenderedImage:
         return item
 
     @classmethod
-    def from_json(cls, item: dict, attachments: Sequence[bytes | RelayedPng] = ()) -> RenderedImage:
+    def from_json(cls, item: dict, attachments: Sequence[bytes | RelayedPng | RelayedPixels] = ()) -> RenderedImage:
         """The inverse of ``to_json(inline=True)``, or of :meth:`Result.to_wire` given its attachments (PNG bytes,
         :class:`RelayedPng` with their base64 already computed, or :class:`RelayedPixels` being encoded): the image
         a viewer in another process rendered."""
@@ -299,7 +299,7 @@ class Result:
         return cls(ok=False, error={"code": code, "message": message})
 
     @classmethod
-    def from_json(cls, value: dict, attachments: Sequence[bytes | RelayedPng] = ()) -> Result:
+    def from_json(cls, value: dict, attachments: Sequence[bytes | RelayedPng | RelayedPixels] = ()) -> Result:
         """The inverse of ``to_json(inline_images=True)``, or of :meth:`to_wire` given its attachments."""
         return cls(ok=bool(value["ok"]), data=value.get("data") or {},
                    images=[RenderedImage.from_json(item, attachments) for item in value.get("images") or []],
