@@ -25,7 +25,7 @@ from .modules import get
 from .package import prepare
 from .progress import Activity
 from .synthetic.cohort import CohortConfig, write_cohort
-from .synthetic.common import shared_pool
+from .synthetic.pool import shared_pool
 
 COHORT_PREFIX = "synthetic-"
 

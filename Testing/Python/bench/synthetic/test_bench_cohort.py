@@ -26,7 +26,8 @@ from MedOpenClawLib.bench.scoring.geometry import (
     mask_from_file,
 )
 from MedOpenClawLib.bench.synthetic.cohort import CohortConfig, write_cohort
-from MedOpenClawLib.bench.synthetic.common import shared_pool, write_nifti
+from MedOpenClawLib.bench.synthetic.common import write_nifti
+from MedOpenClawLib.bench.synthetic.pool import shared_pool
 from MedOpenClawLib.bench.synthetic.slide_layout import write_pyramid
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...synthetic.common import allocate, rng_for, run_jobs
+from ...synthetic.common import allocate, rng_for
+from ...synthetic.pool import run_jobs
 from ...synthetic.slide_layout import SlideLayout, circle, polygon_px, slide_mpp
 from ...synthetic.tissue import (
     SlideScene,

@@ -11,7 +11,8 @@ import numpy as np
 
 from ...synthetic.brain import load_template, native_study, render
 from ...synthetic.brain_tumours import treatment_changes, white_matter_hyperintensities
-from ...synthetic.common import allocate, rng_for, run_jobs, write_nifti
+from ...synthetic.common import allocate, rng_for, write_nifti
+from ...synthetic.pool import run_jobs
 from .lesions import lesion_fields
 from .loader import COMPARTMENT_KEYS
 from .phantom import DEEPBRATUMIA_LABELS, Timepoint, baseline_timepoint, evolve, rano_assessment

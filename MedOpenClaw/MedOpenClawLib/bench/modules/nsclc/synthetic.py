@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ...synthetic.common import allocate, rng_for, run_jobs, uid_for
+from ...synthetic.common import allocate, rng_for, uid_for
+from ...synthetic.pool import run_jobs
 from .chest import (
     LOBES,
     Chest,

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from ...synthetic.brain import SEQUENCES, render, sri24_template
 from ...synthetic.brain_tumours import diagnosis_compartments, white_matter_hyperintensities
-from ...synthetic.common import allocate, rng_for, run_jobs, write_nifti
+from ...synthetic.common import allocate, rng_for, write_nifti
+from ...synthetic.pool import run_jobs
 
 # option letter -> "Final pathologic diagnosis (WHO 2021)" text as the metadata CSV spells it
 UCSF_DIAGNOSES = {
