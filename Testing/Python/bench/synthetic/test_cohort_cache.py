@@ -18,7 +18,7 @@ from filelock import FileLock
 
 from MedOpenClawLib.bench import cohort_cache
 from MedOpenClawLib.bench.cohort_cache import _generate, cache_root, cohort_fingerprint, folder_bytes
-from MedOpenClawLib.bench.synthetic import common
+from MedOpenClawLib.bench.synthetic import pool
 from MedOpenClawLib.bench.synthetic.cohort import CohortConfig
 from MedOpenClawLib.cli import main
 
@@ -92,7 +92,7 @@ def test_several_missing_modules_are_generated_at_once_each_once(tmp_path, monke
 
     def generate(module, config, root):  # stands in for the generator: the orchestration is under test
         overlap.wait()  # both missing modules are in progress at the same time
-        assert common._SHARED_POOL is not None
+        assert pool._SHARED_POOL is not None
         made.append(module)
         (root / "cases" / module).mkdir(parents=True)
         (root / "cases" / module / "manifest.json").write_text("{}")
@@ -103,7 +103,7 @@ def test_several_missing_modules_are_generated_at_once_each_once(tmp_path, monke
     (kept / "manifest.json").write_text("{}")
     packages = cohort_cache.synthetic_packages(["bracs", "lumiere", "nsclc"], cache_dir=tmp_path)
     assert packages == {module: kept.parent / module for module in ("bracs", "lumiere", "nsclc")}
-    assert sorted(made) == ["lumiere", "nsclc"] and common._SHARED_POOL is None
+    assert sorted(made) == ["lumiere", "nsclc"] and pool._SHARED_POOL is None
     lines = capsys.readouterr().err.splitlines()
     assert sorted(line.split(" (")[0] for line in lines[:2]) == ["cohort lumiere 2/3: 6 cases",
                                                                  "cohort nsclc 3/3: 6 cases"]
