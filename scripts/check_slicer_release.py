@@ -208,8 +208,7 @@ def main() -> int:
     else:
         failures, tests = in_slicer_failures(), EVERYWHERE + (WITH_SLICER_CORE if has_slicer_core() else [])
     selection = NOT_HERE if has_slicer_core() else NOT_HERE_WITHOUT_SLICER
-    environment = {"PYTHONPATH": f"{ROOT / 'MedOpenClaw'}:{ROOT / 'MedCopilot'}", "QT_QPA_PLATFORM": "offscreen",
-                   "PYTHONDONTWRITEBYTECODE": "1"}
+    environment = {"PYTHONPATH": f"{ROOT / 'MedOpenClaw'}:{ROOT / 'MedCopilot'}", "QT_QPA_PLATFORM": "offscreen"}
     ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", selection, *tests],
                          cwd=ROOT, env={**os.environ, **environment}, check=False)
     return 1 if failures or ran.returncode else 0
