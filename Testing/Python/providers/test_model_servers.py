@@ -329,13 +329,13 @@ E2E = {"ucsf-pdgm": "anthropic", "lumiere": "vllm-32k", "nsclc": "mistral", "bra
 @pytest.fixture(scope="module")
 def cohort(tmp_path_factory):
     """A small private synthetic cohort of every module (the cached demo cohort is rebuilt whenever a loader
-    changes; this one is coarse and built once for these tests)."""
+    changes; this one is coarse and built once for these tests): one case each, the one ``--limit 1`` runs."""
     from MedOpenClawLib.bench.modules import get
     from MedOpenClawLib.bench.package import prepare
     from MedOpenClawLib.bench.synthetic.cohort import CohortConfig, write_cohort
 
     root = tmp_path_factory.mktemp("cohort")
-    config = CohortConfig(seed=7, cases=2, mri_spacing_mm=4, slide_size=(1024, 768), ct_size=96, workers=1)
+    config = CohortConfig(seed=7, cases=1, mri_spacing_mm=4, slide_size=(1024, 768), ct_size=96, workers=1)
     write_cohort(root / "raw", config, modules=sorted(E2E))
     for module in E2E:
         prepare(get(module), root / "raw" / get(module).dataset_dir, root / "cases" / module)
