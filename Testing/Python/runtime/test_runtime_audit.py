@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from runtime_data import lesion_center_ras, oblique_lps_affine, phantom, write_nifti
@@ -44,13 +45,13 @@ THIRTY_ACTIONS = [
 ]
 
 
-@pytest.fixture()
-def recorded(tmp_path):
-    root = tmp_path / "data"
+def record_thirty_actions(base):
+    """The thirty-action episode over two phantom volumes in ``base``: (its trace, its data root)."""
+    root = base / "data"
     root.mkdir()
     write_nifti(root / "T1c.nii.gz", phantom(1), oblique_lps_affine())
     write_nifti(root / "FLAIR.nii.gz", phantom(2), oblique_lps_affine())
-    path = tmp_path / "trace" / "episode.jsonl"
+    path = base / "trace" / "episode.jsonl"
     registry = build_slicer_registry([root], trace=AuditTrace(path, save_images=True))
     assert registry.call("open_case", {"dicom_dir": str(root), "size": 128}).ok
     lesion = lesion_center_ras(oblique_lps_affine()).round(2).tolist()
@@ -58,6 +59,21 @@ def recorded(tmp_path):
         arguments = {key: (lesion if value == "LESION" else value) for key, value in arguments.items()}
         registry.call(name, arguments)
     return path, root
+
+
+@pytest.fixture(scope="module")
+def recording(tmp_path_factory):
+    """The episode recorded once for the module (about 0.5 s of CPU each time), not once per test."""
+    return record_thirty_actions(tmp_path_factory.mktemp("recording"))
+
+
+@pytest.fixture()
+def recorded(recording, tmp_path):
+    """The module's recording with a trace folder of this test's own (tests tamper with the trace, its images and
+    its anchor); the data root is shared, and read only."""
+    path, root = recording
+    shutil.copytree(path.parent, tmp_path / "trace")
+    return tmp_path / "trace" / path.name, root
 
 
 def rewrite(path, records):
@@ -86,8 +102,8 @@ def test_replay_of_a_thirty_action_trace_matches(recorded, capsys):
     assert json.loads(capsys.readouterr().out)["actions"] == 31
 
 
-def test_replay_reports_first_differing_snapshot(recorded, capsys):
-    path, root = recorded
+def test_replay_reports_first_differing_snapshot(tmp_path, capsys):
+    path, root = record_thirty_actions(tmp_path)  # a recording of its own: this test changes the data
     records = read_trace(path)
     write_nifti(root / "FLAIR.nii.gz", phantom(2)[:, :, :20], oblique_lps_affine())  # the data changed
     assert main(["replay", str(path), "--data-root", str(root)]) == 1
