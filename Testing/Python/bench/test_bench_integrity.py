@@ -122,7 +122,8 @@ def test_default_synthetic_lumiere_cohort_is_consistent_and_a_contradiction_excl
     """Seed 0 once had Patient-003 week-024 rated NonMeasurable while its mask held only measurable lesions: such
     a case is excluded with the contradiction as its reason, printed by `bench prepare` and in the manifest."""
     raw = tmp_path / "raw"
-    write_cohort(raw, CohortConfig(seed=0, cases=6, mri_spacing_mm=2), modules=["lumiere"])
+    # in this process: a pool's workers would add their imports to the CPU, for the same (seeded) files
+    write_cohort(raw, CohortConfig(seed=0, cases=6, mri_spacing_mm=2, workers=1), modules=["lumiere"])
     lumiere = modules.get("lumiere")
     manifest = prepare(lumiere, raw / lumiere.dataset_dir, tmp_path / "cases")
     assert len(manifest["cases"]) == 6

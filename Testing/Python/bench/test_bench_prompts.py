@@ -69,6 +69,8 @@ def test_cli_cohort_then_prepare(tmp_path, capsys):
             "--slide-size",
             "1024",
             "768",
+            "--workers",  # the two slides one after the other: a pool of two costs 1.7 s more CPU, same files
+            "1",
         ]
     )
     assert args.func(args) == 0

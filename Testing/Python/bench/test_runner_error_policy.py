@@ -66,7 +66,8 @@ def test_rate_limits_with_retry_after_are_absorbed_and_costs_reported(provider, 
                                                                        monkeypatch):
     monkeypatch.setenv("MEDOPENCLAW_API_KEY", "k")
     (tmp_path / "prices.json").write_text(json.dumps(PRICES))
-    limited = [Scripted({"error": {"message": "slow down"}}, 429, headers={"Retry-After": "1"})] * 2
+    # Retry-After 0, "retry at once", not 1: the same two retries, 2 s less waiting per provider
+    limited = [Scripted({"error": {"message": "slow down"}}, 429, headers={"Retry-After": "0"})] * 2
     answer = ANSWER if provider == "openai" else Scripted(anthropic_reply("ANSWER: glioblastoma"))
     with FakeModelServer(limited, fallback=answer) as server:
         argv = bench_run(cases, tmp_path / "run", server.url, "--limit", "1", "--no-preflight", "--max-retries",

@@ -74,8 +74,11 @@ def cli_run(cases, cwd, out: str, *extra) -> dict:
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
-def test_oracle_on_two_nodes_scores_exactly_like_the_local_pool(cluster, cases, tmp_path):
-    local = cli_run(cases, tmp_path, "local")
+def test_oracle_on_two_nodes_scores_exactly_like_the_local_pool(cluster, cases, tmp_path, capsys):
+    # the reference, run in this process on one local worker: neither changes a score, a trace or the summary
+    assert main(["bench", "run", "--module", "ucsf-pdgm", "--agent", "oracle", "--cases", str(cases), "--workers",
+                 "1", "--out", str(tmp_path / "local")]) == 0
+    local = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     distributed = cli_run(cases, tmp_path, "ray", "--executor", "ray", "--ray-address", cluster.address)
     assert distributed == local and local["n"] == 3 and local["strict"] == 1.0
     local_records, ray_records = episode_results(tmp_path / "local"), episode_results(tmp_path / "ray")

@@ -58,9 +58,16 @@ class KillingOracle(OracleAgent):
         return super().step(conversation, allow_tools)
 
 
-def test_oracle_run_is_perfect_and_traces_verify(cases, tmp_path):
-    out = tmp_path / "run"
-    summary = runner(cases, out).run()
+@pytest.fixture(scope="module")
+def oracle_run(cases, tmp_path_factory):
+    """One oracle run over the three cases, (its folder, its summary): the tests that read it or refuse to resume it
+    share it (an oracle run costs about 2 s of CPU)."""
+    out = tmp_path_factory.mktemp("oracle") / "run"
+    return out, runner(cases, out).run()
+
+
+def test_oracle_run_is_perfect_and_traces_verify(oracle_run):
+    out, summary = oracle_run
     assert summary["n"] == 3 and summary["task"] == 1.0 and summary["strict"] == 1.0 and summary["loc"] == 1.0
     assert summary["invalid"] == 0 and summary["executed_now"] == 3
     for record in results(out).values():
@@ -128,10 +135,9 @@ def test_random_agent_scores_near_chance(cases, tmp_path):
     assert summary["task"] <= 0.5  # six options: chance is 1/6
 
 
-def test_changed_configuration_is_refused(cases, tmp_path):
-    runner(cases, tmp_path / "run", limit=1).run()
-    with pytest.raises(ValueError, match="differs in agent"):
-        runner(cases, tmp_path / "run", RandomAgent, limit=1).run()
+def test_changed_configuration_is_refused(cases, oracle_run):
+    with pytest.raises(ValueError, match="differs in agent"):  # --limit is not part of what a resume must share
+        runner(cases, oracle_run[0], RandomAgent, limit=1).run()
 
 
 @pytest.mark.parametrize("repeats", [0, -1, MAX_REPEATS + 1, 10**9])
