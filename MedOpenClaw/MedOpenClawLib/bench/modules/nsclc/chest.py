@@ -305,15 +305,17 @@ def _branch(chest: Chest, start, direction, radius, depth, rng) -> None:
 def label_volume(parts: list[Part], grid: Grid) -> np.ndarray:
     """Index into ``parts`` (+1; 0 = air outside the body) for every voxel of ``grid``."""
     labels = np.zeros((grid.slices, grid.size, grid.size), dtype=np.uint16)
-    names = [part.name for part in parts]
+    names = np.array(["", *(part.name for part in parts)])  # by label: 0 is air
+    allowed_by_over = {}  # per ``over`` tuple, whether each label may be painted over (a thorax has ~2000 parts)
     for index, part in enumerate(parts, 1):
         region = grid.region(*part.shape.box())
         if region is None:
             continue
         inside = part.shape.inside(*grid.ras_points(region))
         if part.over:
-            allowed = [i for i, name in enumerate(names, 1) if name in part.over]
-            inside &= np.isin(labels[region], allowed)
+            if part.over not in allowed_by_over:
+                allowed_by_over[part.over] = np.isin(names, part.over) & (np.arange(names.size) > 0)
+            inside &= allowed_by_over[part.over][labels[region]]
         labels[region][inside] = index
     return labels
 
