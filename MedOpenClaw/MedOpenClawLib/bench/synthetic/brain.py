@@ -251,6 +251,26 @@ def _soft_ellipsoid(grid, center, radii, field=None, roughness=0.0, stretch=None
     return np.clip((1.0 + width / 2 - distance) / width, 0.0, 1.0)
 
 
+def _ellipsoid_box(template: Template, compartment: Compartment, stretch_max: float) -> tuple[slice, ...]:
+    """Voxels outside this box get weight 0 from :func:`_soft_ellipsoid` (so only the box is computed): the weight
+    is 0 beyond the normalised distance 1 + width / 2, which the field (at most 1.6 in size, see
+    :func:`_smooth_field`) and a stretch up to ``stretch_max`` can only push out by the factor below; a voxel of
+    margin covers rounding."""
+    shrink = 1.0 - 1.61 * compartment.roughness
+    if shrink <= 0:
+        return tuple(slice(0, size) for size in template.shape)
+    width = 1.5 / max(min(compartment.radii), 1.0)
+    reach = (1.0 + width / 2) * stretch_max / shrink
+    box = []
+    for axis, size in enumerate(template.shape):
+        step, origin = template.affine[axis, axis], template.affine[axis, 3]
+        ends = [(compartment.center[axis] + sign * reach * compartment.radii[axis] - origin) / step
+                for sign in (-1, 1)]
+        start, stop = int(np.floor(min(ends))) - 1, int(np.ceil(max(ends))) + 2
+        box.append(slice(min(max(start, 0), size), min(max(stop, 0), size)))
+    return tuple(box)
+
+
 def _smooth_field(shape, sigma_vox: float, rng: np.random.Generator) -> np.ndarray:
     """A Gaussian random field of unit standard deviation, correlated over ``sigma_vox`` voxels."""
     from scipy import ndimage
@@ -311,18 +331,24 @@ def render(
     weights, dtypes = {}, set()
     for compartment in compartments:
         stretch = (0.55 + 0.8 * template.wm) if compartment.kind == "edema" else None
-        weight = _soft_ellipsoid(grid, compartment.center, compartment.radii, field, compartment.roughness, stretch)
+        # the weight is computed in the box it can be non-zero in (0 elsewhere), voxel for voxel as on the whole grid
+        reach = _ellipsoid_box(template, compartment, 1.0 if stretch is None else float(stretch.max()))
+        near = [axis[reach] for axis in grid]
+        weight = _soft_ellipsoid(near, compartment.center, compartment.radii, field[reach], compartment.roughness,
+                                 None if stretch is None else stretch[reach])
         if compartment.shell > 0:
             inner = tuple(max(radius - compartment.shell, 0.5) for radius in compartment.radii)
-            weight = np.clip(weight - _soft_ellipsoid(grid, compartment.center, inner, field,
+            weight = np.clip(weight - _soft_ellipsoid(near, compartment.center, inner, field[reach],
                                                       compartment.roughness * 1.3), 0.0, 1.0)
         if compartment.kind == "edema":
-            weight = weight * (1.0 - template.csf)  # vasogenic oedema spreads in white matter, not in CSF
-        weight *= template.head
+            weight = weight * (1.0 - template.csf[reach])  # vasogenic oedema spreads in white matter, not in CSF
+        weight *= template.head[reach]
         dtypes.add(weight.dtype)
         box = _support(weight)
         if box is not None:  # a compartment outside the head paints nothing
-            weights.setdefault(compartment.kind, []).append((box, weight[box], compartment.label))
+            in_grid = tuple(slice(outer.start + inner.start, outer.start + inner.stop)
+                            for outer, inner in zip(reach, box))
+            weights.setdefault(compartment.kind, []).append((in_grid, weight[box], compartment.label))
     labels = np.zeros(template.shape, dtype=np.uint8)
     for kind in PAINT_ORDER:
         for box, weight, label in weights.get(kind, []):
