@@ -328,8 +328,15 @@ def ct_numbers(parts: list[Part], labels: np.ndarray, grid: Grid, rng: np.random
     hu = table[labels]
     lung = np.isin(labels, [i for i, part in enumerate(parts, 1) if part.name == "lung"])
     _, a, _ = grid.ras_points()
-    texture = ndimage.gaussian_filter(rng.normal(0, 1, labels.shape).astype(np.float32), 1.5) * 40
-    hu += np.where(lung, texture - 0.5 * (a + 20), 0)
+    noise = rng.normal(0, 1, labels.shape).astype(np.float32)
+    box = next(iter(ndimage.find_objects(lung.view(np.uint8))), None)
+    if box is not None:  # the texture is only added in the lung: blurred in its box (a quarter of the grid)
+        reach = int(4.0 * 1.5 + 0.5)  # and the blur kernel's radius around it, so the box gets the same values
+        around = tuple(slice(max(side.start - reach, 0), min(side.stop + reach, size))
+                       for side, size in zip(box, labels.shape))
+        inner = tuple(slice(side.start - outer.start, side.stop - outer.start) for side, outer in zip(box, around))
+        texture = ndimage.gaussian_filter(noise[around], 1.5)[inner] * 40
+        hu[box] += np.where(lung[box], texture - 0.5 * (a[:, box[1]] + 20), 0)
     hu = ndimage.gaussian_filter(hu, (0.5, 0.7, 0.7))
     return hu + rng.normal(0, 14, hu.shape).astype(np.float32)
 
