@@ -266,6 +266,7 @@ class SceneThreadExecutor:
 
     def stop(self) -> None:
         self._stopped.set()
+        self.submit(lambda: None)  # wakes run() now, not at its next poll (0.2 s more for every server stopped)
 
 
 def is_loopback(host: str) -> bool:

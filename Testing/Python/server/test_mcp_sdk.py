@@ -49,6 +49,12 @@ def data_root(tmp_path_factory) -> Path:
     return root
 
 
+# The viewer kept ready for restarts after a crash (a second viewer process per session, ~1.5 s of CPU to start): the
+# tests that crash no viewer leave it out, but for those of the default lifecycle (sessions released, a client gone
+# while the viewer boots); test_runtime_supervisor.py restarts on it over REST and MCP.
+NO_SPARE = "--no-spare-viewer"
+
+
 def command(data_root: Path, trace: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "MedOpenClawLib.cli", "mcp", "--data-root", str(data_root), "--trace", str(trace),
             *extra]
@@ -84,7 +90,7 @@ async def exercise(session: ClientSession, data_root: Path) -> None:
 
 def test_stdio_with_the_sdk_client(data_root, tmp_path):
     trace = tmp_path / "trace.jsonl"
-    parts = command(data_root, trace)
+    parts = command(data_root, trace, NO_SPARE)
     parameters = StdioServerParameters(command=parts[0], args=parts[1:], env=ENV)
 
     async def main() -> None:
@@ -100,7 +106,7 @@ def test_stdio_with_the_sdk_client(data_root, tmp_path):
 def test_stdio_serves_the_pathology_viewer_for_slides(slide_root, slide_path, tmp_path):
     """Chosen by the data root (slides, no volumes): the QuPath-style actions, listed and called on a slide."""
     trace = tmp_path / "wsi.jsonl"
-    parts = command(slide_root, trace)
+    parts = command(slide_root, trace, NO_SPARE)
     parameters = StdioServerParameters(command=parts[0], args=parts[1:], env=ENV)
 
     async def main() -> None:
@@ -147,7 +153,7 @@ async def http_client(url: str):
 def test_streamable_http_needs_the_token_and_gives_each_client_its_own_session(data_root, tmp_path):
     """Two clients at once: each has its own scene and trace (the second sees nothing the first opened)."""
     trace = tmp_path / "trace.jsonl"
-    server, url = http_server(data_root, trace)
+    server, url = http_server(data_root, trace, NO_SPARE)
     try:
         hello = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
         for headers in ({}, {"Authorization": "Bearer wrong"}):

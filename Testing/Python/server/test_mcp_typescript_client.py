@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_mcp_sdk import ENV, http_server
+from test_mcp_sdk import ENV, NO_SPARE, http_server
 from test_runtime_data_roots import write_volume
 
 from MedOpenClawLib import apps
@@ -27,7 +27,7 @@ def drive(node_clients: Path, plan: dict) -> dict:
 
 def stdio_plan(data_root: Path, steps: list[dict]) -> dict:
     return {"transport": "stdio", "command": sys.executable,
-            "args": ["-m", "MedOpenClawLib.cli", "mcp", "--data-root", str(data_root)],
+            "args": ["-m", "MedOpenClawLib.cli", "mcp", "--data-root", str(data_root), NO_SPARE],
             "env": {**os.environ, **ENV}, "steps": steps}
 
 
@@ -63,7 +63,7 @@ def test_a_package_root_never_yields_its_hidden_files(node_clients, tmp_path):
 
 
 def test_two_http_clients_do_not_see_each_others_state(node_clients, data_root, tmp_path):
-    server, url = http_server(data_root, tmp_path / "trace.jsonl")
+    server, url = http_server(data_root, tmp_path / "trace.jsonl", NO_SPARE)
     try:
         report = drive(node_clients, {"transport": "http", "url": url, "token": "s3cret-token", "clients": 2,
                                       "steps": [

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from mcp.client import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from test_mcp_sdk import ENV, http_client
+from test_mcp_sdk import ENV, NO_SPARE, http_client
 
 from MedOpenClawLib.apps.radiology import build_headless_slicer_registry
 from MedOpenClawLib.core.policy import DataRootPolicy
@@ -119,7 +119,7 @@ def open_hidden_and_data(call, package: Path) -> None:
 
 def test_rest_serves_only_the_package_data(package):
     env = {**os.environ, **ENV, "MEDOPENCLAW_TOKEN": "gt-token"}
-    server = subprocess.Popen(medopenclaw("serve", "--port", "0", "--data-root", str(package)), env=env,
+    server = subprocess.Popen(medopenclaw("serve", "--port", "0", "--data-root", str(package), NO_SPARE), env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = server.stdout.readline().split(" on ")[1].split()[0]
@@ -136,7 +136,7 @@ def test_rest_serves_only_the_package_data(package):
 
 
 def test_mcp_stdio_and_http_serve_only_the_package_data(package, tmp_path):
-    parts = medopenclaw("mcp", "--data-root", str(package))
+    parts = medopenclaw("mcp", "--data-root", str(package), NO_SPARE)
     stdio = StdioServerParameters(command=parts[0], args=parts[1:], env=ENV)
     env = {**os.environ, **ENV, "MEDOPENCLAW_TOKEN": "s3cret-token"}
     http = subprocess.Popen([*parts, "--transport", "http", "--port", "0"], env=env, stdout=subprocess.PIPE,

@@ -218,12 +218,16 @@ def test_when_every_connection_carries_a_request_a_new_one_is_refused_busy(serve
     """The limit (4 here) reached by connections whose requests wait for the scene: nothing to evict, so the
     newcomer is answered 503 in the JSON shape; the waiting requests are all answered afterwards."""
     monkeypatch.setattr(rest, "MAX_CONNECTIONS", 4)
-    server.executor.submit(time.sleep, 2.0)  # the scene's thread is busy: the requests below wait for it
+    scene_free = threading.Event()
+    server.executor.submit(scene_free.wait, 60)  # the scene's thread is busy: the requests below wait for it
     waiting = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(4)]
     for client in waiting:
         client.sendall(request("GET", "/v1/state"))
     time.sleep(0.5)
-    assert_json_error(exchange(server.port, request("GET", "/v1/state")), 503, "busy")
+    try:
+        assert_json_error(exchange(server.port, request("GET", "/v1/state")), 503, "busy")
+    finally:
+        scene_free.set()  # released once the newcomer was answered, not after a fixed 2 s
     for client in waiting:
         assert client.recv(65536).startswith(b"HTTP/1.1 200")
         client.close()
