@@ -26,7 +26,7 @@ from small_cohort import SMALL
 
 from MedOpenClawLib.bench.cohort_cache import synthetic_cases
 from MedOpenClawLib.bench.synthetic.cohort import write_cohort
-from MedOpenClawLib.cli import build_parser
+from MedOpenClawLib.cli import build_parser, main
 
 REPO = Path(__file__).resolve().parents[3]
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -76,7 +76,8 @@ COMMANDS = {
     "medopenclaw replay runs/x/.../trace.jsonl --data-root CASES/data": Spec(("runs/x", "cases")),
     'npx @modelcontextprotocol/inspector@0.17.5 --cli http://127.0.0.1:8766/mcp --transport http --header '
     '"Authorization: Bearer $MEDOPENCLAW_TOKEN" --method tools/list': Spec(("cases",), server="inspector"),
-    "medopenclaw bench cohort --size demo|full --out RAW": Spec(then=("--modules", "ucsf-pdgm", "--cases", "1")),
+    "medopenclaw bench cohort --size demo|full --out RAW":  # one case on 4 mm brains: 2.2 -> 1.0 s of CPU
+        Spec(then=("--modules", "ucsf-pdgm", "--cases", "1", "--mri-spacing", "4")),
     "medopenclaw trace audit out/run/episodes/CASE__r1/trace-1.jsonl": Spec(("runs/x",), {"out/run": "runs/x"}),
     "medopenclaw trace audit TRACE --json": Spec(("runs/x",)),
     "medopenclaw trace audit TRACE --fail-on high": Spec(("runs/x",)),
@@ -161,19 +162,17 @@ def world(tmp_path_factory):
     LUMIERE and NSCLC datasets of one case, and model answers."""
     base = tmp_path_factory.mktemp("readme-world")
     cases = synthetic_cases("ucsf-pdgm")
-    env = environment()
     server = LimitedModelServer(PROFILES["openai"], ScriptedVLM(rounds=1)).__enter__()
 
-    def cli(*argv: str) -> None:
-        completed = subprocess.run([str(CONSOLE_SCRIPT), *argv], cwd=base, env=env, capture_output=True, text=True,
-                                   timeout=900)
-        assert completed.returncode == 0, (argv, completed.stderr[-2000:])
+    def bench_run(out: str, *argv: str) -> None:
+        """A run the documented commands read, made in this process (they are the commands run as typed)."""
+        assert main(["bench", "run", "--module", "ucsf-pdgm", "--limit", "1", *argv, "--out", str(base / out)]) == 0
 
-    cli("bench", "run", "--module", "ucsf-pdgm", "--agent", "oracle", "--limit", "1", "--out", "runs/x")
-    cli("bench", "run", "--module", "ucsf-pdgm", "--agent", "heuristic", "--limit", "1", "--out", "runs/b")
+    bench_run("runs/x", "--agent", "oracle")
+    bench_run("runs/b", "--agent", "heuristic")
     shutil.copytree(base / "runs" / "x", base / "runs" / "a")
-    cli("bench", "run", "--module", "ucsf-pdgm", "--agent", "model", "--provider", "openai", "--base-url", server.url,
-        "--model", "local-vlm", "--max-rounds", "2", "--limit", "1", "--out", "runs/m")
+    bench_run("runs/m", "--agent", "model", "--provider", "openai", "--base-url", server.url, "--model", "local-vlm",
+              "--max-rounds", "2")
     # the raw datasets the prepare commands read: small_cohort's coarse grids (the documented `bench cohort` runs as
     # a command of its own below; at the demo size these two cases cost 14 s of CPU, at these grids 3.5 s)
     write_cohort(base / "raw", replace(SMALL, cases=1), modules=["lumiere", "nsclc"])
