@@ -160,6 +160,10 @@ class SlideScene:
         self.width, self.height, self.mpp = width, height, mpp
         self.structures = structures
         self.seed_parts = seed_parts
+        # per structure, found once for the ~200 blocks: its bounds (µm, as x0, y0, x1, y1 columns) and its
+        # polygon in level-0 pixels
+        self._bounds = np.array([structure.bounds for structure in structures], dtype=float).reshape(-1, 4).T
+        self._polygons_px = [np.array(structure.polygon, dtype=float) / mpp for structure in structures]
         rng = rng_for(*seed_parts, "stain")
         # slide-wide stain variation: a coarse field (one value per 128 px) of haematoxylin/eosin intensity
         self.stain = rng.normal(0.0, 1.0, (3, height // 128 + 3, width // 128 + 3)).astype(np.float32)
@@ -183,12 +187,9 @@ class SlideScene:
         draw = ImageDraw.Draw(image)
         bx0, by0 = x0 * self.mpp, y0 * self.mpp
         bx1, by1 = (x0 + w) * self.mpp, (y0 + h) * self.mpp
-        for structure in self.structures:
-            sx0, sy0, sx1, sy1 = structure.bounds
-            if sx1 < bx0 or sy1 < by0 or sx0 > bx1 or sy0 > by1:
-                continue
-            draw.polygon([(x / self.mpp - x0, y / self.mpp - y0) for x, y in structure.polygon],
-                         fill=CODES[structure.kind])
+        sx0, sy0, sx1, sy1 = self._bounds
+        for index in np.flatnonzero((sx1 >= bx0) & (sy1 >= by0) & (sx0 <= bx1) & (sy0 <= by1)):  # scene order
+            draw.polygon((self._polygons_px[index] - (x0, y0)).tolist(), fill=CODES[self.structures[index].kind])
         return image
 
     def _stain_field(self, x0: int, y0: int, w: int, h: int) -> np.ndarray:
