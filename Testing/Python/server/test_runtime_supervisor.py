@@ -215,8 +215,10 @@ def test_pathology_viewer_is_restored_after_a_crash(tmp_path, slide_root, slide_
 
 # ------------------------------------------------------------------------------------------ the real front-ends
 def front_end(*arguments: str) -> list[str]:
-    """``medopenclaw ARGS`` whose supervisor launches the crashing worker (crashing_front_end.py)."""
-    return [sys.executable, str(DOUBLES / "crashing_front_end.py"), *arguments]
+    """``medopenclaw ARGS`` whose supervisor launches the crashing worker (crashing_front_end.py), without the spare
+    viewer: a restart from it is the in-process tests' (``spare_used``), a front-end's answer is the same either
+    way, and each spare is a viewer's start-up of CPU."""
+    return [sys.executable, str(DOUBLES / "crashing_front_end.py"), *arguments, "--no-spare-viewer"]
 
 
 def test_rest_serve_answers_viewer_crashed_over_a_real_socket(tmp_path, data_root):
@@ -253,7 +255,7 @@ def test_rest_sessions_of_their_own_over_a_real_socket(tmp_path, data_root):
     trace = tmp_path / "rest.jsonl"
     env = {**os.environ, "MEDOPENCLAW_TOKEN": "session-token"}
     server = subprocess.Popen(front_end("serve", "--data-root", str(data_root), "--port", "0", "--trace", str(trace),
-                                        "--no-spare-viewer", "--max-sessions", "2"),
+                                        "--max-sessions", "2"),
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
     try:
         url = server.stdout.readline().split(" on ")[1].split()[0]
