@@ -86,6 +86,7 @@ def measure(scratch: Path, cold_setup: bool) -> dict:
     env = {key: value for key, value in os.environ.items() if key not in ("MEDOPENCLAW_VENV", "MEDOPENCLAW_DEMO_OUT",
                                                                           "VIRTUAL_ENV", "PYTHONPATH")}
     env["MEDOPENCLAW_CACHE"] = str(cache)  # no cohort cached: a machine that never ran the demo
+    env.update(PYTHONPYCACHEPREFIX=str(clone / ".venv" / "pycache"), PYTHONDONTWRITEBYTECODE="")  # as demo.sh runs
     if cold_setup:  # bench/setup.json measures the cold installs; this is for a re-check on another machine
         env.update(UV_CACHE_DIR=str(scratch / "uv-cache"), npm_config_cache=str(scratch / "npm-cache"),
                    PIP_NO_CACHE_DIR="1")
