@@ -26,13 +26,15 @@ from MedOpenClawLib.providers.messages import ModelReply, ToolCall
 
 @dataclass
 class Scripted:
-    """One scripted HTTP answer: ``status`` and JSON ``body``, after ``delay_s`` seconds; a list ``body`` is sent
-    as server-sent events (``text/event-stream``), one ``data:`` line per item; ``bytes`` as they are."""
+    """One scripted HTTP answer: ``status`` and JSON ``body``, after ``delay_s`` seconds (and, with ``hold``, not
+    before the test sets that event: a reply in flight for exactly as long as the test needs); a list ``body`` is
+    sent as server-sent events (``text/event-stream``), one ``data:`` line per item; ``bytes`` as they are."""
 
     body: dict | list | bytes
     status: int = 200
     delay_s: float = 0.0
     headers: dict = field(default_factory=dict)
+    hold: threading.Event | None = None
 
 
 def aws_event_stream(events: list[dict]) -> bytes:
@@ -111,6 +113,8 @@ class FakeModelServer:
                 else:
                     answer = server.script.pop(0) if server.script else server.fallback
                 time.sleep(answer.delay_s)
+                if answer.hold is not None:
+                    answer.hold.wait(120)
                 streamed = isinstance(answer.body, list)
                 payload = ("".join(f"event: {event.get('type', 'message')}\ndata: {json.dumps(event)}\n\n"
                                    for event in answer.body).encode() if streamed else answer.body

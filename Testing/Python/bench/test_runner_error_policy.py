@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -210,18 +211,24 @@ def _wait_for(path: Path, text: str, timeout_s: float = 60) -> None:
 @pytest.mark.parametrize("presses", [1, 2])
 def test_ctrl_c_writes_the_summary_and_says_how_to_resume(cases, tmp_path, presses):
     """One Ctrl-C lets the running episode finish; two stop at once. Either way: summary.json, exit 130, a
-    resume hint and no traceback."""
+    resume hint and no traceback. The model's reply is held until the run has said what the Ctrl-Cs did, so
+    each press lands while the episode waits for it (no fixed delay to outlast)."""
     out = tmp_path / "run"
-    slow = Scripted(openai_reply("ANSWER: glioblastoma"), delay_s=3.0)
-    with FakeModelServer([], fallback=slow) as server:
+    held = Scripted(openai_reply("ANSWER: glioblastoma"), hold=threading.Event())
+    with FakeModelServer([], fallback=held) as server:
         log = tmp_path / "stderr.txt"
-        process = _start_run(bench_run(cases, out, server.url, "--no-preflight"), log)
-        _wait_for(log, "starting")
-        while not server.requests:
-            time.sleep(0.05)
-        for _ in range(presses):
+        try:
+            process = _start_run(bench_run(cases, out, server.url, "--no-preflight"), log)
+            _wait_for(log, "starting")
+            while not server.requests:
+                time.sleep(0.05)
             process.send_signal(signal.SIGINT)
-            time.sleep(0.3)
+            _wait_for(log, "interrupted: finishing")
+            if presses == 2:
+                process.send_signal(signal.SIGINT)
+                _wait_for(log, "interrupted again")
+        finally:
+            held.hold.set()
         stdout, _ = process.communicate(timeout=60)
     stderr = log.read_text()
     assert process.returncode == 130 and "Traceback" not in stderr and "to resume, run medopenclaw bench run" in stderr
