@@ -327,19 +327,12 @@ E2E = {"ucsf-pdgm": "anthropic", "lumiere": "vllm-32k", "nsclc": "mistral", "bra
 
 
 @pytest.fixture(scope="module")
-def cohort(tmp_path_factory):
-    """A small private synthetic cohort of every module (the cached demo cohort is rebuilt whenever a loader
-    changes; this one is coarse and built once for these tests): one case each, the one ``--limit 1`` runs."""
-    from MedOpenClawLib.bench.modules import get
-    from MedOpenClawLib.bench.package import prepare
-    from MedOpenClawLib.bench.synthetic.cohort import CohortConfig, write_cohort
+def cohort():
+    """The suite's cached demo cohort (ctest's demo_cohort generates it first), each module's package; ``--limit 1``
+    runs its first case."""
+    from MedOpenClawLib.bench.cohort_cache import synthetic_packages
 
-    root = tmp_path_factory.mktemp("cohort")
-    config = CohortConfig(seed=7, cases=1, mri_spacing_mm=4, slide_size=(1024, 768), ct_size=96, workers=1)
-    write_cohort(root / "raw", config, modules=sorted(E2E))
-    for module in E2E:
-        prepare(get(module), root / "raw" / get(module).dataset_dir, root / "cases" / module)
-    return root / "cases"
+    return synthetic_packages(sorted(E2E))
 
 
 @pytest.mark.parametrize("module", sorted(E2E))
@@ -349,7 +342,7 @@ def test_bench_run_per_module_against_a_limited_server(module, cohort, tmp_path,
     with LimitedModelServer(profile, ScriptedVLM(rounds=rounds)) as server:
         argv = ["bench", "run", "--module", module, "--agent", "model", "--provider", profile.wire, "--model",
                 MODELS.get(profile.name, "local-vlm"), "--base-url", server.url, "--limit", "1", "--max-rounds",
-                str(rounds + 1), "--out", str(tmp_path / "run"), "--max-retries", "1", "--cases", str(cohort / module)]
+                str(rounds + 1), "--out", str(tmp_path / "run"), "--max-retries", "1", "--cases", str(cohort[module])]
         code = main(argv)
     captured = capsys.readouterr()
     summary = json.loads((captured.out.strip().splitlines() or ["{}"])[-1])
