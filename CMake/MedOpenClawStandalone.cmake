@@ -98,7 +98,7 @@ endfunction()
 # A folder that grows near the timeout is split into sub-folders, as bench/ is. The groups that read the embedded
 # demo cohort wait for the 'demo_cohort' test, which generates it once into the shared cache (about 10 minutes
 # after the cohort changed, seconds otherwise), so no group pays for the generation inside its own timeout.
-set(MEDOPENCLAW_COHORT_GROUPS bench_agents docs providers worker)
+set(MEDOPENCLAW_COHORT_GROUPS bench bench_agents docs providers worker)
 
 function(medopenclaw_add_pytest_suite)
   cmake_parse_arguments(SUITE "" "" "TEST_DIRECTORIES" ${ARGN})

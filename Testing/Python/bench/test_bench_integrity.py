@@ -13,6 +13,7 @@ from agents_cases import write_ucsf_package
 
 from MedOpenClawLib.bench import integrity, modules
 from MedOpenClawLib.bench.cases import GroundTruth, load_cases, load_ground_truth
+from MedOpenClawLib.bench.cohort_cache import synthetic_cases
 from MedOpenClawLib.bench.integrity import CaseIntegrityError, verify_case_files
 from MedOpenClawLib.bench.modules.lumiere.lesions import lesion_fields
 from MedOpenClawLib.bench.package import prepare
@@ -117,13 +118,25 @@ def test_lesion_rule_is_rano_bidimensional_on_two_slices_with_a_noise_floor():
     assert set(lesion_fields(None, current, (2, 2, 2), 1).values()) == {None}
 
 
-def test_default_synthetic_lumiere_cohort_is_consistent_and_a_contradiction_excludes_only_its_case(tmp_path,
-                                                                                                     capsys):
-    """Seed 0 once had Patient-003 week-024 rated NonMeasurable while its mask held only measurable lesions: such
-    a case is excluded with the contradiction as its reason, printed by `bench prepare` and in the manifest."""
+def test_default_synthetic_lumiere_cohort_is_consistent():
+    """Seed 0 once had Patient-003 week-024 rated NonMeasurable while its mask held only measurable lesions: the
+    default (demo) cohort, as the suite's cache holds it prepared, keeps all six cases, each consistent."""
+    lumiere = modules.get("lumiere")
+    package = synthetic_cases("lumiere")
+    assert len(json.loads((package / "manifest.json").read_text())["cases"]) == 6
+    for case in load_cases(package):
+        truth = load_ground_truth(package, case.case_id)
+        assert check_ground_truth(case, truth, lumiere) == []
+        assert truth.evidence_fields["non_measurable_lesion"] == truth.evidence_fields["current_non_target_lesion"]
+
+
+def test_a_contradiction_excludes_only_its_case(tmp_path, capsys):
+    """A case whose rating contradicts its masks is excluded with the contradiction as its reason, printed by
+    `bench prepare` and in the manifest. Seed 0's six cases on 4 mm brains (a fifth of the demo's 2 mm CPU) hold
+    one study without non-measurable lesions to rate as having some."""
     raw = tmp_path / "raw"
     # in this process: a pool's workers would add their imports to the CPU, for the same (seeded) files
-    write_cohort(raw, CohortConfig(seed=0, cases=6, mri_spacing_mm=2, workers=1), modules=["lumiere"])
+    write_cohort(raw, CohortConfig(seed=0, cases=6, mri_spacing_mm=4, workers=1), modules=["lumiere"])
     lumiere = modules.get("lumiere")
     manifest = prepare(lumiere, raw / lumiere.dataset_dir, tmp_path / "cases")
     assert len(manifest["cases"]) == 6
@@ -131,12 +144,12 @@ def test_default_synthetic_lumiere_cohort_is_consistent_and_a_contradiction_excl
     truths = {case.case_id: load_ground_truth(tmp_path / "cases", case.case_id) for case in cases}
     for case in cases:
         truth = truths[case.case_id]
-        assert check_ground_truth(case, truth, modules.get(case.module)) == []
+        assert check_ground_truth(case, truth, lumiere) == []
         assert truth.evidence_fields["non_measurable_lesion"] == truth.evidence_fields["current_non_target_lesion"]
     counts = Counter(truth.labels["answer"] for truth in truths.values())
     filtered = prepare(lumiere, raw / lumiere.dataset_dir, tmp_path / "filtered", min_label_cases=2)
     rare = sum(count for count in counts.values() if count < 2)
-    assert filtered["filters"][-1] == {"step": "label frequency", "excluded": rare, "remaining": 6 - rare}
+    assert rare and filtered["filters"][-1] == {"step": "label frequency", "excluded": rare, "remaining": 6 - rare}
     # rate NonMeasurableLesions = yes on a study whose mask has no non-measurable lesion
     victim = next(case_id for case_id, truth in sorted(truths.items())
                   if truth.evidence_fields["current_non_target_lesion"] is False)
