@@ -7,6 +7,8 @@ after changing the scene (see that file)."""
 
 from __future__ import annotations
 
+import base64
+import io
 import json
 import os
 import subprocess
@@ -14,8 +16,10 @@ import sys
 from pathlib import Path
 
 import crashing_worker
+import numpy as np
 import pytest
 import requests
+from PIL import Image
 from runtime_data import lesion_center_ras, oblique_lps_affine
 
 from MedOpenClawLib.apps.radiology import build_slicer_registry
@@ -54,6 +58,30 @@ def scheduled_with_the_server(pid: int) -> bool:
     """The viewer leads a process group of its own (killed as a whole) in the server's session, which Linux
     schedules as one group (autogroup): not a session of its own, waiting for its own turn at every wake-up."""
     return os.getpgid(pid) == pid and os.getsid(pid) == os.getsid(0)
+
+
+def view_differences(supervised: dict, in_process: dict, folder: Path) -> str:
+    """Where the views of two REST bodies differ (which pixels, or only the PNG bytes), both PNGs of each written
+    to ``folder``: a mismatch seen once in many runs has to name its cause in the log of that run."""
+    notes = []
+    for ours, theirs in zip(supervised["images"], in_process["images"]):
+        if ours["png_base64"] == theirs["png_base64"]:
+            continue
+        pngs = [base64.b64decode(image["png_base64"]) for image in (ours, theirs)]
+        for side, png in zip(("supervised", "in_process"), pngs):
+            (folder / f"{ours['view']}_{side}.png").write_bytes(png)
+        first, second = (np.asarray(Image.open(io.BytesIO(png))) for png in pngs)
+        if first.shape != second.shape:
+            notes.append(f"{ours['view']}: {first.shape} against {second.shape} pixels")
+            continue
+        changed = first != second
+        rows, columns = np.nonzero(changed.any(axis=-1) if changed.ndim == 3 else changed)
+        if rows.size:
+            notes.append(f"{ours['view']}: {rows.size} pixels differ, rows {rows.min()}-{rows.max()}, columns "
+                         f"{columns.min()}-{columns.max()}")
+        else:
+            notes.append(f"{ours['view']}: same pixels, other PNG bytes")
+    return f"{'; '.join(notes) or 'the images are equal'} (PNGs in {folder})"
 
 
 def test_segfault_answers_viewer_crashed_and_restores_the_session(tmp_path, data_root):
@@ -118,7 +146,8 @@ def test_supervised_session_matches_the_in_process_one(tmp_path, data_root):
         # the views cross as raw pixels, each encoded here as it arrives: the REST body is the in-process one, byte
         # for byte, images (coloured by the segmentation) and their geometry records included
         observed = Response(200, registry.call("observe", {"size": 64}).to_json())
-        assert observed.encode() == Response(200, in_process.call("observe", {"size": 64}).to_json()).encode()
+        expected = Response(200, in_process.call("observe", {"size": 64}).to_json())
+        assert observed.encode() == expected.encode(), view_differences(observed.body, expected.body, tmp_path)
         assert observed.body["images"][0]["geometry"] and observed.body["images"][0]["png_base64"]
         deep: list = []
         for _ in range(5000):  # deeper than json can even send: refused by the same hygiene in this process
