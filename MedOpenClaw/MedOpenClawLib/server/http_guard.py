@@ -11,7 +11,8 @@
   response), at most :data:`~.rest.MAX_HEADER_BYTES`; idle keep-alive connections dropped after
   :data:`~.rest.KEEP_ALIVE_S`;
 - what h11 refuses (a malformed request line, header or Content-Length; headers too large) is answered in the JSON
-  error shape, not uvicorn's plain text;
+  error shape, not uvicorn's plain text; h11 bounds a head's bytes, not its number of header lines, which
+  :class:`HeaderLimits` bounds in front of either application;
 - a client that half-closes after sending its request (``shutdown(SHUT_WR)``) still gets its answer.
 
 uvicorn has a keep-alive timeout but none for a request's headers, and its ``limit_concurrency`` answers 503 once
@@ -33,6 +34,7 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from . import rest
 
 PEEK_BYTES = 8192  # of a waiting connection's socket, enough for a request head
+CLOSE = (b"connection", b"close")
 
 
 class GuardedH11Protocol(H11Protocol):
@@ -138,6 +140,26 @@ class GuardedH11Protocol(H11Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_header_deadline()
         super().connection_lost(exc)
+
+
+class HeaderLimits:
+    """ASGI middleware in front of both applications: a request with more than :data:`~.rest.MAX_HEADERS` header
+    lines, or over :data:`~.rest.MAX_HEADER_BYTES` of them, is answered 431 in the JSON shape (the check every
+    front end applies, :func:`~.rest.check_headers`) and its connection closed, before anything reads its body."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            raw = scope["headers"]
+            try:
+                rest.check_headers(len(raw), sum(len(name) + len(value) + 4 for name, value in raw))
+            except rest.HttpError as error:
+                response = error.response()
+                await json_answer(send, response.status, response.encode(), (CLOSE,))
+                return
+        await self.app(scope, receive, send)
 
 
 def evictee(waiting: list) -> object | None:

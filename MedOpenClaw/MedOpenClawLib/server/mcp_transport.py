@@ -16,7 +16,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from pydantic import ValidationError
 
-from .http_guard import uvicorn_limits
+from .http_guard import HeaderLimits, uvicorn_limits
 from .mcp import SESSION_ID_HEADER
 from .mcp_middleware import BearerToken, RequestShape, SessionEnd, params_refusal, parse_json
 
@@ -96,7 +96,13 @@ def http_app(server: Server, token: str, max_sessions: int, idle_s: float, on_en
     ``on_end(session id)`` once a client ended its session."""
     endpoint = server.streamable_http_app(streamable_http_path=HTTP_PATH, host="127.0.0.1",
                                           max_sessions=max_sessions, session_idle_timeout=idle_s)
-    return BearerToken(RequestShape(SessionEnd(endpoint, on_end, SESSION_ID_HEADER.encode())), token)
+    return guarded(endpoint, token, on_end)
+
+
+def guarded(endpoint, token: str, on_end: Callable[[str], None]):
+    """``endpoint`` behind the checks, outermost first: header limits, the token, the request's shape, and the
+    session's end on a client's DELETE."""
+    return HeaderLimits(BearerToken(RequestShape(SessionEnd(endpoint, on_end, SESSION_ID_HEADER.encode())), token))
 
 
 def http_server(app) -> uvicorn.Server:

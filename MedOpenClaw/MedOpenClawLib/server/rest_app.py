@@ -1,7 +1,8 @@
 """The headless REST server: :class:`~.rest.RestService` as a Starlette application on uvicorn, the stack the MCP
 server runs (HTTP/1.1 keep-alive), behind :mod:`.http_guard`'s connection limits and deadlines.
 
-Each request, in this order: refused unless from a loopback client; header count and size checked; the bearer
+Each request, in this order: header count and size checked (:class:`~.http_guard.HeaderLimits`, as on the MCP
+server); refused unless from a loopback client; the bearer
 token checked before a byte of the body is read (a wrong token costs the server nothing, even while a call runs);
 the declared body size checked before reading it; the body read within :data:`~.rest.REQUEST_DEADLINE_S` (a
 trickling client loses its request); then the service answers -- on the scene's thread for the shared session
@@ -23,11 +24,10 @@ from starlette.routing import Mount
 from ..core.hygiene import bounded_message
 from ..core.registry import ActionRegistry
 from . import rest
-from .http_guard import json_answer, loopback_socket, uvicorn_limits
+from .http_guard import CLOSE, HeaderLimits, json_answer, loopback_socket, uvicorn_limits
 from .rest import SESSION_HEADER, HttpError, Response, RestService, SceneThreadExecutor, error_response
 
 CHALLENGE = (b"WWW-Authenticate", b'Bearer realm="medopenclaw", error="invalid_token"')
-CLOSE = (b"connection", b"close")
 GRACEFUL_SHUTDOWN_S = 5.0  # requests still running when the server stops get this long to finish
 
 
@@ -56,8 +56,6 @@ class RestEndpoint:
     async def answer(self, request: Request) -> Response:
         if request.client is None or not rest.is_loopback(request.client.host):
             return error_response(403, "forbidden", "only loopback clients are served")
-        raw = request.scope["headers"]
-        rest.check_headers(len(raw), sum(len(name) + len(value) + 4 for name, value in raw))
         headers = request.headers
         if not self.service.authorized(headers.get("authorization")):
             return rest.unauthorized()
@@ -81,7 +79,7 @@ class RestEndpoint:
 
 
 def rest_app(service: RestService, executor: SceneThreadExecutor) -> Starlette:
-    return Starlette(routes=[Mount("/", app=RestEndpoint(service, executor))])
+    return Starlette(routes=[Mount("/", app=HeaderLimits(RestEndpoint(service, executor)))])
 
 
 class RestHttpServer:

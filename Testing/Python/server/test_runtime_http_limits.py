@@ -114,16 +114,19 @@ def test_every_method_gets_the_json_shape(server, method):
         assert body is None  # HEAD answers carry no body
 
 
-def test_header_limits_answer_json(server):
+def assert_header_limits(port: int, method: str, path: str) -> None:
+    """Too many header lines, too many bytes of them (in few lines, and in one): 431 in the JSON shape, closed."""
     many = "".join(f"X-Filler-{index}: {index}\r\n" for index in range(rest.MAX_HEADERS + 5))
-    assert_json_error(exchange(server.port, request("GET", "/v1/state", headers=AUTH + many)), 431,
-                      "too_many_headers")
+    assert_json_error(exchange(port, request(method, path, headers=AUTH + many)), 431, "too_many_headers")
     lots = "".join(f"X-Filler-{index}: {index:0600d}\r\n" for index in range(rest.MAX_HEADERS - 4))
-    assert_json_error(exchange(server.port, request("GET", "/v1/state", headers=AUTH + lots)), 431,
+    assert_json_error(exchange(port, request(method, path, headers=AUTH + lots)), 431,
                       "headers_too_large")  # few enough, but over 32 KiB together
     wide = f"X-Wide: {'w' * (rest.MAX_HEADER_BYTES + 10)}\r\n"
-    assert_json_error(exchange(server.port, request("GET", "/v1/state", headers=AUTH + wide)), 431,
-                      "headers_too_large")
+    assert_json_error(exchange(port, request(method, path, headers=AUTH + wide)), 431, "headers_too_large")
+
+
+def test_header_limits_answer_json(server):
+    assert_header_limits(server.port, "GET", "/v1/state")
 
 
 
@@ -317,11 +320,11 @@ def guarded_uvicorn(guarded_uvicorn_server):
 
 @pytest.fixture()
 def guarded_uvicorn_server(monkeypatch):
-    """uvicorn as ``mcp --transport http`` runs it (guarded protocol, token middleware, request-shape checks),
-    over an endpoint that answers every authorised request; small limits so the test is quick."""
+    """uvicorn as ``mcp --transport http`` runs it (guarded protocol, the same middleware in front), over an
+    endpoint that answers every authorised request; small limits so the test is quick."""
     import uvicorn
 
-    from MedOpenClawLib.server import http_guard, mcp_middleware
+    from MedOpenClawLib.server import http_guard, mcp_transport
 
     monkeypatch.setattr(rest, "MAX_CONNECTIONS", 8)
     monkeypatch.setattr(rest, "HEADER_TIMEOUT_S", 1.0)
@@ -332,7 +335,7 @@ def guarded_uvicorn_server(monkeypatch):
             await http_guard.json_answer(send, 200, {"jsonrpc": "2.0", "id": 1, "result": {}})
 
     listener = http_guard.loopback_socket(0)
-    app = mcp_middleware.BearerToken(mcp_middleware.RequestShape(endpoint), TOKEN)
+    app = mcp_transport.guarded(endpoint, TOKEN, on_end=lambda session: None)
     server = uvicorn.Server(uvicorn.Config(app, log_level="error", lifespan="off", **http_guard.uvicorn_limits()))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()
@@ -406,6 +409,10 @@ def test_mcp_http_headers_and_bodies_have_deadlines(guarded_uvicorn):
     slow_body = request("POST", "/mcp", length="100")  # headers complete, the body never arrives
     status, body, _ = exchange_open(guarded_uvicorn, slow_body)
     assert status == 408 and body["error"]["code"] == -32600
+
+
+def test_mcp_http_header_limits_answer_json(guarded_uvicorn):
+    assert_header_limits(guarded_uvicorn, "POST", "/mcp")  # h11 alone bounds only the bytes
 
 
 def test_mcp_http_array_params_get_invalid_params_with_their_id(guarded_uvicorn):
