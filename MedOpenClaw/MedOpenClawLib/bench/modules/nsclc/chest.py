@@ -162,6 +162,8 @@ class Part:
 # ------------------------------------------------------------------------------------------------ the subject
 HEART = Ellipsoid((-22, 28, -62), (62, 50, 52))
 LOBES = ("RUL", "RML", "RLL", "LUL", "LLL", "Lingula")
+LUNG_TEXTURE_SIGMA = 1.5  # voxels: the parenchymal texture's blur
+BLUR_TRUNCATE = 4.0  # the blur kernel's radius in sigmas (scipy's default, stated: the lung box's margin depends on it)
 
 
 @dataclass
@@ -331,11 +333,11 @@ def ct_numbers(parts: list[Part], labels: np.ndarray, grid: Grid, rng: np.random
     noise = rng.normal(0, 1, labels.shape).astype(np.float32)
     box = next(iter(ndimage.find_objects(lung.view(np.uint8))), None)
     if box is not None:  # the texture is only added in the lung: blurred in its box (a quarter of the grid)
-        reach = int(4.0 * 1.5 + 0.5)  # and the blur kernel's radius around it, so the box gets the same values
+        reach = int(BLUR_TRUNCATE * LUNG_TEXTURE_SIGMA + 0.5)  # and the kernel's radius, so the box's values are equal
         around = tuple(slice(max(side.start - reach, 0), min(side.stop + reach, size))
                        for side, size in zip(box, labels.shape))
         inner = tuple(slice(side.start - outer.start, side.stop - outer.start) for side, outer in zip(box, around))
-        texture = ndimage.gaussian_filter(noise[around], 1.5)[inner] * 40
+        texture = ndimage.gaussian_filter(noise[around], LUNG_TEXTURE_SIGMA, truncate=BLUR_TRUNCATE)[inner] * 40
         hu[box] += np.where(lung[box], texture - 0.5 * (a[:, box[1]] + 20), 0)
     hu = ndimage.gaussian_filter(hu, (0.5, 0.7, 0.7))
     return hu + rng.normal(0, 14, hu.shape).astype(np.float32)
