@@ -60,6 +60,15 @@ def scheduled_with_the_server(pid: int) -> bool:
     return os.getpgid(pid) == pid and os.getsid(pid) == os.getsid(0)
 
 
+def decoded(body: dict) -> dict:
+    """A REST body with each image's PNG replaced by its decoded pixels (shape, mode and bytes)."""
+    images = []
+    for image in body["images"]:
+        with Image.open(io.BytesIO(base64.b64decode(image["png_base64"]))) as png:
+            images.append({**image, "png_base64": (png.mode, png.size, png.tobytes())})
+    return {**body, "images": images}
+
+
 def view_differences(supervised: dict, in_process: dict, folder: Path) -> str:
     """Where the views of two REST bodies differ (which pixels, or only the PNG bytes), both PNGs of each written
     to ``folder``: a mismatch seen once in many runs has to name its cause in the log of that run."""
@@ -143,11 +152,13 @@ def test_supervised_session_matches_the_in_process_one(tmp_path, data_root):
                 oblique_lps_affine())]], method="threshold", lower=500, upper=1000, segment_name="lesion", size=64)
         assert registry.state() == in_process.state() and registry.state()["artifacts"]
         assert grown.data["segments"]
-        # the views cross as raw pixels, each encoded here as it arrives: the REST body is the in-process one, byte
-        # for byte, images (coloured by the segmentation) and their geometry records included
+        # the views cross as raw pixels, each encoded here as it arrives: the REST body is the in-process one, the
+        # images' pixels (coloured by the segmentation) and their geometry records included. Not the PNG bytes: the
+        # same pixels deflated twice by ISA-L may give two valid streams (seen once in about 60 loaded runs)
         observed = Response(200, registry.call("observe", {"size": 64}).to_json())
         expected = Response(200, in_process.call("observe", {"size": 64}).to_json())
-        assert observed.encode() == expected.encode(), view_differences(observed.body, expected.body, tmp_path)
+        assert decoded(observed.body) == decoded(expected.body), view_differences(observed.body, expected.body,
+                                                                                  tmp_path)
         assert observed.body["images"][0]["geometry"] and observed.body["images"][0]["png_base64"]
         deep: list = []
         for _ in range(5000):  # deeper than json can even send: refused by the same hygiene in this process
