@@ -4,8 +4,9 @@
 # feature packages installed as the module installs them on first use (MedOpenClawLib/core/dependencies.py).
 # Idempotent: a venv is rebuilt only when its requirements file or this script changed. A release whose Python is
 # not installed is skipped with a warning (its ctest then reports SKIP).
-# The release's packages are installed with the project venv's uv when it has one (scripts/setup_env.sh puts it
-# there; 3.5 s against pip's 26 s for Slicer 5.12's), else with pip.
+# The release's packages, and the feature's through the module's own install(), are installed with the project
+# venv's uv when it has one (scripts/setup_env.sh puts it there: 3.5 s against pip's 26 s for Slicer 5.12's own,
+# 3.9 s against pip's 36 s for the `core` feature), else with pip, as slicer.util.pip_install runs it.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venvs="${MEDOPENCLAW_SLICER_VENVS:-$root/.venv-slicer}"
@@ -42,22 +43,22 @@ for requirements in "$root"/Testing/SlicerReleases/slicer-*.txt; do
   "$python" -m venv "$venv"
   if [[ -x "$uv" && "${MEDOPENCLAW_INSTALLER:-uv}" == uv ]]; then
     uv_options "$venv/bin/python"
-    "$uv" pip install --quiet "${uv_args[@]}" --requirement "$requirements"
+    installer=("$uv" pip install --quiet "${uv_args[@]}")
   else
-    "$venv/bin/python" -m pip install --quiet --requirement "$requirements"
+    installer=("$venv/bin/python" -m pip install --quiet)
   fi
-  # the `core` feature, by the module's own code path (dependencies.install), with pip as slicer.util.pip_install;
-  # a release the module refuses at load (older than dependencies.MIN_SLICER) never reaches that install, and its
-  # Python may be too old for the feature's packages (the models' SDKs need 3.11): its venv stays as Slicer ships it
-  MEDOPENCLAW_RELEASE="$release" PYTHONPATH="$root/MedOpenClaw" "$venv/bin/python" - <<'PY'
+  "${installer[@]}" --requirement "$requirements"
+  # the `core` feature, by the module's own code path (dependencies.install), the installer in place of
+  # slicer.util.pip_install (the same pip arguments); a release the module refuses at load (older than
+  # dependencies.MIN_SLICER) never reaches that install, and its Python may be too old for the feature's packages
+  # (the models' SDKs need 3.11): its venv stays as Slicer ships it
+  MEDOPENCLAW_RELEASE="$release" PYTHONPATH="$root/MedOpenClaw" "$venv/bin/python" - "${installer[@]}" <<'PY'
 import os, re, subprocess, sys
 from MedOpenClawLib.core.dependencies import install, slicer_release_problem
 numbered = re.fullmatch(r"slicer-(\d+)\.(\d+)", os.environ["MEDOPENCLAW_RELEASE"])  # not "slicer-preview"
 if numbered and slicer_release_problem(int(numbered[1]), int(numbered[2])):
     sys.exit(0)
-left = install(["core"], lambda missing: True,
-               lambda arguments: subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *arguments],
-                                                check=True))
+left = install(["core"], lambda missing: True, lambda arguments: subprocess.run([*sys.argv[1:], *arguments], check=True))
 sys.exit(f"still missing after the install: {left}" if left else 0)
 PY
   echo "$want" > "$venv/.medopenclaw-installed"
