@@ -153,7 +153,7 @@ def observe_paths(registry, supervised, repeats: int) -> dict:
     pixels = ok(registry.call("observe", {"view": "axial", "size": 512})).images[0].pixels
     with BackgroundRestServer(registry, TOKEN) as local, BackgroundRestServer(supervised, TOKEN) as remote:
         local_call, remote_call, lean_call = rest_caller(local.port), rest_caller(remote.port), lean_caller(remote.port)
-        for call in (local_call, remote_call, lean_call):
+        for call in (local_call, remote_call):
             call("observe", {"size": 512})
         samples, cpu = interleaved({
             "registry_call": lambda i: local.executor.submit(
@@ -162,6 +162,7 @@ def observe_paths(registry, supervised, repeats: int) -> dict:
             "rest_in_process": lambda i: local_call("observe", {"size": 512}),
             "rest_supervised": lambda i: remote_call("observe", {"size": 512}),
         }, repeats, {"bench_process": os.getpid(), "viewer_process": supervised.viewer_pid})
+        lean_call("observe", {"size": 512})  # connected now: the server drops a connection idle for KEEP_ALIVE_S
         clients, _ = interleaved({"requests": lambda i: remote_call("observe", {"size": 512}),
                                   "http_client": lambda i: lean_call("observe", {"size": 512})}, repeats)
     report = {name: percentiles(values) for name, values in samples.items()}
