@@ -191,9 +191,10 @@ def connection_limit() -> int:
 def uvicorn_limits() -> dict:
     """``uvicorn.Config`` keywords: the guarded protocol, the header size and keep-alive limits. No
     ``limit_concurrency``: it counts every connection, so the half-sent ones the guard evicts would still turn the
-    token holder away."""
+    token holder away. No ``proxy_headers``: no proxy stands in front, and uvicorn would otherwise take a loopback
+    client's own X-Forwarded-For/-Proto for its address and scheme."""
     return {"http": GuardedH11Protocol, "timeout_keep_alive": rest.KEEP_ALIVE_S, "backlog": rest.LISTEN_BACKLOG,
-            "h11_max_incomplete_event_size": rest.MAX_HEADER_BYTES}
+            "h11_max_incomplete_event_size": rest.MAX_HEADER_BYTES, "proxy_headers": False}
 
 
 def loopback_socket(port: int) -> socket.socket:

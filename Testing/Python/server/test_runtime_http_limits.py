@@ -114,6 +114,14 @@ def test_every_method_gets_the_json_shape(server, method):
         assert body is None  # HEAD answers carry no body
 
 
+def test_forwarding_headers_do_not_change_who_the_client_is(server):
+    """No proxy stands in front of the server: a loopback client that sends X-Forwarded-For (which uvicorn trusts
+    from 127.0.0.1 unless told otherwise) is still the loopback client it is, not a remote one refused."""
+    forged = AUTH + "X-Forwarded-For: 203.0.113.9\r\nX-Forwarded-Proto: https\r\nConnection: close\r\n"
+    status, body, _ = exchange(server.port, request("GET", "/v1/state", headers=forged))
+    assert status == 200, body
+
+
 def assert_header_limits(port: int, method: str, path: str) -> None:
     """Too many header lines, too many bytes of them (in few lines, and in one): 431 in the JSON shape, closed."""
     many = "".join(f"X-Filler-{index}: {index}\r\n" for index in range(rest.MAX_HEADERS + 5))
