@@ -58,7 +58,8 @@ from MedOpenClawLib.core.dependencies import install, slicer_release_problem
 numbered = re.fullmatch(r"slicer-(\d+)\.(\d+)", os.environ["MEDOPENCLAW_RELEASE"])  # not "slicer-preview"
 if numbered and slicer_release_problem(int(numbered[1]), int(numbered[2])):
     sys.exit(0)
-left = install(["core"], lambda missing: True, lambda arguments: subprocess.run([*sys.argv[1:], *arguments], check=True))
+installer = sys.argv[1:]  # the installer's command, as the script chose it
+left = install(["core"], lambda missing: True, lambda arguments: subprocess.run([*installer, *arguments], check=True))
 sys.exit(f"still missing after the install: {left}" if left else 0)
 PY
   echo "$want" > "$venv/.medopenclaw-installed"
