@@ -109,6 +109,11 @@ class MedCopilotTest(ScriptedLoadableModuleTest):
     def setUp(self):
         slicer.mrmlScene.Clear()
 
+    def tearDown(self):
+        """Run the cleanups now: the panel's "Reload and Test" (the base class's ``runTest``) calls ``tearDown`` but
+        never ``doCleanups``; under unittest's ``run`` they would run next, and none is left to run twice."""
+        self.doCleanups()
+
     def test_ApprovedProposalRunsOnTheAppScene(self):
         import json
         import threading
@@ -143,7 +148,7 @@ class MedCopilotTest(ScriptedLoadableModuleTest):
         threading.Thread(target=server.serve_forever, daemon=True).start()
         copilot = None
         try:
-            session, path = MedOpenClawTest()._sessionWithVolume()
+            session, path = MedOpenClawTest.sessionWithVolume(self)
             self.assertTrue(session.registry.call("open_case", {"dicom_dir": path}, actor="human").ok)
             settings = CopilotSettings(base_url=f"http://127.0.0.1:{server.server_address[1]}/v1", model="fake")
             copilot = MedCopilotLogic().createSession(settings, session.registry)

@@ -200,12 +200,22 @@ class MedOpenClawTest(ScriptedLoadableModuleTest):
     def setUp(self):
         slicer.mrmlScene.Clear()
 
-    def _sessionWithVolume(self):
+    def tearDown(self):
+        """Run the cleanups now: the panel's "Reload and Test" (the base class's ``runTest``) calls ``tearDown`` but
+        never ``doCleanups``; under unittest's ``run`` they would run next, and none is left to run twice."""
+        self.doCleanups()
+
+    @staticmethod
+    def sessionWithVolume(testCase):
+        """A new shared session whose data root holds one small volume (its path returned too); the folder is
+        removed when ``testCase`` ends, whatever its outcome (each run left one in the temporary directory)."""
+        import shutil
         import tempfile
 
         import numpy as np
 
         directory = tempfile.mkdtemp(prefix="MedOpenClawTest")
+        testCase.addCleanup(shutil.rmtree, directory, True)
         array = np.random.default_rng(0).normal(100, 5, (16, 32, 32)).astype(np.int16)
         array[6:10, 10:16, 12:18] = 800
         node = slicer.util.addVolumeFromArray(array, name="Phantom")
@@ -217,7 +227,7 @@ class MedOpenClawTest(ScriptedLoadableModuleTest):
 
     def test_ActionsOnTheAppSceneAreAudited(self):
         self.delayDisplay("Opening a case through the registry")
-        session, path = self._sessionWithVolume()
+        session, path = self.sessionWithVolume(self)
         registry = session.registry
         self.assertTrue(registry.call("open_case", {"dicom_dir": path, "size": 128}, actor="human").ok)
         self.assertIsNotNone(slicer.mrmlScene.GetFirstNodeByName("Phantom"))
@@ -245,7 +255,7 @@ class MedOpenClawTest(ScriptedLoadableModuleTest):
         import urllib.error
         import urllib.request
 
-        session, _ = self._sessionWithVolume()
+        session, _ = self.sessionWithVolume(self)
         url = session.start_server(0)
         answers = {}
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import importlib.abc
 import sys
+import tempfile
 import types
 from pathlib import Path
 
@@ -30,17 +31,24 @@ def modules(monkeypatch, tmp_path):
     app.close()
 
 
+@pytest.fixture()
+def temporary(monkeypatch, tmp_path):
+    """The temporary directory the module tests write into (their volume's folder)."""
+    folder = tmp_path / "temporary"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
 def run_as_ctest(module: str) -> None:
     """``py_<module>``'s command line: ``slicer.testing.runUnitTest([binary dir, source dir], '<module>')``."""
     slicer.testing.runUnitTest([str(ROOT / module)], module)
 
 
-def test_medopenclaw_module_test_passes(modules):
-    run_as_ctest("MedOpenClaw")
-
-
-def test_medcopilot_module_test_passes(modules):
-    run_as_ctest("MedCopilot")
+@pytest.mark.parametrize("module", ["MedOpenClaw", "MedCopilot"])
+def test_module_test_passes_and_leaves_no_temporary_folder(modules, temporary, module):
+    run_as_ctest(module)
+    assert list(temporary.iterdir()) == []
 
 
 def test_a_module_test_fails_where_the_app_fails(modules, monkeypatch):
@@ -50,10 +58,11 @@ def test_a_module_test_fails_where_the_app_fails(modules, monkeypatch):
         run_as_ctest("MedOpenClaw")
 
 
-def test_reload_and_test_runs_the_same_tests(modules):
+def test_reload_and_test_runs_the_same_tests(modules, temporary):
     """The module panel's "Reload and Test" (ScriptedLoadableModule.runTest -> the test class's base runTest)."""
     medopenclaw, _ = modules
     medopenclaw.MedOpenClaw(types.SimpleNamespace()).runTest(msec=0)
+    assert list(temporary.iterdir()) == []  # the base class's runTest never calls doCleanups
 
 
 class NotInstalled(importlib.abc.MetaPathFinder):
