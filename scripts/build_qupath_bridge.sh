@@ -107,8 +107,12 @@ if [[ "${1:-}" == "--check-adapter" ]]; then
   mapfile -t check_sources < <(find "$bridge/src/test/java" -name '*.java' | sort)
   "$javac" --release 17 -Xlint:all -Werror -encoding UTF-8 -cp "$classpath" -d "$out/check-classes" \
     "${check_sources[@]}"
+  # the checks' scratch folders (a QuPath home, slides, connection files) in the build folder, emptied before each
+  # run; in the system's temporary directory each run left three behind
+  scratch="$out/check-scratch"
+  rm -rf "$scratch" && mkdir -p "$scratch"
   for check in org.medopenclaw.qupath.gui.QuPathViewerPortCheck org.medopenclaw.qupath.gui.QuPathBridgeExtensionCheck \
       org.medopenclaw.qupath.OwnerOnlyFileCheck; do
-    "$java" -cp "$out/check-classes:$classpath" "$check"
+    "$java" -Djava.io.tmpdir="$scratch" -cp "$out/check-classes:$classpath" "$check"
   done
 fi

@@ -66,3 +66,5 @@ def test_adapter_compiles_against_the_qupath_api_stubs_and_passes_its_checks(tmp
     assert "QuPathBridgeExtensionCheck passed" in ran.stdout
     assert "no prompting QuPath API was called" in ran.stdout
     assert (tmp_path / "medopenclaw-qupath-extension.jar").exists()
+    scratch = sorted(path.name for path in (tmp_path / "check-scratch").iterdir())
+    assert [name.rstrip("0123456789") for name in scratch] == ["owner-only", "qupath-home", "qupath-port"]
