@@ -4,13 +4,15 @@ Two measurements, each added to bench/suite.json under its label (a run with the
 
 ``groups``: every ctest test of a configured build tree (``cmake ... -DMEDOPENCLAW_STANDALONE_TESTS=ON``) run
 alone, one after the other, with its own command, environment and working directory as ctest has them. Records
-wall seconds and CPU seconds (user + system of the test's process tree, from ``wait4``: on a shared machine the
-CPU is the figure to compare) and, for the pytest groups, the slowest test items (pytest ``--durations``). The
-cohort is generated first (the demo_cohort test), as ctest's fixture does.
+wall seconds and CPU seconds (user + system of every process the test started, from a cpuacct cgroup where one
+can be made, else of its process tree from ``wait4``: on a shared machine the CPU is the figure to compare) and,
+for the pytest groups, the slowest test items (pytest ``--durations``). The cohort is generated first (the
+demo_cohort test), as ctest's fixture does.
 
 ``full``: the README's command, ``bash scripts/test.sh``, on a fresh clone of the committed HEAD (set-up included;
 the package caches are the machine's, warm), timed as a whole, with each ctest test's wall seconds as ctest
-printed them and the load average before and after.
+printed them, the load average before and after, and how the machine's cores spent the run (``/proc/stat``:
+user, system, idle, and stolen by the hypervisor, which on a shared virtual machine slows every test alike).
 
     python scripts/bench_suite.py groups --build build [--label after] [--only pytest_bench demo_cohort]
     python scripts/bench_suite.py full [--label after] [--jobs 2]
@@ -38,25 +40,76 @@ CTEST_LINE = re.compile(r"Test\s+#\d+: (\S+) \.+\**\s*(\w[\w* ]*?)\s+(\d+\.\d+) 
 SLOWEST = 15
 
 
-def run_measured(command: list[str], env: dict[str, str], cwd: str | None = None) -> tuple[int, float, float, str]:
+def run_measured(command: list[str], env: dict[str, str], cwd: str | None = None) -> tuple[int, float, dict, str]:
     """Run ``command`` under ``nice`` (other work shares the machine) and return its exit status, wall seconds,
-    CPU seconds of its whole process tree (``wait4``: the children it reaped count too) and its output."""
-    with tempfile.TemporaryFile(mode="w+") as log:
+    CPU seconds and its output.
+
+    The CPU is given twice: ``reaped`` from ``wait4`` (the command and the children it reaped) and, where this
+    machine lets a process make a cpuacct cgroup (root on cgroup v1), ``cgroup``: every process the command started,
+    the daemons that outlive their parent too (Ray's raylet and GCS, servers a test started in the background),
+    which ``wait4`` never sees."""
+    with tempfile.TemporaryFile(mode="w+") as log, CpuGroup() as group:
         started = time.perf_counter()
+        env = {**env, **group.environment()}
         process = subprocess.Popen(["nice", "-n", "10", *command], env=env, cwd=cwd, stdout=log,
-                                   stderr=subprocess.STDOUT, text=True)
+                                   stderr=subprocess.STDOUT, text=True, preexec_fn=group.join)
         _, status, usage = os.wait4(process.pid, 0)
         wall = time.perf_counter() - started
         process.returncode = os.waitstatus_to_exitcode(status)
+        cpu = {"reaped": round(usage.ru_utime + usage.ru_stime, 1)}
+        if group.path:
+            cpu["cgroup"] = round(group.seconds(), 1)
         log.seek(0)
-        return process.returncode, wall, usage.ru_utime + usage.ru_stime, log.read()
+        return process.returncode, wall, cpu, log.read()
+
+
+class CpuGroup:
+    """A cgroup v1 ``cpuacct`` group for one measured command (none where it cannot be made: ``path`` is None).
+
+    Processes that are still running when the command ends (a leaked daemon) are counted up to that moment and
+    moved back to the root group, so that the group can be removed."""
+
+    ROOT = Path("/sys/fs/cgroup/cpuacct")
+
+    def __enter__(self) -> CpuGroup:
+        try:
+            self.path = Path(tempfile.mkdtemp(prefix="bench-suite-", dir=self.ROOT))
+        except OSError:
+            self.path = None
+        return self
+
+    def join(self) -> None:
+        """In the child before it executes the command: it, and so all it starts, belongs to the group."""
+        if self.path:
+            (self.path / "cgroup.procs").write_text(str(os.getpid()))
+
+    def environment(self) -> dict[str, str]:
+        """Where the pytest plugin below reads the group's CPU for each test item."""
+        return {"BENCH_SUITE_CGROUP": str(self.path)} if self.path else {}
+
+    def seconds(self) -> float:
+        return int((self.path / "cpuacct.usage").read_text()) / 1e9
+
+    def __exit__(self, *exc) -> None:
+        if not self.path:
+            return
+        for _ in range(50):  # a process forked meanwhile appears in the next read
+            leftover = (self.path / "cgroup.procs").read_text().split()
+            if not leftover:
+                break
+            for pid in leftover:
+                try:
+                    (self.ROOT / "cgroup.procs").write_text(pid)
+                except OSError:
+                    pass  # it ended meanwhile
+        self.path.rmdir()
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """This file is also a pytest plugin (``-p bench_suite``): each test item's wall and CPU seconds (setup, call
-    and teardown; the CPU of this process and of the children it reaped meanwhile), appended as JSON lines to
-    BENCH_SUITE_ITEMS."""
+    and teardown; the CPU of the group's cgroup meanwhile, else of this process and the children it reaped),
+    appended as JSON lines to BENCH_SUITE_ITEMS."""
     before, started = _cpu_now(), time.perf_counter()
     yield
     wall, cpu = time.perf_counter() - started, _cpu_now() - before
@@ -66,6 +119,8 @@ def pytest_runtest_protocol(item, nextitem):
 
 
 def _cpu_now() -> float:
+    if "BENCH_SUITE_CGROUP" in os.environ:
+        return int((Path(os.environ["BENCH_SUITE_CGROUP"]) / "cpuacct.usage").read_text()) / 1e9
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
@@ -113,7 +168,8 @@ def measure_groups(build: Path, only: list[str] | None, cache: str | None) -> di
             env["BENCH_SUITE_ITEMS"] = str(items)
         load = os.getloadavg()[0]
         code, wall, cpu, output = run_measured(command, env, test["cwd"])
-        results[test["name"]] = {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "exit": code,
+        results[test["name"]] = {"wall_s": round(wall, 1), "cpu_s": cpu.get("cgroup", cpu["reaped"]),
+                                 "cpu_reaped_s": cpu["reaped"], "exit": code,
                                  "load_1min_before": round(load, 2), "needs_cohort": test["cohort"]}
         if is_pytest:
             summary = [line for line in output.splitlines() if re.search(r"\d+ (passed|failed|skipped)", line)]
@@ -134,21 +190,34 @@ def measure_full(jobs: int) -> dict:
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
         env = {**os.environ, "MEDOPENCLAW_CACHE": str(Path(scratch) / "cache"), "MEDOPENCLAW_TEST_JOBS": str(jobs)}
         env.pop("PYTHONPATH", None)
-        load = os.getloadavg()
+        load, cores = os.getloadavg(), core_ticks()
         code, wall, cpu, output = run_measured(["bash", "scripts/test.sh"], env, str(clone))
+        spent = [after - before for before, after in zip(cores, core_ticks())]
         tests = {match[1]: {"wall_s": float(match[3]), "result": match[2].strip()}
                  for match in map(CTEST_LINE.search, output.splitlines()) if match}
         total = re.search(r"Total Test time \(real\) =\s+(\d+\.\d+) sec", output)
         summary = re.search(r"\d+% tests passed.*", output)
         if code:
             print(output[-6000:], file=sys.stderr)
-        return {"wall_s": round(wall, 1), "cpu_s": round(cpu, 1), "exit": code, "jobs": jobs,
+        return {"wall_s": round(wall, 1), "cpu_s": cpu.get("cgroup", cpu["reaped"]), "cpu_reaped_s": cpu["reaped"],
+                "exit": code, "jobs": jobs,
                 "ctest_real_s": float(total[1]) if total else None,
                 "setup_and_configure_s": round(wall - float(total[1]), 1) if total else None,
                 "summary": summary[0] if summary else None,
                 "load_average_before": [round(value, 2) for value in load],
                 "load_average_after": [round(value, 2) for value in os.getloadavg()],
+                "cores_percent": {name: round(100 * ticks / sum(spent), 1) for name, ticks in zip(CORE_STATES, spent)},
                 "tests": dict(sorted(tests.items(), key=lambda item: -item[1]["wall_s"]))}
+
+
+CORE_STATES = ("user", "system", "idle", "steal")
+
+
+def core_ticks() -> list[int]:
+    """All cores' time so far in :data:`CORE_STATES` (``/proc/stat``; nice counts as user, iowait as idle,
+    interrupts as system)."""
+    user, nice, system, idle, iowait, irq, softirq, steal = map(int, Path("/proc/stat").read_text().split()[1:9])
+    return [user + nice, system + irq + softirq, idle + iowait, steal]
 
 
 def main() -> int:
@@ -168,7 +237,7 @@ def main() -> int:
     run = {"label": args.label, "mode": args.mode, "commit": commit, "cpus": os.cpu_count(),
            "date": time.strftime("%Y-%m-%dT%H:%MZ", time.gmtime()), **measured}
     report = json.loads(args.out.read_text()) if args.out.exists() else {
-        "benchmark": "scripts/bench_suite.py: the suite's ctest tests, wall and CPU seconds (wait4) each; "
+        "benchmark": "scripts/bench_suite.py: the suite's ctest tests, wall and CPU seconds (cgroup, else wait4) each; "
                      "and bash scripts/test.sh on a fresh clone",
         "note": "a shared 2-core machine: compare CPU seconds; read wall seconds with the load average",
         "runs": []}
