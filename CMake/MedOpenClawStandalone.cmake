@@ -42,6 +42,10 @@ if(DEFINED ENV{MEDOPENCLAW_CACHE})
 else()
   set(_medopenclaw_test_cache "${CMAKE_BINARY_DIR}/cohort-cache")
 endif()
+# The suite's cohort has two cases per module, not the demo's six: no test reads the images of a third case (the
+# access times of a cached cohort after a whole run), and generating the other four was about two thirds of the
+# cohort's CPU. A test that needs more cases than that makes its own cohort. Plain pytest has the same (conftest.py).
+set(MEDOPENCLAW_TEST_COHORT_CASES 2)
 # Every process the suite starts (pytest, the CLI as a user types it, viewers, the cohort's workers, Ray's) compiles
 # a module once for the whole run, into the build tree's pycache: with bytecode writing off (as it was, and as an
 # outer PYTHONDONTWRITEBYTECODE would have it) each one compiled every module it imported from source, the
@@ -57,6 +61,7 @@ set(MEDOPENCLAW_TEST_ENVIRONMENT
   "PYTHONPYCACHEPREFIX=${CMAKE_BINARY_DIR}/pycache"
   "PYTHONFAULTHANDLER=1"
   "MEDOPENCLAW_CACHE=${_medopenclaw_test_cache}"
+  "MEDOPENCLAW_COHORT_CASES=${MEDOPENCLAW_TEST_COHORT_CASES}"
   "OMP_NUM_THREADS=1"
   "OPENBLAS_NUM_THREADS=1"
   "MKL_NUM_THREADS=1"

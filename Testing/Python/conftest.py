@@ -14,13 +14,17 @@ import pytest
 def pytest_configure(config):
     """Plain ``pytest`` caches the synthetic cohort where ctest does, in this checkout's build/cohort-cache
     (CMake/MedOpenClawStandalone.cmake), never in the user's ~/.cache/medopenclaw (about 300 MB per cohort
-    fingerprint, kept until pruned); a MEDOPENCLAW_CACHE that is set chooses another. It goes into the environment,
-    so the CLI processes that tests start use it too."""
+    fingerprint, kept until pruned), and with ctest's two cases per module; a MEDOPENCLAW_CACHE or
+    MEDOPENCLAW_COHORT_CASES that is set chooses another. They go into the environment, so the CLI processes that
+    tests start use them too."""
     import os
     from pathlib import Path
 
-    if not os.environ.get("MEDOPENCLAW_CACHE", "").strip():
-        os.environ["MEDOPENCLAW_CACHE"] = str(Path(__file__).resolve().parents[2] / "build" / "cohort-cache")
+    defaults = {"MEDOPENCLAW_CACHE": str(Path(__file__).resolve().parents[2] / "build" / "cohort-cache"),
+                "MEDOPENCLAW_COHORT_CASES": "2"}
+    for name, default in defaults.items():
+        if not os.environ.get(name, "").strip():
+            os.environ[name] = default
 
 
 @pytest.fixture()

@@ -89,9 +89,21 @@ def synthetic_packages(modules: list[str], seed: int = 0, cases: int | None = No
 
 
 def _cohort(seed: int, cases: int | None, cache_dir, size: str) -> tuple[CohortConfig, Path]:
-    """The config and cache folder of a cohort."""
+    """The config and cache folder of a cohort; ``cases`` None: MEDOPENCLAW_COHORT_CASES, else the size's."""
+    cases = cases_setting() if cases is None else cases
     config = CohortConfig.for_size(size, seed=seed, **({} if cases is None else {"cases": cases}))
     return config, cache_root(cache_dir) / f"{COHORT_PREFIX}{cohort_fingerprint()}-{size}-seed{seed}-n{config.cases}"
+
+
+def cases_setting() -> int | None:
+    """MEDOPENCLAW_COHORT_CASES as a count (None when unset): a smaller cohort for whoever needs only a few cases
+    (the test suite reads two per module), cached beside the full-count one."""
+    text = settings.value("MEDOPENCLAW_COHORT_CASES")
+    if not text:
+        return None
+    if not text.isdecimal() or int(text) < 1:
+        raise ValueError(f"MEDOPENCLAW_COHORT_CASES must be a whole number of cases, 1 or more (got {text!r})")
+    return int(text)
 
 
 def _cases_text(config: CohortConfig) -> str:

@@ -71,7 +71,8 @@ def _add_cohort(subparsers) -> None:
     parser.add_argument("--modules", nargs="+", choices=names(), default=list(names()),
                         help="modules to write (default: all)")
     parser.add_argument("--size", choices=("demo", "full"), default="demo", help="preset of the sizes below")
-    parser.add_argument("--cases", type=COUNT, help="cases per module (default: the preset's)")
+    parser.add_argument("--cases", type=COUNT, help="cases per module (default: the preset's; with --cache, "
+                                                    "MEDOPENCLAW_COHORT_CASES first)")
     parser.add_argument("--mri-spacing", type=Number(above=0),
                         help="brain MRI voxel size in mm (default: the preset's)")
     parser.add_argument("--slide-size", type=COUNT, nargs=2, metavar=("W", "H"),

@@ -170,6 +170,9 @@ def add_bench_subcommand(bench_subparsers) -> None:
     parser.add_argument("--cohort-seed", type=NON_NEGATIVE, default=0, help="seed of the embedded synthetic cohort")
     parser.add_argument("--cohort-size", choices=("demo", "full"), default="demo",
                         help="embedded cohort size: demo (minutes on 2 cores) or full (1 mm brains, 0.75 um/px slides)")
+    parser.add_argument("--cohort-cases", type=COUNT, metavar="N",
+                        help="cases per module of the embedded cohort (default: MEDOPENCLAW_COHORT_CASES, else the "
+                             "size's: 6 demo, 40 full); each count is cached apart")
     parser.add_argument("--cache-dir", type=user_path,
                         help="where the synthetic cohort is cached (default: MEDOPENCLAW_CACHE, ~/.cache/medopenclaw)")
     parser.add_argument("--limit", type=_limit, metavar="N|A-B",

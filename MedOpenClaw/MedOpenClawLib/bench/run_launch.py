@@ -96,7 +96,7 @@ def module_packages(args, modules: list[str]) -> dict[str, Path]:
     """The case package of each module: ``--cases`` itself (one module), ``--cases``/<module> (several: a folder
     of `bench prepare` packages), or the embedded synthetic cohort (its missing modules generated at once)."""
     if not args.cases:
-        return synthetic_packages(modules, args.cohort_seed, cache_dir=args.cache_dir, size=args.cohort_size)
+        return synthetic_packages(modules, args.cohort_seed, args.cohort_cases, args.cache_dir, args.cohort_size)
     if len(modules) == 1:
         return {modules[0]: Path(args.cases)}
     packages = {module: Path(args.cases) / module for module in modules}

@@ -34,6 +34,8 @@ SETTINGS = (
     Setting("MEDOPENCLAW_TOKEN", "bearer token of `serve`, `mcp --transport http` and the in-Slicer server",
             "generated and printed at start", secret=True),
     Setting("MEDOPENCLAW_CACHE", "where `bench run` caches the synthetic cohort", "~/.cache/medopenclaw"),
+    Setting("MEDOPENCLAW_COHORT_CASES", "cases per module of the cached synthetic cohort (`bench run` without "
+            "`--cases`, `bench cohort --cache`), for `--cohort-cases`", "the size's: 6 demo, 40 full"),
     Setting("MEDOPENCLAW_VISTA3D_BUNDLE", "MONAI VISTA3D bundle folder whose models/model.pt `vista3d_segment` "
             "loads", "the operator says how to set it"),
     Setting("MEDOPENCLAW_BRIDGE_JAR", "a built QuPath bridge jar", "built from MedOpenClaw/QuPathBridge"),

@@ -120,9 +120,10 @@ def test_lesion_rule_is_rano_bidimensional_on_two_slices_with_a_noise_floor():
 
 def test_default_synthetic_lumiere_cohort_is_consistent():
     """Seed 0 once had Patient-003 week-024 rated NonMeasurable while its mask held only measurable lesions: the
-    default (demo) cohort, as the suite's cache holds it prepared, keeps all six cases, each consistent."""
+    default (demo) cohort's six cases, prepared as `bench run` caches them (the suite's own cohort has two), are
+    all kept, each consistent."""
     lumiere = modules.get("lumiere")
-    package = synthetic_cases("lumiere")
+    package = synthetic_cases("lumiere", cases=6)
     assert len(json.loads((package / "manifest.json").read_text())["cases"]) == 6
     for case in load_cases(package):
         truth = load_ground_truth(package, case.case_id)

@@ -18,9 +18,10 @@ from filelock import FileLock
 
 from MedOpenClawLib.bench import cohort_cache
 from MedOpenClawLib.bench.cohort_cache import _generate, cache_root, cohort_fingerprint, folder_bytes
+from MedOpenClawLib.bench.run_launch import module_packages
 from MedOpenClawLib.bench.synthetic import pool
 from MedOpenClawLib.bench.synthetic.cohort import CohortConfig
-from MedOpenClawLib.cli import main
+from MedOpenClawLib.cli import EXIT_USAGE, build_parser, main
 
 REPO = Path(__file__).resolve().parents[4]
 
@@ -77,12 +78,65 @@ def test_plain_pytest_caches_the_cohort_in_the_build_tree_unless_told_otherwise(
     spec = importlib.util.spec_from_file_location("suite_conftest", REPO / "Testing" / "Python" / "conftest.py")
     suite_conftest = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(suite_conftest)
-    monkeypatch.delenv("MEDOPENCLAW_CACHE", raising=False)  # restored afterwards, whatever the hook set
+    for name in ("MEDOPENCLAW_CACHE", "MEDOPENCLAW_COHORT_CASES"):
+        monkeypatch.delenv(name, raising=False)  # restored afterwards, whatever the hook set
     suite_conftest.pytest_configure(None)
     assert os.environ["MEDOPENCLAW_CACHE"] == str(REPO / "build" / "cohort-cache")
+    assert os.environ["MEDOPENCLAW_COHORT_CASES"] == "2"  # as ctest's environment has it
     monkeypatch.setenv("MEDOPENCLAW_CACHE", str(tmp_path / "mine"))
+    monkeypatch.setenv("MEDOPENCLAW_COHORT_CASES", "5")
     suite_conftest.pytest_configure(None)
     assert os.environ["MEDOPENCLAW_CACHE"] == str(tmp_path / "mine")
+    assert os.environ["MEDOPENCLAW_COHORT_CASES"] == "5"
+
+
+def _stub_generation(monkeypatch) -> list[tuple[str, int]]:
+    """The generator replaced by one that writes an empty package and notes (module, cases): the cache's choice
+    of cohort is under test, not the generator."""
+    made = []
+
+    def generate(module, config, root):
+        made.append((module, config.cases))
+        (root / "cases" / module).mkdir(parents=True)
+        (root / "cases" / module / "manifest.json").write_text("{}")
+
+    monkeypatch.setattr(cohort_cache, "_generate", generate)
+    return made
+
+
+def test_the_case_count_comes_from_the_flag_else_the_setting_else_the_size(tmp_path, monkeypatch, capsys):
+    made = _stub_generation(monkeypatch)
+    prefix = f"synthetic-{cohort_fingerprint()}-demo-seed0"
+
+    def cached(*flags):
+        assert main(["bench", "cohort", "--cache", "--modules", "lumiere", "--cache-dir", str(tmp_path), *flags]) == 0
+        return Path(json.loads(capsys.readouterr().out)["packages"]["lumiere"]).parents[1].name
+
+    monkeypatch.delenv("MEDOPENCLAW_COHORT_CASES", raising=False)
+    assert cached() == f"{prefix}-n6"
+    monkeypatch.setenv("MEDOPENCLAW_COHORT_CASES", " 3 ")
+    assert cached() == f"{prefix}-n3"
+    assert cached("--cases", "4") == f"{prefix}-n4"
+    assert made == [("lumiere", 6), ("lumiere", 3), ("lumiere", 4)]
+    # bench run's flag, parsed as a user types it, chooses the same way
+    run = build_parser(["bench", "run"]).parse_args(["bench", "run", "--module", "lumiere", "--agent", "oracle",
+                                                    "--out", str(tmp_path / "run"), "--cache-dir", str(tmp_path),
+                                                    "--cohort-cases", "5"])
+    assert module_packages(run, ["lumiere"])["lumiere"].parents[1].name == f"{prefix}-n5"
+    run.cohort_cases = None
+    assert module_packages(run, ["lumiere"])["lumiere"].parents[1].name == f"{prefix}-n3"
+    assert made[3:] == [("lumiere", 5)]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two", "2.5", "1e3", "³"])
+def test_a_case_count_setting_that_is_not_a_count_is_refused_before_anything_is_made(value, tmp_path, monkeypatch,
+                                                                                       capsys):
+    made = _stub_generation(monkeypatch)
+    monkeypatch.setenv("MEDOPENCLAW_COHORT_CASES", value)
+    assert main(["bench", "cohort", "--cache", "--modules", "lumiere", "--cache-dir", str(tmp_path)]) == EXIT_USAGE
+    assert capsys.readouterr().err == ("error: MEDOPENCLAW_COHORT_CASES must be a whole number of cases, 1 or more "
+                                       f"(got {value!r})\n")
+    assert made == [] and list(tmp_path.iterdir()) == []
 
 
 def test_several_missing_modules_are_generated_at_once_each_once(tmp_path, monkeypatch, capsys):
@@ -98,6 +152,7 @@ def test_several_missing_modules_are_generated_at_once_each_once(tmp_path, monke
         (root / "cases" / module / "manifest.json").write_text("{}")
 
     monkeypatch.setattr(cohort_cache, "_generate", generate)
+    monkeypatch.delenv("MEDOPENCLAW_COHORT_CASES", raising=False)  # the demo size's six (the suite sets two)
     kept = tmp_path / f"synthetic-{cohort_fingerprint()}-demo-seed0-n6" / "cases" / "bracs"
     kept.mkdir(parents=True)
     (kept / "manifest.json").write_text("{}")
