@@ -31,8 +31,15 @@ javac="${JAVAC:-javac}"
 jar="${JAR:-jar}"
 java="${JAVA:-java}"
 
-javac_major() {  # "javac 21.0.5" -> 21
-  "$javac" -version 2>&1 | sed -nE 's/^javac ([0-9]+).*/\1/p'
+# javac, jar and java each start a short-lived JVM: C1 alone compiles its hot code with about half the CPU of the
+# default C1 + C2, and the serial collector runs no GC threads (javac's and jar's -J pass the flags on to their JVM)
+short_jvm=(-XX:TieredStopAtLevel=1 -XX:+UseSerialGC)
+run_javac() { "$javac" "${short_jvm[@]/#/-J}" "$@"; }
+run_jar() { "$jar" "${short_jvm[@]/#/-J}" "$@"; }
+
+javac_version=""
+javac_major() {  # "javac 21.0.5" -> 21 (need_javac_21 asks javac once: each -version is a JVM start)
+  sed -nE 's/^javac ([0-9]+).*/\1/p' <<<"$javac_version"
 }
 
 class_version() {  # the class-file major version of the first class in the jars of folder $1 (0: none)
@@ -49,9 +56,10 @@ PY
 }
 
 need_javac_21() {  # $1: what needs it
+  javac_version="${javac_version:-$(run_javac -version 2>&1)}"
   if (( $(javac_major) < 21 )); then
     echo "build_qupath_bridge: $1 needs javac 21 or newer (QuPath 0.6 is built with JDK 21, class files version" \
-         "65); $javac is $("$javac" -version 2>&1). Install" \
+         "65); $javac is $javac_version. Install" \
          "openjdk-21-jdk-headless (Debian 13+, Ubuntu 24.04) or temurin-21-jdk (Adoptium; Debian 12), or set JAVAC" \
          "and JAVA." >&2
     exit 1
@@ -67,8 +75,8 @@ fi
 rm -rf "$out/classes" "$out/qupath-classes"
 mkdir -p "$out/classes"
 mapfile -t core_sources < <(find "$bridge/src/main/java" -name '*.java' | sort)
-"$javac" --release 17 -Xlint:all,-serial -Werror -encoding UTF-8 -cp "$py4j_jar" -d "$out/classes" "${core_sources[@]}"
-"$jar" --create --file "$out/medopenclaw-qupath-bridge.jar" -C "$out/classes" .
+run_javac --release 17 -Xlint:all,-serial -Werror -encoding UTF-8 -cp "$py4j_jar" -d "$out/classes" "${core_sources[@]}"
+run_jar --create --file "$out/medopenclaw-qupath-bridge.jar" -C "$out/classes" .
 echo "built $out/medopenclaw-qupath-bridge.jar (py4j: $py4j_jar)"
 
 if [[ "${1:-}" == "--check-adapter" ]]; then
@@ -83,8 +91,8 @@ if [[ "${1:-}" == "--check-adapter" ]]; then
     echo "build_qupath_bridge: QUPATH_STUBS_RELEASE=$stubs_release needs javac $stubs_release or newer" >&2
     exit 1
   fi
-  "$javac" --release "$stubs_release" -encoding UTF-8 -d "$stubs/classes" "${stub_sources[@]}"
-  "$jar" --create --file "$stubs/qupath-stubs.jar" -C "$stubs/classes" .
+  run_javac --release "$stubs_release" -encoding UTF-8 -d "$stubs/classes" "${stub_sources[@]}"
+  run_jar --create --file "$stubs/qupath-stubs.jar" -C "$stubs/classes" .
   QUPATH_JARS="$stubs"
 fi
 
@@ -94,25 +102,25 @@ if [[ -n "${QUPATH_JARS:-}" ]]; then
     need_javac_21 "compiling against $QUPATH_JARS"
   fi
   mapfile -t qupath_sources < <(find "$bridge/src/qupath/java" -name '*.java' | sort)
-  "$javac" --release 17 -encoding UTF-8 -cp "$py4j_jar:$out/classes:$QUPATH_JARS/*" -d "$out/qupath-classes" \
+  run_javac --release 17 -encoding UTF-8 -cp "$py4j_jar:$out/classes:$QUPATH_JARS/*" -d "$out/qupath-classes" \
     "${qupath_sources[@]}"
   cp -r "$bridge/src/qupath/resources/." "$out/qupath-classes/"
   cp -r "$out/classes/." "$out/qupath-classes/"
-  "$jar" --create --file "$out/medopenclaw-qupath-extension.jar" -C "$out/qupath-classes" .
+  run_jar --create --file "$out/medopenclaw-qupath-extension.jar" -C "$out/qupath-classes" .
   echo "built $out/medopenclaw-qupath-extension.jar (copy it and $py4j_jar into QuPath's extensions folder)"
 fi
 
 if [[ "${1:-}" == "--check-adapter" ]]; then
   classpath="$py4j_jar:$out/medopenclaw-qupath-extension.jar:$stubs/qupath-stubs.jar"
   mapfile -t check_sources < <(find "$bridge/src/test/java" -name '*.java' | sort)
-  "$javac" --release 17 -Xlint:all -Werror -encoding UTF-8 -cp "$classpath" -d "$out/check-classes" \
+  run_javac --release 17 -Xlint:all -Werror -encoding UTF-8 -cp "$classpath" -d "$out/check-classes" \
     "${check_sources[@]}"
   # the checks' scratch folders (a QuPath home, slides, connection files) in the build folder, emptied before each
   # run; in the system's temporary directory each run left three behind
   scratch="$out/check-scratch"
   rm -rf "$scratch" && mkdir -p "$scratch"
-  for check in org.medopenclaw.qupath.gui.QuPathViewerPortCheck org.medopenclaw.qupath.gui.QuPathBridgeExtensionCheck \
-      org.medopenclaw.qupath.OwnerOnlyFileCheck; do
-    "$java" -Djava.io.tmpdir="$scratch" -cp "$out/check-classes:$classpath" "$check"
-  done
+  # the checks in turn in one JVM (Checks.main); the first that fails ends the run
+  "$java" "${short_jvm[@]}" -Djava.io.tmpdir="$scratch" -cp "$out/check-classes:$classpath" \
+    org.medopenclaw.qupath.Checks org.medopenclaw.qupath.gui.QuPathViewerPortCheck \
+    org.medopenclaw.qupath.gui.QuPathBridgeExtensionCheck org.medopenclaw.qupath.OwnerOnlyFileCheck
 fi

@@ -15,6 +15,7 @@ the release's fails here as it does against the real QuPath.
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import re
@@ -28,8 +29,10 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 
 
-
+@functools.cache
 def javac_major(javac: str) -> int:
+    """The major version of ``javac`` (a resolved path: /usr/bin/javac and /usr/lib/jvm/*/bin/javac are often the
+    same JDK), asked once per module: each -version is a JVM start."""
     ran = subprocess.run([javac, "-version"], capture_output=True, text=True, check=False)
     match = re.match(r"javac (\d+)", (ran.stdout or ran.stderr).strip())
     return int(match.group(1)) if match else 0
@@ -40,7 +43,7 @@ def jdk(major: int) -> dict[str, str] | None:
     Debian/Ubuntu location, /usr/lib/jvm."""
     candidates = [os.environ.get("JAVAC"), shutil.which("javac"), *sorted(glob.glob("/usr/lib/jvm/*/bin/javac"))]
     for javac in filter(None, candidates):
-        if javac_major(javac) >= major:
+        if javac_major(os.path.realpath(javac)) >= major:
             bin_dir = Path(javac).parent
             return {"JAVAC": javac, "JAVA": str(bin_dir / "java"), "JAR": str(bin_dir / "jar")}
     return None
