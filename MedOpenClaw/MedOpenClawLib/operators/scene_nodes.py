@@ -8,8 +8,11 @@ Provenance lives on the nodes themselves (not in a side table) so a rolled-back 
 from __future__ import annotations
 
 import numpy as np
-import vtk
-from vtk.util import numpy_support
+
+# VTK's own modules, not ``import vtk`` (all of VTK: see viewer/geometry.py)
+from vtkmodules.util import numpy_support
+from vtkmodules.vtkCommonCore import vtkStringArray
+from vtkmodules.vtkCommonMath import vtkMatrix4x4
 
 from ..core.result import ActionError
 from ..viewer.geometry import VIEWS, ijk_to_ras, numpy_to_vtk_matrix, vtk_to_numpy_matrix
@@ -39,7 +42,7 @@ def parent_to_world(node) -> np.ndarray:
         return np.eye(4)
     if not parent.IsLinear():
         raise ActionError("unsupported_transform", f"{node.GetName()} is under a non-linear transform")
-    matrix = vtk.vtkMatrix4x4()
+    matrix = vtkMatrix4x4()
     parent.GetMatrixTransformToWorld(matrix)
     return vtk_to_numpy_matrix(matrix)
 
@@ -85,7 +88,7 @@ def add_transform(scene, name: str, matrix_ras: np.ndarray, attributes: dict[str
 
 
 def transform_matrix(node) -> np.ndarray:
-    matrix = vtk.vtkMatrix4x4()
+    matrix = vtkMatrix4x4()
     node.GetMatrixTransformToParent(matrix)
     return vtk_to_numpy_matrix(matrix)
 
@@ -155,7 +158,7 @@ def segment_mask(app, segmentation, segment_id: str, reference) -> np.ndarray:
     scene = app.scene
     labelmap = scene.AddNewNodeByClass("vtkMRMLLabelMapVolumeNode", "__medopenclaw_export__")
     try:
-        ids = vtk.vtkStringArray()
+        ids = vtkStringArray()
         ids.InsertNextValue(segment_id)
         if not app.segmentations_logic.ExportSegmentsToLabelmapNode(segmentation, ids, labelmap, reference):
             raise ActionError("internal_error", "Slicer could not export the segment")

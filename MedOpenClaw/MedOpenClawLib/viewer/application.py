@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import slicer
-import vtk
+
+# VTK's own modules, not ``import vtk`` (all of VTK: see viewer/geometry.py)
+from vtkmodules.vtkCommonCore import vtkCollection
 
 # slicer-core ships no colour files; an empty <home>/<share>/ColorFiles keeps the Colors logic from warning
 EMPTY_SLICER_HOME = Path(tempfile.gettempdir()) / "medopenclaw-slicer-home"
@@ -100,7 +102,7 @@ def build_core_logics() -> tuple:
     scene = slicer.vtkMRMLScene()
     app_logic = slicer.vtkSlicerApplicationLogic()
     app_logic.SetMRMLScene(scene)
-    app_logic.SetViewLogics(vtk.vtkCollection())
+    app_logic.SetViewLogics(vtkCollection())
 
     # the Colors module logic adds the default lookup tables (Grey, Labels, PET-Heat, ...) to the scene and
     # reads optional colour files from <home>/<share>/ColorFiles
@@ -128,7 +130,7 @@ def build_slice_logics(scene, app_logic) -> dict:
     """Red/Yellow/Green slice nodes and logics on ``scene``, registered with ``app_logic`` (what Slicer's layout
     manager does for its slice widgets); an existing singleton slice node of the same layout name is reused."""
     if app_logic.GetSliceLogics() is None:  # null until a layout manager sets its collection (qSlicerApplication)
-        app_logic.SetSliceLogics(vtk.vtkCollection())
+        app_logic.SetSliceLogics(vtkCollection())
     # radiological convention (patient right on screen left), Slicer's default
     slicer.vtkMRMLSliceNode.AddDefaultSliceOrientationPresets(scene, True)
     slice_logics = {}

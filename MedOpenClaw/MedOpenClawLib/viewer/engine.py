@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 import numpy as np
 import slicer
-from vtk.util import numpy_support
+
+# VTK's own modules, not ``import vtk`` (all of VTK: see viewer/geometry.py)
+from vtkmodules.util import numpy_support
 
 from ..core.result import ActionError
 from .application import SlicerApplication

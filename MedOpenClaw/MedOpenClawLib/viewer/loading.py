@@ -17,8 +17,11 @@ from pathlib import Path
 
 import numpy as np
 import SimpleITK as sitk
-import vtk
-from vtk.util import numpy_support
+
+# VTK's own modules, not ``import vtk`` (all of VTK: see viewer/geometry.py)
+from vtkmodules.util import numpy_support
+from vtkmodules.vtkCommonDataModel import vtkImageData
+from vtkmodules.vtkCommonMath import vtkMatrix4x4
 
 from ..core.hygiene import preview
 from ..core.names import name_problem
@@ -321,12 +324,12 @@ def ijk_to_ras_from_sitk(image: sitk.Image) -> np.ndarray:
 def set_node_image(node, array_kji: np.ndarray, ijk_to_ras: np.ndarray) -> None:
     """Put a (k, j, i) numpy array and its IJK->RAS matrix into a scalar volume node."""
     array_kji = np.ascontiguousarray(array_kji)
-    image_data = vtk.vtkImageData()
+    image_data = vtkImageData()
     image_data.SetDimensions(array_kji.shape[2], array_kji.shape[1], array_kji.shape[0])
     scalars = numpy_support.numpy_to_vtk(array_kji.reshape(-1), deep=True)
     image_data.GetPointData().SetScalars(scalars)
     node.SetAndObserveImageData(image_data)
-    matrix = vtk.vtkMatrix4x4()
+    matrix = vtkMatrix4x4()
     for row in range(4):
         for column in range(4):
             matrix.SetElement(row, column, float(ijk_to_ras[row, column]))

@@ -12,7 +12,8 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import vtk
+# VTK's own modules, not ``import vtk`` (all of VTK: see viewer/geometry.py)
+from vtkmodules.vtkCommonCore import vtkOutputWindow, vtkStringOutputWindow
 
 MAX_MESSAGES = 8
 MAX_MESSAGE_CHARS = 300
@@ -46,17 +47,17 @@ def captured_native_messages() -> Iterator[list[str]]:
     """Collect VTK output-window and native stderr text during the block; the yielded list is filled with
     :func:`clean_messages` of it when the block ends (also when it raises)."""
     messages: list[str] = []
-    window = vtk.vtkStringOutputWindow()
-    previous_window = vtk.vtkOutputWindow.GetInstance()
+    window = vtkStringOutputWindow()
+    previous_window = vtkOutputWindow.GetInstance()
     sys.stderr.flush()
     saved_fd = os.dup(2)
     capture = tempfile.TemporaryFile()
     os.dup2(capture.fileno(), 2)
-    vtk.vtkOutputWindow.SetInstance(window)
+    vtkOutputWindow.SetInstance(window)
     try:
         yield messages
     finally:
-        vtk.vtkOutputWindow.SetInstance(previous_window)
+        vtkOutputWindow.SetInstance(previous_window)
         sys.stderr.flush()
         os.dup2(saved_fd, 2)
         os.close(saved_fd)
