@@ -42,14 +42,20 @@ BRACS_PRIORS = {"N": 44, "PB": 147, "UDH": 74, "FEA": 41, "ADH": 48, "DCIS": 61,
 def _lobule(layout: SlideLayout, center, radius) -> float:
     rng = layout.rng
     layout.add("loose_stroma", irregular_polygon(center, radius, radius * rng.uniform(0.7, 1.0), rng, 40, 0.12))
-    placed = []
-    for _ in range(int(rng.integers(25, 60))):  # packed acini: a lobule is blue at low power
+    count = int(rng.integers(25, 60))  # packed acini: a lobule is blue at low power
+    placed = np.empty((count, 3))  # (x, y, radius) of the acini placed so far: the first `acini` rows
+    acini = 0
+    for _ in range(count):
         r = rng.uniform(16, 30)
         for _ in range(20):
             angle, radial = rng.uniform(0, 2 * np.pi), np.sqrt(rng.uniform(0, 1)) * (radius * 0.8 - r)
             point = (center[0] + radial * np.cos(angle), center[1] + radial * np.sin(angle))
-            if all(np.hypot(point[0] - x, point[1] - y) > r + q + 4 for x, y, q in placed):
-                placed.append((*point, r))
+            # clear of every acinus: one np.hypot over all of them (the same values as one call per acinus,
+            # which cost a quarter of a BRACS scene's CPU)
+            x, y, q = placed[:acini].T
+            if (np.hypot(point[0] - x, point[1] - y) > r + q + 4).all():
+                placed[acini] = (*point, r)
+                acini += 1
                 layout.duct(point, r, rng.uniform(8, 11), "lumen" if rng.random() < 0.7 else "secretion")
                 break
     return radius
