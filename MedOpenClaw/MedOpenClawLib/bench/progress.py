@@ -15,16 +15,18 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
 from ..core.sinks import terminal_line
-from .episode import EpisodeOutcome
 from .outcomes import ERROR, INVALID, Tally
 from .tasks import EpisodeTask
+
+if TYPE_CHECKING:  # the runner's: `bench cohort` shows progress without importing the agents and their HTTP client
+    from .episode import EpisodeOutcome
 
 
 def _clock(seconds: float) -> str:

@@ -11,7 +11,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from PIL import Image
-from scipy import ndimage
 
 from ...providers.messages import ImageInput
 
@@ -68,6 +67,8 @@ def bright_blobs(stack: np.ndarray, threshold: float | None = None) -> list[Blob
     threshold = bright_threshold(stack) if threshold is None else threshold
     if threshold is None:
         return []
+    from scipy import ndimage  # imported where pixels are measured: every importer of the agents would pay 0.3 s
+
     smooth = ndimage.uniform_filter(stack, size=(1, 3, 3))
     labels, count = ndimage.label(smooth > threshold)
     blobs = []
@@ -133,6 +134,8 @@ def darkest_spot(rgb: np.ndarray, overlays: list[tuple[int, int, int, int]], win
     tissue = valid & (darkness > 25)
     if tissue.sum() < 50:
         return None
+    from scipy import ndimage  # as in bright_blobs
+
     smooth = ndimage.uniform_filter(np.where(tissue, darkness, 0.0), window)
     coverage = ndimage.uniform_filter(tissue.astype(np.float32), window)
     smooth = np.where(coverage > 0.9, smooth / np.maximum(coverage, 1e-6), 0.0)
