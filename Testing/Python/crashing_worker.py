@@ -76,11 +76,21 @@ def garbling(write):
 
 
 def install() -> None:
-    from MedOpenClawLib.evidence import actions
+    """Arm the crashes. The markups sink is wrapped when a radiology viewer is built: importing it loads Slicer,
+    which a whole-slide worker never does (about 2 s of CPU per pathology worker)."""
     from MedOpenClawLib.pathology.viewer import HeadlessWsiViewer
     from MedOpenClawLib.worker import service
 
-    actions.add_markups = crashing(actions.add_markups)
+    build_radiology = service.BUILDERS["radiology"]
+
+    def crashing_radiology(*args, **kwargs):
+        from MedOpenClawLib.evidence import actions
+
+        if not hasattr(actions.add_markups, "__wrapped__"):  # once per worker, however many episodes it starts
+            actions.add_markups = crashing(actions.add_markups)
+        return build_radiology(*args, **kwargs)
+
+    service.BUILDERS["radiology"] = crashing_radiology
     HeadlessWsiViewer.record_view = crashing(HeadlessWsiViewer.record_view)
     service.write_message = garbling(service.write_message)
 

@@ -53,14 +53,17 @@ def worker_command(ready_file: str) -> list[str]:
 class SpareViewer:
     """A viewer process booted in the background, so a restart after a crash does not wait for one to start."""
 
-    def __init__(self, launch: Callable[[], WorkerProcess]):
+    def __init__(self, child: WorkerProcess, boot: Callable[[WorkerProcess], object]):
+        """``boot(child)`` starts ``child`` (not yet started) and opens its session."""
+        self._booting = child  # kept from the start: :meth:`discard` may stop it mid-boot
         self._child: WorkerProcess | None = None
-        self._thread = threading.Thread(target=self._boot, args=(launch,), name="spare-viewer", daemon=True)
+        self._thread = threading.Thread(target=self._boot, args=(boot,), name="spare-viewer", daemon=True)
         self._thread.start()
 
-    def _boot(self, launch: Callable[[], WorkerProcess]) -> None:
+    def _boot(self, boot: Callable[[WorkerProcess], object]) -> None:
         try:
-            self._child = launch()
+            boot(self._booting)
+            self._child = self._booting
         except (WorkerFault, WorkerError, OSError):  # a spare that cannot start is simply not there
             self._child = None
 
@@ -79,9 +82,11 @@ class SpareViewer:
         return child
 
     def discard(self) -> None:
-        child = self.take()
-        if child is not None:
-            child.close()
+        """Stop the spare, mid-boot too (its boot then fails and ends): a spare nobody will take is not worth the
+        rest of a viewer's start-up, about 2 s of CPU."""
+        self._booting.abort()
+        self.wait()
+        self._booting.kill()
 
 
 def describe_exit(code: int | None) -> str:
@@ -275,10 +280,15 @@ class SupervisedRegistry(ToolCatalog):
         self.close()
 
     # ------------------------------------------------------------------ child processes
-    def _launch(self) -> tuple[WorkerProcess, dict]:
-        """A new child with a fresh session (its own trace stays in memory; this process owns the real one)."""
-        child = WorkerProcess(self.workdir, startup_timeout_s=self.startup_timeout_s,
-                              call_timeout_s=self.call_timeout_s, command=self.command, own_session=False).start()
+    def _new_child(self) -> WorkerProcess:
+        """A child's handle, not yet started."""
+        return WorkerProcess(self.workdir, startup_timeout_s=self.startup_timeout_s,
+                             call_timeout_s=self.call_timeout_s, command=self.command, own_session=False)
+
+    def _launch(self, child: WorkerProcess | None = None) -> tuple[WorkerProcess, dict]:
+        """``child`` (default: a new one) started with a fresh session (its own trace stays in memory; this
+        process owns the real one)."""
+        child = (child or self._new_child()).start()
         try:
             return child, child.request("start", trace_path=None, header={"supervised": True}, save_images=False,
                                         trace_window=1, timeout_s=self.startup_timeout_s, **self.start_request)
@@ -288,7 +298,7 @@ class SupervisedRegistry(ToolCatalog):
 
     def _replenish_spare(self) -> None:
         if self.spare and self._spare is None:
-            self._spare = SpareViewer(lambda: self._launch()[0])
+            self._spare = SpareViewer(self._new_child(), self._launch)
 
     def _fresh_child(self) -> tuple[WorkerProcess, bool]:
         """The spare when one is ready, else a newly launched child; and whether it was the spare."""

@@ -211,6 +211,13 @@ class WorkerProcess(WorkerLink):
         if self.process is not None:
             stop_tree(self.process)
 
+    def abort(self) -> None:
+        """Kill the worker's process tree, leaving the link alone: safe while another thread starts or uses this
+        worker, which then sees it die (a :class:`WorkerFault`) and closes the link itself."""
+        process = self.process
+        if process is not None:
+            stop_tree(process)
+
     def close(self) -> None:
         """Ask the worker to exit; kill it if it does not."""
         if self._stream is not None:
