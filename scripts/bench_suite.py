@@ -63,6 +63,11 @@ def run_measured(command: list[str], env: dict[str, str], cwd: str | None = None
         return process.returncode, wall, cpu, log.read()
 
 
+def cgroup_seconds(group: Path) -> float:
+    """The CPU seconds of every process that has been in the cpuacct ``group``."""
+    return int((group / "cpuacct.usage").read_text()) / 1e9
+
+
 class CpuGroup:
     """A cgroup v1 ``cpuacct`` group for one measured command (none where it cannot be made: ``path`` is None).
 
@@ -88,7 +93,7 @@ class CpuGroup:
         return {"BENCH_SUITE_CGROUP": str(self.path)} if self.path else {}
 
     def seconds(self) -> float:
-        return int((self.path / "cpuacct.usage").read_text()) / 1e9
+        return cgroup_seconds(self.path)
 
     def __exit__(self, *exc) -> None:
         if not self.path:
@@ -120,7 +125,7 @@ def pytest_runtest_protocol(item, nextitem):
 
 def _cpu_now() -> float:
     if "BENCH_SUITE_CGROUP" in os.environ:
-        return int((Path(os.environ["BENCH_SUITE_CGROUP"]) / "cpuacct.usage").read_text()) / 1e9
+        return cgroup_seconds(Path(os.environ["BENCH_SUITE_CGROUP"]))
     own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 

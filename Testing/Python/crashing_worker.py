@@ -14,6 +14,7 @@ import :func:`command` as a supervisor's launch command.
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import sys
 import time
@@ -33,7 +34,6 @@ def crash(kind: str) -> None:
 
 def crashing(function):
     """``function``, run for real, then a crash when its ``label`` argument carries the sentinel."""
-    import functools
     import inspect
 
     signature = inspect.signature(function)
@@ -83,11 +83,14 @@ def install() -> None:
 
     build_radiology = service.BUILDERS["radiology"]
 
-    def crashing_radiology(*args, **kwargs):
+    @functools.cache  # once per worker, however many episodes it starts
+    def arm_markups() -> None:
         from MedOpenClawLib.evidence import actions
 
-        if not hasattr(actions.add_markups, "__wrapped__"):  # once per worker, however many episodes it starts
-            actions.add_markups = crashing(actions.add_markups)
+        actions.add_markups = crashing(actions.add_markups)
+
+    def crashing_radiology(*args, **kwargs):
+        arm_markups()
         return build_radiology(*args, **kwargs)
 
     service.BUILDERS["radiology"] = crashing_radiology
