@@ -34,6 +34,19 @@ install_packages() {  # $1 = label ("uv" or "pip"), then what to install
   fi
 }
 
+# the Node.js clients the suite runs (Ajv strict mode on the tool schemas, the TypeScript MCP SDK's client, the MCP
+# Inspector), pinned by their package-lock.json; without Node.js those tests are skipped, saying so. npm needs
+# nothing the Python steps make, so it runs beside them.
+node_clients="$root/Testing/Python/server/node"
+lock="$(sha256sum "$node_clients/package-lock.json" | cut -d' ' -f1)"
+installed_lock="$(cat "$node_clients/node_modules/.medopenclaw-installed" 2>/dev/null || true)"
+node_clients_started=no
+if [ "$installed_lock" != "$lock" ] && [ "$node_clients_wanted" = yes ] && command -v npm >/dev/null; then
+  background_step "set-up 5/5: Node.js clients (npm ci)" \
+    npm ci --prefix "$node_clients" --no-audit --no-fund --ignore-scripts --silent
+  node_clients_started=yes
+fi
+
 if [ ! -x "$venv/bin/python" ]; then
   step "set-up 1/5: virtual environment $venv" python3 -m venv "$venv"
 fi
@@ -54,20 +67,13 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   step "set-up 4/5: MedOpenClaw and its packages ($installer)" install_packages "$installer" -e "$root[$extras]"
   echo "$want" > "$stamp"
 fi
-
-# the Node.js clients the suite runs (Ajv strict mode on the tool schemas, the TypeScript MCP SDK's client, the MCP
-# Inspector), pinned by their package-lock.json; without Node.js those tests are skipped, saying so
-node_clients="$root/Testing/Python/server/node"
-lock="$(sha256sum "$node_clients/package-lock.json" | cut -d' ' -f1)"
-if [ "$(cat "$node_clients/node_modules/.medopenclaw-installed" 2>/dev/null)" = "$lock" ]; then
-  :  # installed
-elif [ "$node_clients_wanted" = no ]; then
-  echo "set-up 5/5: Node.js clients: left out (only the test suite runs them; scripts/test.sh installs them)"
-elif command -v npm >/dev/null; then
-  if optional_step "set-up 5/5: Node.js clients (npm ci)" \
-       npm ci --prefix "$node_clients" --no-audit --no-fund --ignore-scripts --silent; then
+if [ "$node_clients_started" = yes ]; then
+  if finish_background_step; then
     echo "$lock" > "$node_clients/node_modules/.medopenclaw-installed"
   else
     echo "npm ci in $node_clients failed: the tests that need it will try again or be skipped" >&2
   fi
+fi
+if [ "$installed_lock" != "$lock" ] && [ "$node_clients_wanted" = no ]; then
+  echo "set-up 5/5: Node.js clients: left out (only the test suite runs them; scripts/test.sh installs them)"
 fi

@@ -25,19 +25,20 @@ find_python() {  # $1 = X.Y -> an interpreter of that version, or nothing
   done
 }
 
-for requirements in "$root"/Testing/SlicerReleases/slicer-*.txt; do
+build_release() {  # $1 = a release's requirements file; its venv, unless it is up to date
+  local requirements="$1" release version venv want python
   release="$(basename "$requirements" .txt)"
   version="$(sed -nE 's/^# python: ([0-9]+\.[0-9]+).*/\1/p' "$requirements")"
   venv="$venvs/$release"
   want="$(cat "$requirements" "${BASH_SOURCE[0]}" "$root/scripts/installer.sh" \
     "$root/MedOpenClaw/MedOpenClawLib/core/dependencies.py" | sha256sum | cut -d' ' -f1)"
   if [[ "$(cat "$venv/.medopenclaw-installed" 2>/dev/null)" == "$want" ]]; then
-    continue
+    return
   fi
   python="$(find_python "$version")"
   if [[ -z "$python" ]]; then
     echo "warning: no Python $version for $release (pyenv install $version): its checks will be skipped" >&2
-    continue
+    return
   fi
   rm -rf "$venv"
   "$python" -m venv "$venv"
@@ -63,4 +64,27 @@ left = install(["core"], lambda missing: True, lambda arguments: subprocess.run(
 sys.exit(f"still missing after the install: {left}" if left else 0)
 PY
   echo "$want" > "$venv/.medopenclaw-installed"
+}
+
+# the releases at once: each venv is its own, uv's cache takes concurrent installs, and
+# most of the time is spent waiting on the disk; each release's output is shown after it, a failure's in full
+mkdir -p "$venvs"
+releases=() pids=() logs=()
+for requirements in "$root"/Testing/SlicerReleases/slicer-*.txt; do
+  releases+=("$(basename "$requirements" .txt)")
+  logs+=("$(mktemp "${TMPDIR:-/tmp}/medopenclaw-slicer-python.XXXXXX")")
+  ( set -euo pipefail; build_release "$requirements" ) > "${logs[-1]}" 2>&1 &
+  pids+=($!)
 done
+failed=()
+for index in "${!pids[@]}"; do
+  if ! wait "${pids[$index]}"; then
+    failed+=("${releases[$index]}")
+  fi
+  cat "${logs[$index]}" >&2
+  rm -f "${logs[$index]}"
+done
+if (( ${#failed[@]} )); then
+  echo "set-up of the Slicer release venvs failed: ${failed[*]} (its output is above)" >&2
+  exit 1
+fi
