@@ -24,7 +24,9 @@ BROWSERS = ("chromium-headless-shell", "chromium", "chromium-browser")
 WIDTHS = (1400, 1024, 800)
 # Runs in a copy of each page after load; writes what a person sees as JSON into <pre id="probe-result">: the
 # document's and the widest table's overflow, rendered rows and links per results table, and any text that reads
-# as markup (tag-like text outside <pre>/<code>, where model output and arguments are shown verbatim).
+# as markup (tag-like text outside <pre>/<code>, where model output and arguments are shown verbatim). The result
+# is never displayed (an inline !important display: none beats any page style), so a screenshot of the copy
+# taken in the same browser launch is the page's.
 TAGS = ("section|div|table|thead|tbody|tr|td|th|a|span|p|h[1-6]|ul|ol|li|img|figure|figcaption|nav|main|details|"
         "summary|dl|dt|dd|b|br|svg")
 PROBE = """<script>var TAGS = '""" + TAGS + """'; window.addEventListener('load', function () {
@@ -43,6 +45,7 @@ PROBE = """<script>var TAGS = '""" + TAGS + """'; window.addEventListener('load'
   if (found && markup.length < 5) markup.push(found[0].slice(0, 80));
  }
  var out = document.createElement('pre'); out.id = 'probe-result';
+ out.style.setProperty('display', 'none', 'important');
  out.textContent = JSON.stringify({scroll: e.scrollWidth, client: e.clientWidth, table_scroll: inner,
   tables: tables, links: document.querySelectorAll('a[href]').length, markup: markup});
  document.body.appendChild(out);
@@ -59,25 +62,31 @@ def _run(binary: str, width: int, height: int, *arguments: str) -> subprocess.Co
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
 
 
-def screenshot(binary: str, page: Path, target: Path, width: int, height: int = 1000) -> Path:
-    completed = _run(binary, width, height, f"--screenshot={target}", page.resolve().as_uri())
+def _screenshot_taken(page: Path, target: Path, completed: subprocess.CompletedProcess) -> Path:
     if not target.is_file():
         raise RuntimeError(f"no screenshot of {page}: {completed.stderr[-500:]}")
     return target
 
 
-def probe(binary: str, page: Path, width: int) -> dict:
+def screenshot(binary: str, page: Path, target: Path, width: int, height: int = 1000) -> Path:
+    completed = _run(binary, width, height, f"--screenshot={target}", page.resolve().as_uri())
+    return _screenshot_taken(page, target, completed)
+
+
+def probe(binary: str, page: Path, width: int, target: Path) -> dict:
     """What the page shows after load (see PROBE), read by a probe script in a copy beside the page (same
-    folder, so its relative links resolve)."""
+    folder, so its relative links resolve); the same browser launch screenshots the page into ``target`` (one
+    Chromium start instead of two)."""
     copy = page.with_name(f".probe-{page.name}")
     copy.write_text(page.read_text(encoding="utf-8").replace("</body>", PROBE + "</body>"), encoding="utf-8")
     try:
-        completed = _run(binary, width, 1000, "--dump-dom", copy.resolve().as_uri())
+        completed = _run(binary, width, 1000, "--dump-dom", f"--screenshot={target}", copy.resolve().as_uri())
     finally:
         copy.unlink()
-    match = re.search(r'<pre id="probe-result">(.*?)</pre>', completed.stdout, re.S)
+    match = re.search(r'<pre id="probe-result"[^>]*>(.*?)</pre>', completed.stdout, re.S)
     if not match:
         raise RuntimeError(f"the probe did not run in {page}: {completed.stderr[-500:]}")
+    _screenshot_taken(page, target, completed)
     return json.loads(html.unescape(match.group(1)))
 
 
@@ -131,13 +140,16 @@ def check(report: Path, out: Path, docs: Path | None = None, widths: tuple[int, 
             verdict["problems"].append(f"no {name} page in {report}")
             continue
         for width in widths:
-            target = screenshot(binary, page, out / f"{name}_{width}.png", width)
+            target = out / f"{name}_{width}.png"
+            probed = width == widths[0] or name == "index"
+            seen = probe(binary, page, width, target) if probed else None
+            if seen is None:
+                screenshot(binary, page, target, width)
             entry = verdict["screenshots"][target.name] = {"blank": blank(target)}
             if entry["blank"]:
                 verdict["problems"].append(f"{target.name} is blank")
-            if width != widths[0] and name != "index":
+            if seen is None:
                 continue
-            seen = probe(binary, page, width)
             entry.update(scroll_width=seen["scroll"], client_width=seen["client"],
                          widest_table_scrolls_px=seen["table_scroll"], links=seen["links"])
             if width == widths[0]:
