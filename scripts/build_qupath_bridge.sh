@@ -20,7 +20,9 @@
 #   medopenclaw-qupath-bridge.jar      core, file-backed ViewerPort, FileBridgeMain, bounded gateway
 #   medopenclaw-qupath-extension.jar   the above + QuPathViewerPort + QuPath extension (only with QUPATH_JARS)
 # Environment: PYTHON (interpreter with py4j installed, default python3), JAVAC, JAVA, JAR (default: those on
-# PATH), MEDOPENCLAW_BRIDGE_BUILD.
+# PATH), MEDOPENCLAW_BRIDGE_BUILD. Several compilations in a row (--check-adapter's four) run in one JVM: JAVAC's
+# own JDK's compiler, in process, through the java launcher beside JAVAC's real path (one javac launch each when
+# there is none).
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,6 +38,31 @@ java="${JAVA:-java}"
 short_jvm=(-XX:TieredStopAtLevel=1 -XX:+UseSerialGC)
 run_javac() { "$javac" "${short_jvm[@]/#/-J}" "$@"; }
 run_jar() { "$jar" "${short_jvm[@]/#/-J}" "$@"; }
+
+# compilations are queued (queue_javac) and run together (run_queued_javac): several in one JVM, where javac's
+# in-process compiler warms up once (scripts/JavacInOneJvm.java, about 1.5 s of CPU less per compilation)
+end_of_run="--end-of-javac-run"
+queued=()
+queue_javac() { queued+=("$@" "$end_of_run"); }
+
+jdk_java() {  # the java launcher beside $javac's real path, i.e. of the same JDK (none: $javac is not in a JDK's bin)
+  local path
+  path="$(realpath "$(command -v "$javac")" 2>/dev/null)" && [[ -x "${path%/*}/java" ]] && echo "${path%/*}/java"
+}
+
+run_queued_javac() {  # the queued compilations in order; the first that fails ends the build
+  local arg runs=0 run=() launcher=""
+  for arg in "${queued[@]}"; do [[ "$arg" != "$end_of_run" ]] || runs=$((runs + 1)); done
+  (( runs < 2 )) || launcher="$(jdk_java)" || true
+  if [[ -n "$launcher" ]]; then
+    "$launcher" "${short_jvm[@]}" "$repo/scripts/JavacInOneJvm.java" "${queued[@]}"
+  else
+    for arg in "${queued[@]}"; do
+      if [[ "$arg" == "$end_of_run" ]]; then run_javac "${run[@]}"; run=(); else run+=("$arg"); fi
+    done
+  fi
+  queued=()
+}
 
 javac_version=""
 javac_major() {  # "javac 21.0.5" -> 21 (need_javac_21 asks javac once: each -version is a JVM start)
@@ -75,11 +102,23 @@ fi
 rm -rf "$out/classes" "$out/qupath-classes"
 mkdir -p "$out/classes"
 mapfile -t core_sources < <(find "$bridge/src/main/java" -name '*.java' | sort)
-run_javac --release 17 -Xlint:all,-serial -Werror -encoding UTF-8 -cp "$py4j_jar" -d "$out/classes" "${core_sources[@]}"
-run_jar --create --file "$out/medopenclaw-qupath-bridge.jar" -C "$out/classes" .
-echo "built $out/medopenclaw-qupath-bridge.jar (py4j: $py4j_jar)"
+queue_javac --release 17 -Xlint:all,-serial -Werror -encoding UTF-8 -cp "$py4j_jar" -d "$out/classes" \
+  "${core_sources[@]}"
+bridge_jar() {
+  run_jar --create --file "$out/medopenclaw-qupath-bridge.jar" -C "$out/classes" .
+  echo "built $out/medopenclaw-qupath-bridge.jar (py4j: $py4j_jar)"
+}
 
-if [[ "${1:-}" == "--check-adapter" ]]; then
+if [[ "${1:-}" != "--check-adapter" ]]; then
+  # the bridge jar before the adapter is compiled against QUPATH_JARS: it is built even when that fails
+  run_queued_javac
+  bridge_jar
+  qupath_classpath="${QUPATH_JARS:+$QUPATH_JARS/*}"
+  if [[ -n "$qupath_classpath" ]] && (( $(class_version "$QUPATH_JARS") >= 65 )); then
+    need_javac_21 "compiling against $QUPATH_JARS"
+  fi
+else
+  # every compilation first (one JVM), against the stubs' classes; then the jars, and the checks run on them
   stubs="$out/qupath-stubs"
   rm -rf "$stubs" "$out/check-classes"
   mkdir -p "$stubs/classes" "$out/check-classes"
@@ -91,19 +130,28 @@ if [[ "${1:-}" == "--check-adapter" ]]; then
     echo "build_qupath_bridge: QUPATH_STUBS_RELEASE=$stubs_release needs javac $stubs_release or newer" >&2
     exit 1
   fi
-  run_javac --release "$stubs_release" -encoding UTF-8 -d "$stubs/classes" "${stub_sources[@]}"
-  run_jar --create --file "$stubs/qupath-stubs.jar" -C "$stubs/classes" .
-  QUPATH_JARS="$stubs"
+  queue_javac --release "$stubs_release" -encoding UTF-8 -d "$stubs/classes" "${stub_sources[@]}"
+  qupath_classpath="$stubs/classes"
 fi
 
-if [[ -n "${QUPATH_JARS:-}" ]]; then
+if [[ -n "$qupath_classpath" ]]; then
   mkdir -p "$out/qupath-classes"
-  if (( $(class_version "$QUPATH_JARS") >= 65 )); then
-    need_javac_21 "compiling against $QUPATH_JARS"
-  fi
   mapfile -t qupath_sources < <(find "$bridge/src/qupath/java" -name '*.java' | sort)
-  run_javac --release 17 -encoding UTF-8 -cp "$py4j_jar:$out/classes:$QUPATH_JARS/*" -d "$out/qupath-classes" \
+  queue_javac --release 17 -encoding UTF-8 -cp "$py4j_jar:$out/classes:$qupath_classpath" -d "$out/qupath-classes" \
     "${qupath_sources[@]}"
+fi
+
+if [[ "${1:-}" == "--check-adapter" ]]; then
+  mapfile -t check_sources < <(find "$bridge/src/test/java" -name '*.java' | sort)
+  queue_javac --release 17 -Xlint:all -Werror -encoding UTF-8 \
+    -cp "$py4j_jar:$out/classes:$out/qupath-classes:$stubs/classes" -d "$out/check-classes" "${check_sources[@]}"
+  run_queued_javac
+  bridge_jar
+  run_jar --create --file "$stubs/qupath-stubs.jar" -C "$stubs/classes" .
+fi
+
+if [[ -n "$qupath_classpath" ]]; then
+  run_queued_javac
   cp -r "$bridge/src/qupath/resources/." "$out/qupath-classes/"
   cp -r "$out/classes/." "$out/qupath-classes/"
   run_jar --create --file "$out/medopenclaw-qupath-extension.jar" -C "$out/qupath-classes" .
@@ -112,9 +160,6 @@ fi
 
 if [[ "${1:-}" == "--check-adapter" ]]; then
   classpath="$py4j_jar:$out/medopenclaw-qupath-extension.jar:$stubs/qupath-stubs.jar"
-  mapfile -t check_sources < <(find "$bridge/src/test/java" -name '*.java' | sort)
-  run_javac --release 17 -Xlint:all -Werror -encoding UTF-8 -cp "$classpath" -d "$out/check-classes" \
-    "${check_sources[@]}"
   # the checks' scratch folders (a QuPath home, slides, connection files) in the build folder, emptied before each
   # run; in the system's temporary directory each run left three behind
   scratch="$out/check-scratch"
