@@ -3,6 +3,7 @@ must leave the scene unchanged), audit records, and the artifact graph's F3 warn
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import nibabel as nib
@@ -26,10 +27,11 @@ def write_volume(path, volume):
     nib.save(nib.Nifti1Image(volume.array.transpose(2, 1, 0).astype(np.float32), volume.ijk_to_ras), str(path))
 
 
-@pytest.fixture()
-def session(tmp_path):
-    root = tmp_path / "case"
-    root.mkdir()
+@pytest.fixture(scope="module")
+def case_files(tmp_path_factory):
+    """The case's volumes and CT series, written once for the module; each session opens its own copy (a test
+    may delete a file of it)."""
+    root = tmp_path_factory.mktemp("case")
     write_volume(root / "baseline.nii.gz", phantom_volume((40, 40, 40)))
     write_volume(root / "followup.nii.gz", phantom_volume((42, 40, 38), moving_to_fixed=TRUTH))
     lesion, truth, centre = lesion_volume((32, 32, 24))
@@ -38,10 +40,18 @@ def session(tmp_path):
     ct[6:34, 6:30, 3:13] = 40
     ct[16:24, 14:22, 6:10] = 180
     write_dicom_series(root / "ct", ct, np.diag([-1.2, -1.2, 3.0, 1.0]), modality="CT", description="CT")
+    return root, {"truth_mask": truth, "lesion_centre": centre}
+
+
+@pytest.fixture()
+def session(tmp_path, case_files):
+    files, facts = case_files
+    root = tmp_path / "case"
+    shutil.copytree(files, root)
     registry = build_slicer_registry([root], track="B", trace=AuditTrace(tmp_path / "trace.jsonl"),
                                      artifacts_dir=tmp_path / "artifacts")
     call_ok(registry, "open_case", dicom_dir=str(root), size=64)
-    return registry, {"truth_mask": truth, "lesion_centre": centre, "root": root, "trace": tmp_path / "trace.jsonl"}
+    return registry, {**facts, "root": root, "trace": tmp_path / "trace.jsonl"}
 
 
 
