@@ -8,6 +8,8 @@ receipts and other non-action records are skipped.
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import tempfile
 from collections.abc import Iterator
@@ -179,3 +181,10 @@ def replay_trace(path: str | os.PathLike, data_roots: list[str | os.PathLike],
             return replay_trace(path, data_roots, scratch)
     records = read_trace(path)
     return replay_records(build_from_config(session_config(records), data_roots, artifacts_dir), records)
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    """``medopenclaw replay TRACE --data-root DIR``: the report as JSON; exit status 1 when a snapshot differs."""
+    report = replay_trace(args.trace, args.data_root)
+    print(json.dumps(report.to_json(), indent=2, default=str))
+    return 0 if report.ok else 1

@@ -9,7 +9,6 @@ import argparse
 import json
 
 from ..cli import COUNT, NON_NEGATIVE, SECONDS, Number, deferred, executable, user_path
-from ..providers.conversation import parse_history
 from ..providers.kinds import KINDS
 from ..providers.limits import PROFILE_NAMES
 from .model_families import FAMILIES
@@ -84,10 +83,14 @@ def _fail_on_error(text: str) -> float:
 
 
 def _history(text: str) -> int | None:
-    try:
-        return parse_history(text)
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(str(error)) from None
+    """``--image-history`` / ``--tool-history``: a whole number (0: only what the latest round brought), or ``all``
+    (None). Parsed here, not in the conversation policy's module: that one imports the HTTP client, which every
+    ``bench`` command would then load to build its parsers."""
+    if text.strip().lower() == "all":
+        return None
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"takes a whole number or 'all', not {text!r}")
+    return int(text)
 
 
 def _needing(option: str) -> str:

@@ -42,16 +42,6 @@ STUB_VALUE_CHARS = 80
 SQUEEZE_IMAGES = (None, 2, 0)  # images kept after 0, 1, 2 refusals for length (None: the policy's own)
 
 
-def parse_history(text: str) -> int | None:
-    """``--image-history`` / ``--tool-history``: a whole number (0: only what the latest round brought), or ``all``
-    (None)."""
-    if text.strip().lower() == "all":
-        return None
-    if not text.strip().isdigit():
-        raise ValueError(f"takes a whole number or 'all', not {text!r}")
-    return int(text)
-
-
 @dataclass(frozen=True)
 class ConversationPolicy:
     """What a request carries of the history (see the module docstring); recorded in run.json."""

@@ -8,13 +8,12 @@ import json
 from .. import apps
 from ..apps import FORMATS
 from ..bench.modules import known
-from ..cli import NON_NEGATIVE, PORT, existing_directory, user_path
+from ..cli import NON_NEGATIVE, PORT, deferred, existing_directory, user_path
 from ..core import settings
 from ..core.applications import APPLICATIONS, TRACKS
 from ..core.audit import verify_trace
 from ..core.formats import markdown_table
 from ..core.toolset import ActionSpec
-from ..replay import replay_trace
 from ..trace_audit.commands import add_audit_command
 from .rest import RestService, SceneThreadExecutor, new_token
 from .sessions import (
@@ -45,7 +44,8 @@ def add_commands(subparsers) -> None:
     replay.add_argument("trace", type=user_path, help="an audit trace (JSONL) to re-execute")
     replay.add_argument("--data-root", action="append", required=True, type=existing_directory,
                         help="directory the replayed session may read (repeat); never taken from the trace")
-    replay.set_defaults(func=run_replay)
+    # run where a trace replays: the pathology engine (numpy, Pillow) stays out of the other commands' start-up
+    replay.set_defaults(func=deferred("MedOpenClawLib.replay:run_replay"))
 
     trace = subparsers.add_parser("trace", help="audit trace utilities")
     trace_commands = trace.add_subparsers(dest="trace_command", required=True)
@@ -62,10 +62,10 @@ def add_commands(subparsers) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    prepare_session_arguments(args, own_sessions=not args.in_process)  # a refused option is told before the imports
     from .rest_app import RestHttpServer  # uvicorn and Starlette: only where the server runs
 
     token = settings.value("MEDOPENCLAW_TOKEN") or new_token()
-    prepare_session_arguments(args, own_sessions=not args.in_process)
     save_images = args.trace is not None
     registry = session_registry(args, header={"front_end": "rest", "app": args.app}, save_images=save_images,
                                 background=True)
@@ -104,12 +104,6 @@ def run_tools(args: argparse.Namespace) -> int:
     print(json.dumps([apps.serialize(args.format, ActionSpec.from_description(entry), entry["application"])
                       for entry in entries], indent=2))
     return 0
-
-
-def run_replay(args: argparse.Namespace) -> int:
-    report = replay_trace(args.trace, args.data_root)
-    print(json.dumps(report.to_json(), indent=2, default=str))
-    return 0 if report.ok else 1
 
 
 def expected_anchor(args: argparse.Namespace) -> dict | None:

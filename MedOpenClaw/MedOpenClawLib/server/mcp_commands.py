@@ -14,10 +14,11 @@ from .sessions import add_session_arguments, client_trace_path, prepare_session_
 
 
 def _run(args: argparse.Namespace) -> int:
+    # over HTTP every client has a transport session of its own even when they share one in-process scene; checked
+    # first, so a refused option is told before the SDK loads
+    prepare_session_arguments(args, own_sessions=args.transport == "http")
     from . import http_guard, mcp, mcp_transport  # the MCP SDK, uvicorn, Starlette: ~1 s of CPU, only when serving
 
-    # over HTTP every client has a transport session of its own even when they share one in-process scene
-    prepare_session_arguments(args, own_sessions=args.transport == "http")
     writer = mcp_transport.protocol_stdout() if args.transport == "stdio" else None
     listing = apps.specs(args.app, args.track)
     front_end = f"mcp-{args.transport}"

@@ -64,7 +64,7 @@ COMMANDS = {
     "medopenclaw bench prepare --module lumiere --images native ...":
         Spec(("raw",), {"...": "--source raw/LUMIERE --out cases-native"}),
     "medopenclaw bench run ... --agent replay --replay-from runs/m --out runs/m-replay":
-        Spec(("runs/m",), {"...": "--module ucsf-pdgm"}, then=SMALL_RUN),
+        Spec(("runs/m",), {"...": "--module nsclc"}, then=SMALL_RUN),
     "medopenclaw bench prepare --module nsclc --source RAW --out CASES":
         Spec(("raw",), {"RAW": "raw/NSCLC-Radiogenomics", "CASES": "prepared"}),
     "medopenclaw bench score --module M --cases CASES --responses answers.jsonl --name M3D [--out DIR]":
@@ -155,31 +155,44 @@ def concrete(text: str, spec: Spec, values: dict) -> tuple[dict, list[str]]:
     return environment, [*argv, *spec.then]
 
 
+# the documented runs whose output other documented commands read (runs/x, runs/a; runs/m): the world runs them as
+# written, once, and their own tests check those runs instead of making the same runs a second time
+PRODUCERS = ("medopenclaw bench run --module ucsf-pdgm --agent oracle|heuristic|random --out runs/x",
+             "MEDOPENCLAW_API_KEY=... medopenclaw bench run --module nsclc --agent model --provider openai --base-url "
+             "http://127.0.0.1:8000/v1 --model M --workers 2 --out runs/m")
+
+
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    """What the documented commands act on, made once: the cached cohort's UCSF-PDGM package as ``cases``, an oracle
-    run ``runs/x`` (also ``runs/a``, ``runs/b``), a model run ``runs/m`` against a scripted model server, raw
-    LUMIERE and NSCLC datasets of one case, and model answers."""
+    """What the documented commands act on, made once: the cached cohort's UCSF-PDGM package as ``cases``, the
+    documented oracle run ``runs/x`` (also ``runs/a``) and model run ``runs/m`` (against a scripted model server)
+    run as written from the world's fresh directory (``typed`` holds their completed processes), a heuristic run
+    ``runs/b``, raw LUMIERE and NSCLC datasets of one case, and model answers."""
     base = tmp_path_factory.mktemp("readme-world")
     cases = synthetic_cases("ucsf-pdgm")
     server = LimitedModelServer(PROFILES["openai"], ScriptedVLM(rounds=1)).__enter__()
-
-    def bench_run(out: str, *argv: str) -> None:
-        """A run the documented commands read, made in this process (they are the commands run as typed)."""
-        assert main(["bench", "run", "--module", "ucsf-pdgm", "--limit", "1", *argv, "--out", str(base / out)]) == 0
-
-    bench_run("runs/x", "--agent", "oracle")
-    bench_run("runs/b", "--agent", "heuristic")
+    values = placeholder_values({"server": server, "trace": None}, free_port())  # no trace exists yet
+    typed = {}
+    for documented in PRODUCERS:
+        extra, argv = concrete(documented, COMMANDS[documented], values)
+        typed[documented] = run_as_written(argv, {**environment(), **extra}, base)
+    # made in this process: no documented command makes it (the documented commands run as typed)
+    assert main(["bench", "run", "--module", "ucsf-pdgm", "--limit", "1", "--agent", "heuristic",
+                 "--out", str(base / "runs" / "b")]) == 0
     shutil.copytree(base / "runs" / "x", base / "runs" / "a")
-    bench_run("runs/m", "--agent", "model", "--provider", "openai", "--base-url", server.url, "--model", "local-vlm",
-              "--max-rounds", "2")
     # the raw datasets the prepare commands read: small_cohort's coarse grids (the documented `bench cohort` runs as
     # a command of its own below; at the demo size these two cases cost 14 s of CPU, at these grids 3.5 s)
     write_cohort(base / "raw", replace(SMALL, cases=1), modules=["lumiere", "nsclc"])
     (base / "answers.jsonl").write_text(json.dumps({"case_id": "UCSF-PDGM-0001", "response": "ANSWER: A"}) + "\n")
     trace = next((base / "runs" / "x" / "episodes").glob("*/trace-1.jsonl")).relative_to(base).as_posix()
-    yield {"base": base, "cases": cases, "server": server, "trace": trace}
+    yield {"base": base, "cases": cases, "server": server, "trace": trace, "typed": typed}
     server.__exit__(None, None, None)
+
+
+def run_as_written(argv: list[str], env: dict, cwd: Path) -> subprocess.CompletedProcess:
+    """A documented command that ends by itself, run through the console script (or npx) from ``cwd``."""
+    program = shutil.which("npx") if argv[0] == "npx" else str(CONSOLE_SCRIPT)
+    return subprocess.run([program, *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
 
 
 def environment() -> dict:
@@ -263,5 +276,5 @@ def test_the_documented_command_runs_as_written(documented, world, tmp_path, req
             server.terminate()
             server.wait(timeout=60)
         return
-    completed = subprocess.run([program, *argv[1:]], cwd=cwd, env=env, capture_output=True, text=True, timeout=900)
+    completed = world["typed"].get(documented) or run_as_written(argv, env, cwd)
     assert completed.returncode == 0, (argv, completed.stderr[-2000:])
