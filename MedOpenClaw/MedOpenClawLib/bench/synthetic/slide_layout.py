@@ -49,6 +49,23 @@ class SlideLayout:
                 return center
         return None
 
+    def clear_spot(self, center, reach: float, radius: float, placed: np.ndarray, gap: float, tries: int):
+        """The first of ``tries`` points within ``reach`` of ``center`` (each drawn as an angle, then a radial
+        fraction) where a circle of ``radius`` keeps ``gap`` from every (x, y, radius) row of ``placed``; None when
+        none does. The tries are drawn and tested at once, and the generator then stands where drawing them one by
+        one up to the first that fits leaves it (a lobule's acini tried thousands of points one by one: most of a
+        BRACS scene's CPU)."""
+        state = self.rng.bit_generator.state
+        draws = self.rng.random(2 * tries)  # angle, radial fraction, angle, ...: as uniform(0, 2 pi), uniform(0, 1)
+        angle, radial = 2 * np.pi * draws[0::2], np.sqrt(draws[1::2]) * reach
+        xs, ys = center[0] + radial * np.cos(angle), center[1] + radial * np.sin(angle)
+        x, y, q = placed.T
+        clear = (np.hypot(xs[:, None] - x, ys[:, None] - y) > radius + q + gap).all(axis=1)
+        first = int(clear.argmax()) if clear.any() else None
+        self.rng.bit_generator.state = state
+        self.rng.random(2 * (tries if first is None else first + 1))  # only the tries made are drawn
+        return None if first is None else (xs[first], ys[first])
+
     def add(self, kind: str, polygon) -> list:
         self.structures.append(Structure(kind, tuple(polygon)))
         return polygon

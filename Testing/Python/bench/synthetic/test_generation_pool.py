@@ -51,6 +51,8 @@ def _digest(root: Path) -> dict[str, str]:
 
 
 def test_a_killed_worker_has_its_cases_written_again_byte_for_byte(cohort, tmp_path, monkeypatch, capsys):
+    """Also camelyon17's check that its cases written in worker processes are the serial ones
+    (test_bench_cohort.AGAIN_IN_A_POOL)."""
     marker = str(tmp_path / "killed")
 
     def run_jobs_killing_one(function, jobs, workers):

@@ -47,34 +47,26 @@ def _lobule(layout: SlideLayout, center, radius) -> float:
     acini = 0
     for _ in range(count):
         r = rng.uniform(16, 30)
-        for _ in range(20):
-            angle, radial = rng.uniform(0, 2 * np.pi), np.sqrt(rng.uniform(0, 1)) * (radius * 0.8 - r)
-            point = (center[0] + radial * np.cos(angle), center[1] + radial * np.sin(angle))
-            # clear of every acinus: one np.hypot over all of them (the same values as one call per acinus,
-            # which cost a quarter of a BRACS scene's CPU)
-            x, y, q = placed[:acini].T
-            if (np.hypot(point[0] - x, point[1] - y) > r + q + 4).all():
-                placed[acini] = (*point, r)
-                acini += 1
-                layout.duct(point, r, rng.uniform(8, 11), "lumen" if rng.random() < 0.7 else "secretion")
-                break
+        point = layout.clear_spot(center, radius * 0.8 - r, r, placed[:acini], 4, tries=20)
+        if point is not None:
+            placed[acini] = (*point, r)
+            acini += 1
+            layout.duct(point, r, rng.uniform(8, 11), "lumen" if rng.random() < 0.7 else "secretion")
     return radius
 
 
 def _crowded_ducts(layout: SlideLayout, center, extent, count, radius_range, build) -> float:
     """``count`` ducts around ``center`` within ``extent`` µm, each drawn by ``build(point, radius)``; returns
     the lesion's reach (for its RoI)."""
-    rng, placed, reach = layout.rng, [], 0.0
+    rng, placed, ducts, reach = layout.rng, np.empty((count, 3)), 0, 0.0  # (x, y, radius) of the first `ducts`
     for _ in range(count):
         r = rng.uniform(*radius_range)
-        for _ in range(30):
-            angle, radial = rng.uniform(0, 2 * np.pi), np.sqrt(rng.uniform(0, 1)) * extent
-            point = (center[0] + radial * np.cos(angle), center[1] + radial * np.sin(angle))
-            if all(np.hypot(point[0] - x, point[1] - y) > r + q + 15 for x, y, q in placed):
-                placed.append((*point, r))
-                build(point, r)
-                reach = max(reach, np.hypot(point[0] - center[0], point[1] - center[1]) + r)
-                break
+        point = layout.clear_spot(center, extent, r, placed[:ducts], 15, tries=30)
+        if point is not None:
+            placed[ducts] = (*point, r)
+            ducts += 1
+            build(point, r)
+            reach = max(reach, np.hypot(point[0] - center[0], point[1] - center[1]) + r)
     return reach
 
 
