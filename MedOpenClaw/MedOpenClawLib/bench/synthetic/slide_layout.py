@@ -49,12 +49,13 @@ class SlideLayout:
                 return center
         return None
 
-    def clear_spot(self, center, reach: float, radius: float, placed: np.ndarray, gap: float, tries: int):
+    def clear_spot(self, center: tuple[float, float], reach: float, radius: float, placed: np.ndarray, gap: float,
+                   tries: int) -> tuple[float, float] | None:
         """The first of ``tries`` points within ``reach`` of ``center`` (each drawn as an angle, then a radial
         fraction) where a circle of ``radius`` keeps ``gap`` from every (x, y, radius) row of ``placed``; None when
         none does. The tries are drawn and tested at once, and the generator then stands where drawing them one by
         one up to the first that fits leaves it (a lobule's acini tried thousands of points one by one: most of a
-        BRACS scene's CPU)."""
+        breast-tissue scene's CPU)."""
         state = self.rng.bit_generator.state
         draws = self.rng.random(2 * tries)  # angle, radial fraction, angle, ...: as uniform(0, 2 pi), uniform(0, 1)
         angle, radial = 2 * np.pi * draws[0::2], np.sqrt(draws[1::2]) * reach
