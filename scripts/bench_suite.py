@@ -15,7 +15,7 @@ printed them, the load average before and after, and how the machine's cores spe
 user, system, idle, and stolen by the hypervisor, which on a shared virtual machine slows every test alike).
 
     python scripts/bench_suite.py groups --build build [--label after] [--only pytest_bench demo_cohort]
-    python scripts/bench_suite.py full [--label after] [--jobs 2]
+    python scripts/bench_suite.py full [--label after] [--jobs 3]
 """
 
 from __future__ import annotations
@@ -189,12 +189,15 @@ def measure_groups(build: Path, only: list[str] | None, cache: str | None) -> di
             "cpu_sum_s": round(sum(item["cpu_s"] for item in results.values()), 1)}
 
 
-def measure_full(jobs: int) -> dict:
+def measure_full(jobs: int | None) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-suite-") as scratch:
         clone = Path(scratch) / "clone"
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True)
-        env = {**os.environ, "MEDOPENCLAW_CACHE": str(Path(scratch) / "cache"), "MEDOPENCLAW_TEST_JOBS": str(jobs)}
+        env = {**os.environ, "MEDOPENCLAW_CACHE": str(Path(scratch) / "cache")}
         env.pop("PYTHONPATH", None)
+        env.pop("MEDOPENCLAW_TEST_JOBS", None)
+        if jobs:
+            env["MEDOPENCLAW_TEST_JOBS"] = str(jobs)
         load, cores = os.getloadavg(), core_ticks()
         code, wall, cpu, output = run_measured(["bash", "scripts/test.sh"], env, str(clone))
         spent = [after - before for before, after in zip(cores, core_ticks())]
@@ -202,10 +205,11 @@ def measure_full(jobs: int) -> dict:
                  for match in map(CTEST_LINE.search, output.splitlines()) if match}
         total = re.search(r"Total Test time \(real\) =\s+(\d+\.\d+) sec", output)
         summary = re.search(r"\d+% tests passed.*", output)
+        announced = re.search(r"^test: ctest, (\d+) at a time", output, re.MULTILINE)
         if code:
             print(output[-6000:], file=sys.stderr)
         return {"wall_s": round(wall, 1), "cpu_s": cpu.get("cgroup", cpu["reaped"]), "cpu_reaped_s": cpu["reaped"],
-                "exit": code, "jobs": jobs,
+                "exit": code, "jobs": int(announced[1]) if announced else jobs,
                 "ctest_real_s": float(total[1]) if total else None,
                 "setup_and_configure_s": round(wall - float(total[1]), 1) if total else None,
                 "summary": summary[0] if summary else None,
@@ -232,7 +236,7 @@ def main() -> int:
     parser.add_argument("--build", type=Path, default=ROOT / "build", help="groups: the configured build tree")
     parser.add_argument("--only", nargs="+", help="groups: these ctest tests only (demo_cohort always runs first)")
     parser.add_argument("--cache", help="groups: the MEDOPENCLAW_CACHE to use (default: the build tree's)")
-    parser.add_argument("--jobs", type=int, default=2, help="full: ctest -j")
+    parser.add_argument("--jobs", type=int, help="full: ctest -j (default: scripts/test.sh's, the cores + 1)")
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
     commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
