@@ -190,19 +190,20 @@ class SlowViewer(LocalEnvironment):
 
 def test_an_episode_past_its_timeout_ends_as_the_models_outcome_unless_the_viewer_took_the_time(tmp_path):
     """--episode-timeout: a slow model ends the episode as episode_timeout (model-side: scored, kept in n; no
-    INVALID reason); a viewer that took half the limit makes the same stop an environment fault (INVALID)."""
-    slow_model = [Scripted(openai_reply(calls=[("observe", "{}")]), delay_s=0.3), Scripted(openai_reply("late"))]
-    outcome, records, requests, _, _ = episode(tmp_path, "openai", slow_model, episode_timeout_s=0.2)
+    INVALID reason); a viewer that took half the limit makes the same stop an environment fault (INVALID). The
+    limit is a second: on a loaded machine the episode's own start (trace writes) must stay well inside it."""
+    slow_model = [Scripted(openai_reply(calls=[("observe", "{}")]), delay_s=1.2), Scripted(openai_reply("late"))]
+    outcome, records, requests, _, _ = episode(tmp_path, "openai", slow_model, episode_timeout_s=1.0)
     assert (outcome.status, outcome.stop_reason, outcome.final_text, outcome.tool_calls) == (
         "completed", EPISODE_TIMEOUT, None, 0)
-    assert len(requests) == 1 and events(records, EPISODE_TIMEOUT)[0]["limit_s"] == 0.2
-    assert timeout_fault(outcome.to_json(), 0.2) is None
+    assert len(requests) == 1 and events(records, EPISODE_TIMEOUT)[0]["limit_s"] == 1.0
+    assert timeout_fault(outcome.to_json(), 1.0) is None
 
     registry = toy_registry(AuditTrace(tmp_path / "slow.jsonl"), 20)
-    env = SlowViewer(registry, 0.5)
+    env = SlowViewer(registry, 1.2)
     with FakeModelServer([Scripted(openai_reply(calls=[("observe", "{}")])), Scripted(openai_reply("x"))]) as server:
         agent = ModelAgent(make_provider(ProviderConfig(kind="openai", model="m", base_url=server.url, api_key=KEY)))
         agent.reset(AgentContext(module="toy", case=None, tools=env.tools(), max_rounds=20))
-        slow_env = run_episode(agent, env, EpisodePrompt("s", "task"), EpisodeConfig(timeout_s=0.4))
-    assert slow_env.stop_reason == EPISODE_TIMEOUT and slow_env.tool_seconds >= 0.5
-    assert "environment fault" in timeout_fault(slow_env.to_json(), 0.4)
+        slow_env = run_episode(agent, env, EpisodePrompt("s", "task"), EpisodeConfig(timeout_s=1.0))
+    assert slow_env.stop_reason == EPISODE_TIMEOUT and slow_env.tool_seconds >= 1.2
+    assert "environment fault" in timeout_fault(slow_env.to_json(), 1.0)
