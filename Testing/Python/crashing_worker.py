@@ -106,7 +106,7 @@ def command(ready_file: str) -> list[str]:
 
 
 if __name__ == "__main__":
-    from MedOpenClawLib.worker.service import main
+    from MedOpenClawLib.worker.service import end_process, main
 
     install()
-    sys.exit(main())
+    end_process(main())

@@ -146,6 +146,7 @@ class SupervisedRegistry(ToolCatalog):
         self._actions = {spec.name: spec for spec in apps.specs(viewer, track)}
         self.track, self.config, self._state = track, {}, {}
         self._booted = threading.Event()
+        self._booting: WorkerProcess | None = None  # the first child while it boots: :meth:`close` may stop it
         self._boot_thread: threading.Thread | None = None
         if background:
             self._boot_thread = threading.Thread(target=self._boot, args=(True,), name="viewer-boot", daemon=True)
@@ -156,12 +157,14 @@ class SupervisedRegistry(ToolCatalog):
     def _boot(self, contain: bool) -> None:
         """Start the child and take its listing, configuration and first state; ``contain`` turns a failure into
         a closed session instead of an exception (a background boot has nobody to raise to)."""
+        self._booting = self._new_child()
         try:
-            child, started = self._launch()
+            child, started = self._launch(self._booting)
         except (WorkerFault, WorkerError, OSError) as error:
             if not contain:
                 raise
-            self.closed_reason = bounded_message(f"the viewer could not start: {error}")
+            with self._lock:  # a boot stopped by close() keeps close()'s reason
+                self.closed_reason = self.closed_reason or bounded_message(f"the viewer could not start: {error}")
             self._booted.set()
             return
         with self._lock:
@@ -258,12 +261,16 @@ class SupervisedRegistry(ToolCatalog):
 
     def close(self) -> None:
         """Stop the child and the spare, and return only once their processes are gone (a boot still under way
-        is waited for: it stops the child it started), so whoever frees this session's slot after it never holds
-        more viewers than slots. Later calls are answered ``viewer_unavailable``."""
+        is waited for: its child is killed, or stopped by the boot should it launch after this), so whoever frees
+        this session's slot after it never holds more viewers than slots. Later calls are answered
+        ``viewer_unavailable``."""
         with self._lock:
             self.closed_reason = self.closed_reason or "the session was closed"
             worker, self._worker = self._worker, None
             spare, self._spare = self._spare, None
+            booting = None if self._booted.is_set() else self._booting
+        if booting is not None:  # nobody will use it: not worth the rest of a viewer's start-up (~2 s of CPU)
+            booting.abort()
         if self._boot_thread is not None and self._boot_thread is not threading.current_thread():
             self._boot_thread.join()
         if worker is not None:

@@ -1,7 +1,5 @@
 """``python -m MedOpenClawLib.worker``: the headless (slicer-core) worker."""
 
-import sys
+from .service import end_process, main
 
-from .service import main
-
-sys.exit(main())
+end_process(main())

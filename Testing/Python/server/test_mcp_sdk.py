@@ -183,27 +183,29 @@ def test_streamable_http_needs_the_token_and_gives_each_client_its_own_session(d
     assert first[0]["payload"]["session"] == 1 and second[0]["payload"]["client"]["name"] == "mcp"
 
 
-def test_http_sessions_are_bounded_and_released_when_their_client_leaves(data_root, tmp_path):
+def test_http_sessions_are_bounded_and_released_when_their_client_leaves(slide_root, tmp_path):
+    """Each session's viewer (and its spare) only answers a no-op call: the whole-slide viewer, whose process
+    starts without loading Slicer, serves it; sessions are the same for either application."""
     trace = tmp_path / "trace.jsonl"
-    server, url = http_server(data_root, trace, "--max-sessions", "1")
+    server, url = http_server(slide_root, trace, "--max-sessions", "1")
     try:
         async def main() -> None:
             async with http_client(url) as first:
                 await first.initialize()
-                assert not (await first.call_tool("ping", {})).is_error
+                assert not (await first.call_tool("sleep", {"seconds": 0})).is_error
                 async with http_client(url) as second:
                     with pytest.raises(MCPError, match="Too many open sessions"):  # answered 503 by the server
                         await second.initialize()
             async with http_client(url) as third:  # the first session ended: its place is free again
                 await third.initialize()
-                assert not (await third.call_tool("ping", {})).is_error
+                assert not (await third.call_tool("sleep", {"seconds": 0})).is_error
 
         anyio.run(main)
     finally:
         server.terminate()
         server.wait(timeout=30)
     assert [record["action"] for record in read_trace(tmp_path / "trace.client2.jsonl") if record.get("action")] == [
-        "ping"]
+        "sleep"]
 
 
 def test_malformed_framing_is_refused_and_the_server_lives_on(data_root, tmp_path):

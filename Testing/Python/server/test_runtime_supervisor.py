@@ -93,7 +93,10 @@ def view_differences(supervised: dict, in_process: dict, folder: Path) -> str:
     return f"{'; '.join(notes) or 'the images are equal'} (PNGs in {folder})"
 
 
-def test_segfault_answers_viewer_crashed_and_restores_the_session(tmp_path, data_root):
+def test_segfault_answers_viewer_crashed_and_restores_the_session_and_a_closed_session_refuses_calls(
+        tmp_path, data_root):
+    """After the crash and restore, close() stops the serving child and the spare booted after the restart (both
+    processes gone), and later calls are refused: the session's own viewers, not a second pair started for it."""
     with supervised(tmp_path, data_root) as registry:
         mapped = build_session(registry, data_root)
         before = registry.state()
@@ -112,6 +115,12 @@ def test_segfault_answers_viewer_crashed_and_restores_the_session(tmp_path, data
         assert ok(registry, "image_coords_to_ras", view="axial", point_1000=[250, 750]).data == mapped
         assert ok(registry, "set_slice_offset", view="sagittal", offset=before["views"]["sagittal"]["offset_mm"],
                   size=64).images
+
+        assert registry._spare.wait()  # the spare started after the restart finished booting
+        children = [registry._worker.process, registry._spare._child.process]
+        registry.close()
+        assert all(child.poll() is not None for child in children)  # the child and the spare are gone
+        assert registry.call("observe", {}).error["code"] == VIEWER_UNAVAILABLE
 
     records = read_trace(tmp_path / "trace.jsonl")
     crash = next(record for record in records if record["kind"] == VIEWER_CRASHED)
@@ -142,7 +151,8 @@ def test_replay_renders_the_geometry_without_the_pixels(data_root):
 
 def test_supervised_session_matches_the_in_process_one(tmp_path, data_root):
     in_process = build_slicer_registry([data_root], track="B")
-    with supervised(tmp_path, data_root, track="B") as registry:
+    # no spare: the restart from one is the segfault test's, a restore is the same from a freshly launched viewer
+    with supervised(tmp_path, data_root, track="B", spare=False) as registry:
         assert [action.describe() for action in registry.all_actions()] == [
             action.describe() for action in in_process.all_actions()]
         assert registry.tools("mcp") == in_process.tools("mcp") and registry.get("run_python") is None
@@ -198,8 +208,8 @@ def test_hang_is_stopped_and_repeated_crashes_close_the_session(tmp_path, data_r
 
 def test_a_malformed_answer_is_contained_like_a_crash(tmp_path, data_root):
     """The child ran the call and then broke the protocol: the call is not applied, the session is restored on a
-    new child and the next call works."""
-    with supervised(tmp_path, data_root) as registry:
+    new child and the next call works (each a freshly launched one: no spare booted beside each)."""
+    with supervised(tmp_path, data_root, spare=False) as registry:
         ok(registry, "open_case", dicom_dir=str(data_root), size=64)
         before = registry.state()
         for label, said in (("CRASH:garble", "malformed answer while running 'record_point' (protocol error: a line"),
@@ -229,15 +239,6 @@ def test_a_restore_that_diverges_from_the_trace_closes_the_session(tmp_path, dat
         assert registry.call("observe", {}).error["code"] == VIEWER_UNAVAILABLE and registry._worker is None
 
 
-def test_a_closed_session_refuses_calls(tmp_path, data_root):
-    registry = supervised(tmp_path, data_root)
-    assert registry._spare.wait()  # the spare finished booting
-    children = [registry._worker.process, registry._spare._child.process]
-    registry.close()
-    assert all(child.poll() is not None for child in children)  # the child and the spare are gone
-    assert registry.call("observe", {}).error["code"] == VIEWER_UNAVAILABLE
-
-
 def test_pathology_viewer_is_restored_after_a_crash(tmp_path, slide_root, slide_path):
     with SupervisedRegistry("pathology", [slide_root], trace=AuditTrace(tmp_path / "wsi.jsonl"),
                             workdir=tmp_path / "viewer", command=crashing_worker.command) as registry:
@@ -261,37 +262,11 @@ def front_end(*arguments: str) -> list[str]:
     return [sys.executable, str(DOUBLES / "crashing_front_end.py"), *arguments, "--no-spare-viewer"]
 
 
-def test_rest_serve_answers_viewer_crashed_over_a_real_socket(tmp_path, data_root):
-    trace = tmp_path / "rest.jsonl"
-    env = {**os.environ, "MEDOPENCLAW_TOKEN": "crash-token"}
-    server = subprocess.Popen(front_end("serve", "--data-root", str(data_root), "--port", "0", "--trace", str(trace)),
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, text=True)
-    try:
-        url = server.stdout.readline().split(" on ")[1].split()[0]
-        headers = {"Authorization": "Bearer crash-token"}
-
-        def post(name, **arguments):
-            return requests.post(f"{url}/v1/actions/{name}", headers=headers, json=arguments, timeout=60).json()
-
-        assert post("open_case", dicom_dir=str(data_root), size=64)["ok"]
-        assert post("record_point", ras=[0, 0, 0], label="before")["ok"]
-        before = requests.get(f"{url}/v1/state", headers=headers, timeout=10).json()
-        crashed = post("record_point", ras=[0, 0, 0], label="CRASH:segv")
-        assert crashed["ok"] is False and crashed["error"]["code"] == VIEWER_CRASHED
-        assert server.poll() is None  # the server lives on
-        assert requests.get(f"{url}/v1/state", headers=headers, timeout=10).json() == before
-        assert [item["label"] for item in post("list_evidence")["data"]["evidence"]] == ["before"]
-        kinds = [record["kind"] for record in requests.get(f"{url}/v1/trace", headers=headers, timeout=10).json()]
-        assert VIEWER_CRASHED in kinds
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
-    assert verify_trace(trace).ok and replay_trace(trace, [data_root]).ok
-
-
-def test_rest_sessions_of_their_own_over_a_real_socket(tmp_path, data_root):
+def test_rest_serve_answers_viewer_crashed_over_a_real_socket_in_its_shared_and_own_sessions(tmp_path, data_root):
     """`medopenclaw serve`: two clients, each in a session of its own (own viewer process, scene and trace file),
-    do not see each other's state nor the shared session's; a crash in one session leaves the other untouched."""
+    do not see each other's state nor the shared session's; a crash in one session leaves the other untouched.
+    Then a crash of the shared session's viewer: the server lives on and the shared session is restored. One
+    server for both: the shared session's viewer boots either way."""
     trace = tmp_path / "rest.jsonl"
     env = {**os.environ, "MEDOPENCLAW_TOKEN": "session-token"}
     server = subprocess.Popen(front_end("serve", "--data-root", str(data_root), "--port", "0", "--trace", str(trace),
@@ -313,6 +288,18 @@ def test_rest_sessions_of_their_own_over_a_real_socket(tmp_path, data_root):
         assert post(first, "get_viewer_state")["data"]["active_volume"] == "CT"  # restored from its own trace
         assert post(second, "get_viewer_state")["data"]["active_volume"] is None
         assert requests.get(f"{url}/v1/state", headers=token, timeout=60).json()["active_volume"] is None
+
+        # the shared session (no session header)
+        assert post(token, "open_case", dicom_dir=str(data_root), size=64)["ok"]
+        assert post(token, "record_point", ras=[0, 0, 0], label="before")["ok"]
+        before = requests.get(f"{url}/v1/state", headers=token, timeout=10).json()
+        crashed = post(token, "record_point", ras=[0, 0, 0], label="CRASH:segv")
+        assert crashed["ok"] is False and crashed["error"]["code"] == VIEWER_CRASHED
+        assert server.poll() is None  # the server lives on
+        assert requests.get(f"{url}/v1/state", headers=token, timeout=10).json() == before
+        assert [item["label"] for item in post(token, "list_evidence")["data"]["evidence"]] == ["before"]
+        kinds = [record["kind"] for record in requests.get(f"{url}/v1/trace", headers=token, timeout=10).json()]
+        assert VIEWER_CRASHED in kinds
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -320,6 +307,7 @@ def test_rest_sessions_of_their_own_over_a_real_socket(tmp_path, data_root):
                 if record.get("action")] for number in (1, 2)]
     assert actions == [["open_case", "get_viewer_state"], ["get_viewer_state", "get_viewer_state"]]
     assert read_trace(tmp_path / "rest.client2.jsonl")[0]["payload"]["session"] == 2
+    assert verify_trace(trace).ok and replay_trace(trace, [data_root]).ok
 
 
 def test_mcp_stdio_answers_viewer_crashed_with_the_official_client(tmp_path, data_root):
