@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .resampling import cubic_zoom
+from .resampling import cubic_zoom, linear_affine, linear_map
 
 SEQUENCES = ("T1", "T1c", "T2", "FLAIR")
 TISSUE_SIGNAL = {  # (white matter, grey matter, CSF) per sequence, arbitrary units 0..1
@@ -92,13 +92,17 @@ class Template:
         return ndimage.binary_fill_holes(tissue) & self.head
 
     def ras_grid(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        i, j, k = np.indices(self.shape, dtype=np.float32)
+        """World R, A and S of the voxel centres (the grid is axis-aligned), as axes that broadcast to the grid:
+        shapes (n0, 1, 1), (1, n1, 1), (1, 1, n2)."""
+        i, j, k = _voxel_axes(self.shape)
         a = self.affine
-        return (
-            a[0, 0] * i + a[0, 3],
-            a[1, 1] * j + a[1, 3],
-            a[2, 2] * k + a[2, 3],
-        )
+        return a[0, 0] * i + a[0, 3], a[1, 1] * j + a[1, 3], a[2, 2] * k + a[2, 3]
+
+
+def _voxel_axes(shape: tuple[int, int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``np.indices(shape, dtype=np.float32)`` as three axes that broadcast to ``shape`` (same values, no copies)."""
+    return tuple(np.arange(size, dtype=np.float32).reshape([size if axis == dim else 1 for axis in range(3)])
+                 for dim, size in enumerate(shape))
 
 
 def _block_mean(data: np.ndarray, factor: int) -> np.ndarray:
@@ -138,14 +142,8 @@ def load_template(spacing_mm: int) -> Template:
 def resample_template(template: Template, shape: tuple[int, int, int], affine: np.ndarray) -> Template:
     """The template's tissue maps on another axis-aligned grid (trilinear, empty outside the template); world
     coordinates are kept, so compartments defined in MNI millimetres stay where they were."""
-    from scipy import ndimage
-
     to_source = np.round(np.linalg.inv(template.affine) @ affine, 9)  # exact shifts stay exact (no blur)
-    maps = [
-        ndimage.affine_transform(getattr(template, name), to_source[:3, :3], to_source[:3, 3], output_shape=shape,
-                                 order=1, mode="constant", cval=0.0)
-        for name in ("t1", "gm", "wm")
-    ]
+    maps = linear_affine([template.t1, template.gm, template.wm], to_source[:3, :3], to_source[:3, 3], shape)
     return _tissue_template(*maps, affine)
 
 
@@ -281,13 +279,11 @@ def _smooth_field(shape, sigma_vox: float, rng: np.random.Generator) -> np.ndarr
 
 def _mass_effect(template: Template, compartments: list[Compartment]) -> Template:
     """Tissue maps pushed radially away from each space-occupying compartment (smooth, decaying deformation)."""
-    from scipy import ndimage
-
     masses = [c for c in compartments if c.kind in ("enhancing", "solid", "cyst", "enhancing_mild", "mismatch")]
     if not masses:
         return template
     r, a, s = template.ras_grid()
-    dr, da, ds = (np.zeros_like(r) for _ in range(3))
+    dr, da, ds = (np.zeros(template.shape) for _ in range(3))
     for mass in masses:
         radius = float(np.mean(mass.radii))
         vr, va, vs = r - mass.center[0], a - mass.center[1], s - mass.center[2]
@@ -295,13 +291,12 @@ def _mass_effect(template: Template, compartments: list[Compartment]) -> Templat
         push = 0.35 * radius * radius**2 / (distance**2 + radius**2)  # ~0.35 R at the edge, fading outwards
         dr, da, ds = dr + push * vr / distance, da + push * va / distance, ds + push * vs / distance
     spacing = np.abs(np.diag(template.affine)[:3])
-    coordinates = np.indices(template.shape, dtype=np.float32)
+    coordinates = _voxel_axes(template.shape)
     signs = np.sign(np.diag(template.affine)[:3])
     source = [coordinates[0] - signs[0] * dr / spacing[0], coordinates[1] - signs[1] * da / spacing[1],
               coordinates[2] - signs[2] * ds / spacing[2]]
-    warp = {name: ndimage.map_coordinates(getattr(template, name), source, order=1, mode="nearest")
-            for name in ("t1", "gm", "wm", "csf")}
-    return Template(warp["t1"], warp["gm"], warp["wm"], warp["csf"], template.head, template.affine)
+    t1, gm, wm, csf = linear_map([template.t1, template.gm, template.wm, template.csf], source)
+    return Template(t1, gm, wm, csf, template.head, template.affine)
 
 
 def _bias_field(shape, rng: np.random.Generator) -> np.ndarray:
@@ -333,7 +328,7 @@ def render(
         stretch = (0.55 + 0.8 * template.wm) if compartment.kind == "edema" else None
         # the weight is computed in the box it can be non-zero in (0 elsewhere), voxel for voxel as on the whole grid
         reach = _ellipsoid_box(template, compartment, 1.0 if stretch is None else float(stretch.max()))
-        near = [axis[reach] for axis in grid]
+        near = [axis[(slice(None),) * dim + (reach[dim],)] for dim, axis in enumerate(grid)]
         weight = _soft_ellipsoid(near, compartment.center, compartment.radii, field[reach], compartment.roughness,
                                  None if stretch is None else stretch[reach])
         if compartment.shell > 0:
@@ -381,7 +376,6 @@ def native_study(images: dict[str, np.ndarray], template: Template, rng: np.rand
     """Resample template-space images onto a scanner grid: the head moved (rotation up to 6 degrees, shift up
     to 8 mm) and the voxel size of this study (isotropic, thicker slices, or finer in-plane). Returns (images,
     affine); the DeepBraTumIA segmentation stays in atlas space."""
-    from scipy import ndimage
     from scipy.spatial.transform import Rotation
 
     base = float(np.abs(template.affine[0, 0]))
@@ -395,7 +389,6 @@ def native_study(images: dict[str, np.ndarray], template: Template, rng: np.rand
     affine = np.eye(4)
     affine[:3, :3], affine[:3, 3] = linear, origin
     to_template = np.linalg.inv(template.affine) @ affine
-    resampled = {name: ndimage.affine_transform(image.astype(np.float32), to_template[:3, :3], to_template[:3, 3],
-                                                output_shape=shape, order=1).round().astype(np.int16)
-                 for name, image in images.items()}
-    return resampled, affine
+    resampled = linear_affine([image.astype(np.float32) for image in images.values()], to_template[:3, :3],
+                              to_template[:3, 3], shape)
+    return {name: image.round().astype(np.int16) for name, image in zip(images, resampled)}, affine
