@@ -13,7 +13,7 @@ import json
 import os
 import subprocess
 import sys
-import time
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -244,12 +244,14 @@ def test_malformed_framing_is_refused_and_the_server_lives_on(data_root, tmp_pat
 
 
 def test_long_calls_report_progress_and_failures_are_error_results():
+    """A call running past two progress intervals sends two updates. It ends once the client has its second
+    update, not after a fixed 2.3 s that a loaded machine's late second tick (at 2 s) could miss."""
     slow = Toolset("slow")
+    second_update = threading.Event()
 
     @slow.action("segment", "operator", "A slow operator.", properties={"seconds": {"type": "number"}})
     def segment(context: ToyContext, seconds: float = 0.0) -> Result:
-        time.sleep(seconds)
-        return Result(ok=True, data={"slept": seconds})
+        return Result(ok=True, data={"updated_twice": second_update.wait(seconds)})
 
     registry = ActionRegistry(ToyContext(), [toy_tools, slow], AuditTrace(None))
     scene = ThreadPoolExecutor(max_workers=1)
@@ -260,11 +262,13 @@ def test_long_calls_report_progress_and_failures_are_error_results():
 
     async def progress(value: float, total: float | None, message: str | None) -> None:
         updates.append((value, message))
+        if value >= 2:
+            second_update.set()
 
     async def main() -> None:
         async with Client(server) as client:
-            done = await client.call_tool("segment", {"seconds": 2.3}, progress_callback=progress)
-            assert not done.is_error and done.structured_content["data"] == {"slept": 2.3}
+            done = await client.call_tool("segment", {"seconds": 60}, progress_callback=progress)
+            assert not done.is_error and done.structured_content["data"] == {"updated_twice": True}
             failed = await client.call_tool("set_slice_offset", {"offset": 500})
             assert failed.is_error and failed.structured_content["error"]["code"] == "out_of_range"
 
