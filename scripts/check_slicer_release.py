@@ -25,6 +25,7 @@ Exit status: 0 when everything passed, 1 otherwise.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import importlib.util
 import os
@@ -76,12 +77,19 @@ def all_files() -> dict[str, Path]:
     return files
 
 
+@functools.cache
+def syntax_nodes(path: Path) -> tuple[ast.AST, ...]:
+    """Every node of ``path``'s syntax tree (``ast.walk`` order), parsed and walked once: the import walk and the
+    Python 3.10 scan read the same files."""
+    return tuple(ast.walk(ast.parse(path.read_text(encoding="utf-8"))))
+
+
 def imported_names(name: str, path: Path) -> set[str]:
     """The package modules ``path`` imports anywhere in its body (function-level imports too: they run inside
     Slicer the first time the function does), relative imports resolved against ``name``."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in syntax_nodes(path):
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -100,8 +108,8 @@ def imported_names(name: str, path: Path) -> set[str]:
 def in_slicer_modules() -> list[str]:
     """The in-Slicer modules and every package module they reach by an import (a runner module such as
     ``bench.parsers`` that the trace audit imports runs inside Slicer too), in name order."""
-    files, scripts = all_files(), in_slicer_scripts()
-    reached, pending = set(), [*in_slicer_files(), *(f"<script>{path}" for path in scripts)]
+    files, roots = all_files(), list(in_slicer_files())
+    reached, pending = set(roots), [*roots, *(f"<script>{path}" for path in in_slicer_scripts())]
     while pending:
         name = pending.pop()
         path = Path(name.removeprefix("<script>")) if name.startswith("<script>") else files[name]
@@ -117,7 +125,7 @@ def in_slicer_modules() -> list[str]:
                 if module in files and module not in reached:
                     reached.add(module)
                     pending.append(module)
-    return sorted(reached | set(in_slicer_files()))
+    return sorted(reached)
 
 
 def in_slicer_scripts() -> list[Path]:
@@ -144,11 +152,11 @@ def optional_packages() -> set[str]:
             for requirement in requirements}
 
 
-def check_imports() -> tuple[list[str], list[str]]:
+def check_imports(modules: list[str]) -> tuple[list[str], list[str]]:
     """(failures, modules that need the application or an optional feature's package), one line each."""
     failures, needs_application = [], []
     optional = optional_packages()
-    for name in in_slicer_modules():
+    for name in modules:
         try:
             importlib.import_module(name)
         except ModuleNotFoundError as missing:
@@ -178,14 +186,13 @@ def is_type(node: ast.AST) -> bool:
 def python_310_constructs(path: Path) -> list[str]:
     """What Python 3.9 (Slicer 5.6/5.8) rejects at run time but parses, in code that it cannot import here for
     want of ``slicer``: ``X | Y`` of types outside annotations, ``zip(strict=)``, ``field(kw_only=)``."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
     annotations = set()
-    for node in ast.walk(tree):
+    for node in syntax_nodes(path):
         for annotation in (getattr(node, "annotation", None), getattr(node, "returns", None)):
             if annotation is not None:
                 annotations.update(id(part) for part in ast.walk(annotation))
     found = []
-    for node in ast.walk(tree):
+    for node in syntax_nodes(path):
         if (isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr) and id(node) not in annotations
                 and is_type(node)):
             found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)} at run time")
@@ -216,14 +223,15 @@ def main() -> int:
 
 def in_slicer_failures() -> list[str]:
     """Check 1 (imports and Python 3.10 constructs), printed; the failures."""
-    failures, needs_application = check_imports()
-    print(f"imports: {len(in_slicer_modules()) - len(failures) - len(needs_application)} modules imported, "
+    modules = in_slicer_modules()
+    failures, needs_application = check_imports(modules)
+    print(f"imports: {len(modules) - len(failures) - len(needs_application)} modules imported, "
           f"{len(needs_application)} need the application or an optional package: "
           f"{', '.join(needs_application) or 'none'}")
     for failure in failures:
         print(f"FAIL import {failure}")
     files = all_files()
-    constructs = [found for path in [*(files[name] for name in in_slicer_modules()), *in_slicer_scripts()]
+    constructs = [found for path in [*(files[name] for name in modules), *in_slicer_scripts()]
                   for found in python_310_constructs(path)]
     for construct in constructs:
         print(f"FAIL {construct}")
