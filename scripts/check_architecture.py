@@ -30,6 +30,8 @@ MAX_LOCAL_IMPORTS = 40
 MAX_DATASET_FILES = 2
 DATASET_NAMES = re.compile(r"ucsf|pdgm|lumiere|nsclc|bracs|camelyon", re.IGNORECASE)
 MODULE_FOLDERS = "MedOpenClawLib.bench.modules."
+# the nodes whose bodies hold statements: an import is found under these only (never inside an expression)
+STATEMENT_NODES = (ast.stmt, ast.excepthandler, ast.match_case)
 
 # layer -> the layers (module-name prefixes) it may import besides itself; a module's layer is the longest prefix
 # of its name listed here. Layers not listed (or listed as None) may import anything (the top: cli, server, gui,
@@ -78,13 +80,20 @@ def resolve(current: str, is_package: bool, level: int, name: str | None) -> str
     return ".".join(base + ([name] if name else []))
 
 
-def function_scopes(tree: ast.AST) -> set[int]:
-    """ids of the import nodes that sit inside a function body."""
-    inside: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
-            inside.update(id(child) for child in ast.walk(node) if isinstance(child, (ast.Import, ast.ImportFrom)))
-    return inside
+def import_statements(tree: ast.AST) -> Iterator[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement with whether it sits inside a function body. Imports are statements, so only
+    statement lists are walked (bodies, handlers, match cases), each node once: walking every expression too, and
+    each function's subtree a second time, cost more than parsing the sources (2.4 -> 1.0 s for the check)."""
+    pending: list[tuple[ast.AST, bool]] = [(tree, False)]
+    while pending:
+        node, inside = pending.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node, inside
+            continue
+        inside = inside or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for _, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                pending += [(child, inside) for child in value if isinstance(child, STATEMENT_NODES)]
 
 
 def imported_modules(node: ast.AST, current: str, is_package: bool, known: dict[str, Path]) -> Iterator[str]:
@@ -111,17 +120,13 @@ def scan() -> Package:
     for current, path in package.modules.items():
         text = path.read_text(encoding="utf-8")
         lines = text.splitlines()
-        tree = ast.parse(text, str(path))
-        local_nodes = function_scopes(tree)
         is_package = path.name == "__init__.py"
-        for node in ast.walk(tree):
-            if not isinstance(node, (ast.Import, ast.ImportFrom)):
-                continue
+        for node, local in import_statements(ast.parse(text, str(path))):
             line = lines[node.lineno - 1]
             commented = "#" in line or (node.lineno > 1 and lines[node.lineno - 2].strip().startswith("#"))
             for target in imported_modules(node, current, is_package, package.modules):
                 if target in package.modules:
-                    package.imports.append(Import(current, target, node.lineno, id(node) in local_nodes, commented))
+                    package.imports.append(Import(current, target, node.lineno, local, commented))
     return package
 
 
