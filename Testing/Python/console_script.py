@@ -17,3 +17,10 @@ def run_console(cwd: Path, *argv: str, input: str | None = None) -> subprocess.C
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "MedOpenClaw"), str(REPO / "MedCopilot")])}
     return subprocess.run([str(CONSOLE_SCRIPT), *argv], cwd=cwd, env=env, input=input, capture_output=True,
                           text=True, timeout=600)
+
+
+def medopenclaw(cwd: Path, *argv: str, input: str | None = None) -> str:
+    """The console script run as a user runs it; its stdout (stderr shown when it fails)."""
+    completed = run_console(cwd, *argv, input=input)
+    assert completed.returncode == 0, (argv, completed.stderr[-2000:])
+    return completed.stdout

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from agents_cases import write_ucsf_package
 
 from MedOpenClawLib.cli import main
 
@@ -85,11 +84,9 @@ print(json.dumps({{"helps": helps, "codes": codes}}))
 """
 
 
-def test_help_and_offline_bench_commands_need_no_viewer(tmp_path):
-    cases = write_ucsf_package(tmp_path / "cases", cases=1)
-    run = tmp_path / "run"
-    assert main(["bench", "run", "--module", "ucsf-pdgm", "--agent", "oracle", "--cases", str(cases),
-                 "--out", str(run)]) == 0
+def test_help_and_offline_bench_commands_need_no_viewer(typed_run, tmp_path):
+    """The run and cases read here are conftest's ``typed_run`` (one UCSF-PDGM oracle episode), made once."""
+    cases, run = typed_run[0] / "cases", typed_run[0] / "runs" / "x"
     responses = tmp_path / "answers.jsonl"
     responses.write_text(json.dumps({"case_id": "UCSF-PDGM-0001", "response": "ANSWER: glioblastoma"}) + "\n")
     runs = [["bench", "parse", "--module", "ucsf-pdgm"],

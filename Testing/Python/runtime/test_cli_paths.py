@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
-from console_script import CONSOLE_SCRIPT, run_console
+from console_script import medopenclaw
 
 from MedOpenClawLib.cli import build_parser, executable, existing_directory, user_path
 
@@ -54,22 +54,10 @@ def test_relative_paths_are_absolute_after_parsing(tmp_path, monkeypatch):
                 assert Path(value).is_absolute() and Path(value).is_relative_to(tmp_path), (argv, name, value)
 
 
-def medopenclaw(cwd: Path, *argv: str, input: str | None = None) -> str:
-    """The console script run as a user runs it; its stdout (stderr shown when it fails)."""
-    completed = run_console(cwd, *argv, input=input)
-    assert completed.returncode == 0, (argv, completed.stderr[-2000:])
-    return completed.stdout
-
-
-def test_every_sub_command_takes_relative_paths_from_its_own_working_directory(tmp_path):
-    assert CONSOLE_SCRIPT.is_file(), "install the package (pip install -e .) so the medopenclaw command exists"
-    cwd = tmp_path / "work"
-    cwd.mkdir()
-    # 4 mm brains (the demo's are 2 mm): the paths are the same, the generation 2.2 -> 1.0 s of CPU
-    medopenclaw(cwd, "bench", "cohort", "--out", "raw", "--modules", "ucsf-pdgm", "--cases", "1", "--mri-spacing", "4")
-    medopenclaw(cwd, "bench", "prepare", "--module", "ucsf-pdgm", "--source", "raw/UCSF-PDGM", "--out", "cases")
-    summary = json.loads(medopenclaw(cwd, "bench", "run", "--module", "ucsf-pdgm", "--agent", "oracle", "--cases",
-                                     "cases", "--limit", "1", "--out", "runs/x").splitlines()[-1])
+def test_every_sub_command_takes_relative_paths_from_its_own_working_directory(typed_run):
+    """Every other sub-command, from the directory where ``typed_run`` typed ``bench cohort``, ``bench prepare``
+    and ``bench run`` (their outputs, ``cases`` and ``runs/x``, are only read here)."""
+    cwd, summary = typed_run
     assert summary["n"] == 1 and summary["errors"] == 0
     trace = next((cwd / "runs" / "x" / "episodes").glob("*/trace-1.jsonl")).relative_to(cwd).as_posix()
     medopenclaw(cwd, "trace", "verify", trace)
