@@ -3,7 +3,7 @@
 scipy's ``geometric_transform`` C loop (behind ``zoom``, ``affine_transform`` and ``map_coordinates``) recomputes the
 spline taps and weights of every output voxel for every array, with per-voxel index arithmetic: upsampling each
 study's bias field with ``ndimage.zoom(order=3)`` was half of the brain cohort's generation time, and the trilinear
-warps (the mass effect's four tissue maps, a LUMIERE study's four sequences onto its scanner grid) most of the rest.
+warps (the mass effect's four tissue maps, a follow-up study's four sequences onto its scanner grid) most of the rest.
 :func:`linear_map` and :func:`linear_affine` find the taps and weights the way scipy's ``ni_interpolation.c`` and
 ``ni_splines.c`` do, once for all arrays on one grid, and do the per-voxel arithmetic with numpy in the C loop's
 order -- the same products, added in the same sequence, in float64, cast once; :func:`cubic_zoom` evaluates its
