@@ -141,9 +141,18 @@ function(medopenclaw_add_pytest_suite)
     FIXTURES_SETUP demo_cohort)
   foreach(_group IN LISTS _groups)
     list(SORT _files_${_group})
+    # hypothesis's pytest plugin imports hypothesis into every pytest process (~0.5 s CPU): only a group whose
+    # test files use it keeps the plugin
+    set(_plugins -p no:hypothesispytest)
+    foreach(_test_file IN LISTS _files_${_group})
+      file(STRINGS "${_test_file}" _uses REGEX "^(from|import) hypothesis" LIMIT_COUNT 1)
+      if(_uses)
+        set(_plugins)
+      endif()
+    endforeach()
     add_test(
       NAME pytest_${_group}
-      COMMAND "${Python3_EXECUTABLE}" -m pytest -q -p no:cacheprovider ${_files_${_group}}
+      COMMAND "${Python3_EXECUTABLE}" -m pytest -q -p no:cacheprovider ${_plugins} ${_files_${_group}}
       WORKING_DIRECTORY "${_medopenclaw_root}"
       )
     # pytest exits 5 when it collects nothing: report the group as skipped, not as a failure
