@@ -119,8 +119,11 @@ class EpisodeJob:
                   "worker_node": worker.node}
         spec = config.spec
         application = spec.application
+        # a fresh worker builds its viewer on its first start (a radiology one imports Slicer): start-up work, so
+        # bounded by the start-up timeout too, never cut short by a call timeout meant for one tool call
         env.start(application, [str(case.data_root)], "B" if config.track == "B" else "A",
-                  config.max_rounds, str(trace_path), header, config.save_images)
+                  config.max_rounds, str(trace_path), header, config.save_images,
+                  timeout_s=max(config.call_timeout_s, config.startup_timeout_s))
         attachments = preload(env, spec, case)
         pathology = application == PATHOLOGY
         track_c = config.track == "C"

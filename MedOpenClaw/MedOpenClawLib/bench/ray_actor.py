@@ -103,11 +103,12 @@ class WorkerHost:
         return {"status": RESULT_OK, "pid": self.worker.pid, "actor_pid": os.getpid(), "node": socket.gethostname(),
                 "node_id": ray.get_runtime_context().get_node_id()}
 
-    def request(self, op: str, fields: dict) -> dict:
+    def request(self, op: str, fields: dict, timeout_s: float | None = None) -> dict:
+        """Forward one request to the worker, bounded by ``timeout_s`` (default: its call timeout)."""
         if op == "start":
             fields = {**fields, "trace_path": str(self.scratch / "out" / fields["trace_path"])}
         try:
-            return {"status": RESULT_OK, "result": self.worker.request(op, **fields)}
+            return {"status": RESULT_OK, "result": self.worker.request(op, timeout_s=timeout_s, **fields)}
         except WorkerError as error:
             return {"status": RESULT_REFUSED, "code": error.code, "message": str(error)}
         except WorkerFault as fault:

@@ -174,7 +174,7 @@ class RayWorker(WorkerLink):
         if op == "start":
             fields = self._localize(fields)
         wait = (timeout_s or self.call_timeout_s) + ACTOR_MARGIN_S
-        result = self._unwrap(self._call("request", op, fields, timeout_s=wait, what=repr(op)))
+        result = self._unwrap(self._call("request", op, fields, timeout_s, timeout_s=wait, what=repr(op)))
         if op == "end":
             self.collect()
         return result

@@ -249,9 +249,12 @@ class WorkerEnvironment:
         trace_path: str,
         header: dict,
         save_images: bool = True,
+        timeout_s: float | None = None,
     ) -> None:
+        """Open an episode; ``timeout_s`` bounds it (default: the worker's call timeout)."""
         self._tools = self.worker.request(
             "start",
+            timeout_s=timeout_s,
             viewer=viewer,
             data_roots=data_roots,
             track=track,

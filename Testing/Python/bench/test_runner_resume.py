@@ -102,17 +102,25 @@ def test_worker_killed_mid_episode_is_retried_and_resume_does_no_new_work(cases,
 
 
 def test_hung_worker_twice_is_invalid_and_excluded(cases, tmp_path):
+    """Each attempt's worker is stopped (SIGSTOP) mid-episode and its next tool call times out. The call timeout is
+    a few seconds, not one: a loaded machine must not time out the calls before the stop instead (the episode's
+    start, where a fresh worker imports Slicer, is bounded by the start-up timeout)."""
+    stopped = []
+
     class HangingOracle(OracleAgent):
         def step(self, conversation, allow_tools=True):
             if len(conversation) > 3:
-                os.kill(hanging.slots[0].worker.pid, signal.SIGSTOP)
+                stopped.append(hanging.slots[0].worker.pid)
+                os.kill(stopped[-1], signal.SIGSTOP)
             return super().step(conversation, allow_tools)
 
-    hanging = runner(cases, tmp_path / "run", HangingOracle, limit=1, call_timeout_s=1.0)
+    hanging = runner(cases, tmp_path / "run", HangingOracle, limit=1, call_timeout_s=3.0)
     summary = hanging.run()
     (record,) = results(tmp_path / "run").values()
+    assert len(set(stopped)) == 2 and hanging.slots[0].started == stopped  # each attempt's own worker hung
     assert record["attempts"] == 2 and record["invalid"].startswith("environment fault")
-    assert "did not answer" in record["invalid"]
+    # the request after the stop (not the episode's start) went unanswered, on each attempt
+    assert record["invalid"].count("WorkerHung: worker did not answer") == 2 and "'start'" not in record["invalid"]
     assert summary["invalid"] == 1 and summary["n"] == 0
 
 
