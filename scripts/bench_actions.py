@@ -34,7 +34,8 @@ import requests
 from PIL import Image
 
 from MedOpenClawLib.apps.radiology import build_slicer_registry
-from MedOpenClawLib.core.result import RenderedImage, encode_png
+from MedOpenClawLib.core.png import encode_png
+from MedOpenClawLib.core.result import RenderedImage
 from MedOpenClawLib.core.sinks import write_json
 from MedOpenClawLib.server.rest_app import BackgroundRestServer
 from MedOpenClawLib.server.supervisor import SupervisedRegistry

@@ -7,13 +7,12 @@ caller (model, chat panel, REST client) never sees a Python exception.
 from __future__ import annotations
 
 import base64
-import os
-import struct
-import zlib
 from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, fields
 from typing import Any
+
+from .png import PNG_SIGNATURE, Base64Text, EncodedPng, PngEncoding, encode_png, encoders
 
 
 class ActionError(Exception):
@@ -39,108 +38,38 @@ class RecordedGeometry:
         return self.record
 
 
-PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 # an image's key in Result.to_wire: the index of its view among the attachments (its PNG, or the raw pixels a
 # supervised viewer streamed ahead of its answer)
 PNG_ATTACHMENT = "png_attachment"
 
 
-class Base64Text(str):
-    """Text this process base64-encoded itself: its alphabet needs no JSON escaping, so a front-end may splice it
-    into a JSON answer verbatim (the JSON encoder scanning the ~0.4 MB of an observe costs more than the rest of
-    the answer). Text another process sent stays a plain ``str``."""
-
-
-@dataclass(frozen=True)
-class RelayedPng:
-    """A PNG another process sent, and its base64, which this process computed as the bytes arrived (a supervised
-    viewer streams each view while it renders the next: the server encodes it meanwhile, not after the answer)."""
-
-    png: bytes
-    base64: Base64Text
-
-    @classmethod
-    def of(cls, png: bytes) -> RelayedPng:
-        return cls(png, Base64Text(base64.b64encode(png).decode("ascii")))
-
-
 @dataclass(frozen=True)
 class RelayedPixels:
-    """A view another process rendered and sent as raw pixels, and the encoding of its PNG (with the base64) that
-    this process's encoder threads started on arrival: a supervised viewer renders its next view meanwhile, on
-    another core, instead of an encoder thread in the viewer contending with its renderer for one GIL."""
+    """A view another process rendered and sent as raw pixels, and its :class:`EncodedPng` that this process's
+    encoder threads started on arrival: a supervised viewer renders its next view meanwhile, on another core,
+    instead of an encoder thread in the viewer contending with its renderer for one GIL."""
 
     pixels: Any  # numpy uint8 array (H, W) or (H, W, C)
-    encoding: Any  # a Future of the view's RelayedPng
+    encoding: PngEncoding
 
     @classmethod
     def of(cls, data: bytes, shape: Sequence[int]) -> RelayedPixels:
         import numpy as np
 
         pixels = np.frombuffer(data, dtype=np.uint8).reshape(shape)
-        return cls(pixels, encoders().submit(lambda: RelayedPng.of(encode_png(pixels))))
+        return cls(pixels, PngEncoding(pixels))
 
 
-def relayed(data: bytes, pixels: Sequence[int] | None) -> RelayedPng | RelayedPixels:
+def relayed(data: bytes, pixels: Sequence[int] | None) -> EncodedPng | RelayedPixels:
     """An attachment a supervised viewer sent, as this process relays it: raw pixels of the shape ``pixels`` (a
     streamed view, encoded here), else a PNG (base64-encoded once, here)."""
-    return RelayedPng.of(data) if pixels is None else RelayedPixels.of(data, pixels)
+    return EncodedPng.of(data) if pixels is None else RelayedPixels.of(data, pixels)
 
 
 # who takes each view returned to an agent as soon as it is rendered, as ``stream(image)`` on the rendering thread,
 # instead of it being encoded in this process: True once it sent the pixels on to be encoded elsewhere (a
 # supervised viewer streams them to its supervisor); None: nobody
 VIEW_STREAM: ContextVar[Callable[[Any], bool] | None] = ContextVar("view_stream", default=None)
-
-
-def encode_png(pixels: Any) -> bytes:
-    """Lossless PNG of a uint8 (H, W) or (H, W, C) array (C = 2, 3, 4: grey + alpha, RGB, RGBA), fast: every row
-    UP-filtered (the byte above: the best filter on rendered views) and deflated at once by ISA-L (``isal``, about
-    3x zlib's speed at a similar size on rendered slices: scripts/bench_actions.py png_encoders_512), by zlib's
-    Huffman-only mode where isal is not installed (e.g. Slicer's own Python). Both release the GIL, so the views
-    of one answer encode in parallel."""
-    import numpy as np
-
-    array = np.ascontiguousarray(pixels)
-    channels = 1 if array.ndim == 2 else array.shape[2] if array.ndim == 3 else 0
-    colour = {1: 0, 2: 4, 3: 2, 4: 6}.get(channels)  # PNG colour types: grey, grey + alpha, RGB, RGBA
-    if colour is None or array.dtype != np.uint8 or 0 in array.shape:
-        raise ValueError(f"a PNG image is a non-empty uint8 (H, W) or (H, W, 2|3|4) array, not {array.dtype} "
-                         f"{array.shape}")
-    height, width = array.shape[:2]
-    rows = array.reshape(height, -1)
-    filtered = np.empty((height, rows.shape[1] + 1), dtype=np.uint8)
-    filtered[:, 0] = 2  # filter type UP
-    filtered[0, 1:] = rows[0]
-    np.subtract(rows[1:], rows[:-1], out=filtered[1:, 1:])  # modulo 256, as PNG defines it
-    header = struct.pack(">IIBBBBB", width, height, 8, colour, 0, 0, 0)
-    return b"".join((PNG_SIGNATURE, _chunk(b"IHDR", header), _chunk(b"IDAT", _deflate(filtered.data)),
-                     _chunk(b"IEND", b"")))
-
-
-def _deflate(data) -> bytes:
-    try:
-        from isal import isal_zlib
-    except ImportError:
-        compressor = zlib.compressobj(1, zlib.DEFLATED, 15, 9, zlib.Z_HUFFMAN_ONLY)
-        return compressor.compress(data) + compressor.flush()
-    return isal_zlib.compress(data, 1)
-
-
-def _chunk(kind: bytes, data: bytes) -> bytes:
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(data, zlib.crc32(kind)))
-
-
-_ENCODERS: list = []  # one thread pool, made on first use
-
-
-def encoders():
-    """The thread pool PNG encodings run on (the encoders release the GIL, so they overlap rendering)."""
-    if not _ENCODERS:
-        from concurrent.futures import ThreadPoolExecutor
-
-        _ENCODERS.append(ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1), thread_name_prefix="png"))
-    return _ENCODERS[0]
 
 
 def encode_all(images: list[RenderedImage]) -> None:
@@ -171,31 +100,28 @@ class RenderedImage:
     image_id: str | None = None
     _png: bytes | None = field(default=None, repr=False)
     _base64: str | None = field(default=None, repr=False)  # as a viewer in another process sent it
-    _encoding: Any = field(default=None, repr=False, compare=False)  # a Future of the PNG, once encode_ahead ran
+    _encoding: PngEncoding | None = field(default=None, repr=False, compare=False)  # once encode_ahead ran
 
     def __post_init__(self):
         if self.image_id is None and self.geometry is not None:
             self.image_id = self.geometry.image_id
 
     def encode_ahead(self) -> None:
-        """Start encoding the PNG now, on the encoder threads: a view returned to an agent is always sent as PNG,
-        and encoding it while the answer's next view renders takes its encoding off the answer's time. The pixels
-        must not change afterwards. A :data:`VIEW_STREAM`, as set where this is called, may take the view instead,
-        to have it encoded elsewhere."""
+        """Start encoding the PNG and its base64 now, on the encoder threads: a view returned to an agent is always
+        sent as PNG, and encoding it while the answer's next view renders takes its encoding off the answer's time.
+        The pixels must not change afterwards. A :data:`VIEW_STREAM`, as set where this is called, may take the view
+        instead, to have it encoded elsewhere."""
         if self._png is None and self._base64 is None and self._encoding is None and self.pixels is not None:
             stream = VIEW_STREAM.get()
             if stream is None or not stream(self):
-                self._encoding = encoders().submit(encode_png, self.pixels)
+                self._encoding = PngEncoding(self.pixels)
 
     def await_encoding(self) -> None:
-        """Wait for the encoding under way, if any: :meth:`encode_ahead`'s, or a relayed view's (which brings the
-        base64 too)."""
+        """Wait for the encoding under way, if any (:meth:`encode_ahead`'s, or a relayed view's): its PNG and
+        base64."""
         if self._png is None and self._encoding is not None:
             encoded, self._encoding = self._encoding.result(), None
-            if isinstance(encoded, RelayedPng):
-                self._png, self._base64 = encoded.png, encoded.base64
-            else:
-                self._png = encoded
+            self._png, self._base64 = encoded.png, encoded.base64
 
     def png_bytes(self) -> bytes:
         """The PNG, encoded once (or decoded once from the base64 another process sent)."""
@@ -227,9 +153,9 @@ class RenderedImage:
         return item
 
     @classmethod
-    def from_json(cls, item: dict, attachments: Sequence[bytes | RelayedPng | RelayedPixels] = ()) -> RenderedImage:
+    def from_json(cls, item: dict, attachments: Sequence[bytes | EncodedPng | RelayedPixels] = ()) -> RenderedImage:
         """The inverse of ``to_json(inline=True)``, or of :meth:`Result.to_wire` given its attachments (PNG bytes,
-        :class:`RelayedPng` with their base64 already computed, or :class:`RelayedPixels` being encoded): the image
+        :class:`EncodedPng` with their base64 already computed, or :class:`RelayedPixels` being encoded): the image
         a viewer in another process rendered."""
         known = {spec.name for spec in fields(cls) if spec.init and not spec.name.startswith("_")} - {"pixels"}
         image = cls(**{key: value for key, value in item.items() if key in known})
@@ -250,11 +176,11 @@ class RenderedImage:
                                      f"{str(image.width)[:10]}x{str(image.height)[:10]}")
                 image.pixels, image._encoding = attachment.pixels, attachment.encoding
                 return image
-            png = attachment.png if isinstance(attachment, RelayedPng) else attachment
+            png = attachment.png if isinstance(attachment, EncodedPng) else attachment
             if not png.startswith(PNG_SIGNATURE):
                 raise ValueError(f"attachment {index} of image {str(image.image_id)[:40]} is not a PNG")
             image._png = png
-            if isinstance(attachment, RelayedPng):
+            if isinstance(attachment, EncodedPng):
                 image._base64 = attachment.base64
         return image
 
@@ -299,7 +225,7 @@ class Result:
         return cls(ok=False, error={"code": code, "message": message})
 
     @classmethod
-    def from_json(cls, value: dict, attachments: Sequence[bytes | RelayedPng | RelayedPixels] = ()) -> Result:
+    def from_json(cls, value: dict, attachments: Sequence[bytes | EncodedPng | RelayedPixels] = ()) -> Result:
         """The inverse of ``to_json(inline_images=True)``, or of :meth:`to_wire` given its attachments."""
         return cls(ok=bool(value["ok"]), data=value.get("data") or {},
                    images=[RenderedImage.from_json(item, attachments) for item in value.get("images") or []],

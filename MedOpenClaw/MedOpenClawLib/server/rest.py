@@ -34,8 +34,9 @@ from urllib.parse import parse_qs, urlparse
 
 from .. import apps
 from ..core.hygiene import bounded_message
+from ..core.png import Base64Text
 from ..core.registry import ACTORS, ActionRegistry
-from ..core.result import ActionError, Base64Text, Result
+from ..core.result import ActionError, Result
 from . import openapi
 
 SESSION_HEADER = "MedOpenClaw-Session"
@@ -58,7 +59,7 @@ class Response:
 
     def encode(self) -> bytes:
         """Strict JSON: a body holding NaN/Infinity (or unencodable text) becomes a 500 error, never invalid JSON.
-        The images' base64 (:class:`~..result.Base64Text`) is spliced in, not scanned by the encoder."""
+        The images' base64 (:class:`~..png.Base64Text`) is spliced in, not scanned by the encoder."""
         try:
             spliced: list[str] = []
             marker = f"\x00{secrets.token_hex(8)}"  # a random nonce: a body that holds it is encoded whole

@@ -1,4 +1,4 @@
-"""The headless REST server: :class:`~.rest.RestService` as a Starlette application on uvicorn, the stack the MCP
+"""The headless REST server: :class:`~.rest.RestService` as an ASGI application on uvicorn, the stack the MCP
 server runs (HTTP/1.1 keep-alive), behind :mod:`.http_guard`'s connection limits and deadlines.
 
 Each request, in this order: header count and size checked (:class:`~.http_guard.HeaderLimits`, as on the MCP
@@ -17,9 +17,7 @@ import threading
 
 import anyio
 import uvicorn
-from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.routing import Mount
 
 from ..core.hygiene import bounded_message
 from ..core.registry import ActionRegistry
@@ -63,7 +61,7 @@ class RestEndpoint:
         body = b""
         if length:
             try:
-                with anyio.fail_after(rest.REQUEST_DEADLINE_S):
+                async with asyncio.timeout(rest.REQUEST_DEADLINE_S):
                     body = await request.body()
             except TimeoutError:
                 raise HttpError(408, "timeout", f"the request body did not arrive within "
@@ -78,8 +76,10 @@ class RestEndpoint:
         return await anyio.to_thread.run_sync(self.service.handle, *arguments)
 
 
-def rest_app(service: RestService, executor: SceneThreadExecutor) -> Starlette:
-    return Starlette(routes=[Mount("/", app=HeaderLimits(RestEndpoint(service, executor)))])
+def rest_app(service: RestService, executor: SceneThreadExecutor) -> HeaderLimits:
+    """The endpoint answers every path itself (the routes are :class:`~.rest.RestService`'s), so no router or
+    error middleware stands in front of it: it catches its own errors."""
+    return HeaderLimits(RestEndpoint(service, executor))
 
 
 class RestHttpServer:

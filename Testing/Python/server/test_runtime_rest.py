@@ -183,6 +183,68 @@ def test_views_are_encoded_losslessly_once_and_relayed_as_sent(monkeypatch, fast
     assert relayed.images[0].png_bytes() == images[0].png_bytes()
 
 
+@pytest.mark.parametrize("fast", [True, False], ids=["isal", "zlib"])
+def test_a_view_encoded_ahead_is_deflated_in_stripes_into_the_same_png(monkeypatch, fast):
+    """A view taller than a stripe is deflated stripe by stripe, each once, into exactly the PNG a plain encoding
+    gives, lossless: by an encoder thread as soon as it is made; by whoever waits for it too, which alone
+    finishes it when every encoder thread is busy; a stripe that fails fails the view for whoever waits for it,
+    and the encoders go on."""
+    import io
+    import sys
+    import threading
+
+    import numpy as np
+    from PIL import Image
+
+    from MedOpenClawLib.core import png
+
+    if not fast:
+        monkeypatch.setitem(sys.modules, "isal", None)  # as in Slicer's own Python: zlib deflates
+    deflated_on: list[str] = []
+    deflate = png._deflate
+
+    def recording(data, last):
+        deflated_on.append(threading.current_thread().name)
+        return deflate(data, last)
+
+    monkeypatch.setattr(png, "_deflate", recording)
+    rng = np.random.default_rng(1)
+    rows = 2 * png.STRIPE_ROWS + 3
+    for pixels in (rng.integers(0, 40, (rows, 300), dtype=np.uint8),
+                   rng.integers(0, 255, (rows, 70, 3), dtype=np.uint8), np.zeros((png.STRIPE_ROWS, 8, 4), np.uint8)):
+        deflated_on.clear()
+        encoding = png.PngEncoding(pixels)
+        assert encoding._done.wait(30)  # nobody waits for it: the encoder thread alone
+        encoded = encoding.result()
+        assert len(deflated_on) == -(-pixels.shape[0] // png.STRIPE_ROWS)
+        assert all(name.startswith("png") for name in deflated_on)
+        assert encoded.png == png.encode_png(pixels) and base64.b64decode(encoded.base64) == encoded.png
+        assert np.array_equal(np.asarray(Image.open(io.BytesIO(encoded.png))), pixels)
+
+    release = threading.Event()
+    busy = [png.encoders().submit(release.wait, 30) for _ in range(png.encoders()._max_workers)]
+    deflated_on.clear()
+    pixels = rng.integers(0, 255, (rows, 64), dtype=np.uint8)
+    try:
+        assert png.PngEncoding(pixels).result(timeout=30).png == png.encode_png(pixels)
+        assert deflated_on[:3] == [threading.current_thread().name] * 3  # the waiter deflated every stripe
+    finally:
+        release.set()
+    assert all(job.result(timeout=30) for job in busy)
+
+    def failing(data, last):
+        if last:
+            raise MemoryError("no room for the last stripe")
+        return deflate(data, last)
+
+    monkeypatch.setattr(png, "_deflate", failing)
+    with pytest.raises(MemoryError, match="last stripe"):
+        png.PngEncoding(np.ones((rows, 16), dtype=np.uint8)).result(timeout=30)
+    monkeypatch.setattr(png, "_deflate", deflate)
+    later = png.PngEncoding(np.ones((rows, 16), dtype=np.uint8)).result(timeout=30)
+    assert later.png == png.encode_png(np.ones((rows, 16), dtype=np.uint8))
+
+
 def test_a_response_splices_its_own_base64_and_is_the_json_the_encoder_writes():
     """The base64 this process encoded is spliced into the answer unscanned; the bytes are exactly what
     ``json.dumps`` writes, whatever else the body holds (text a viewer in another process sent stays escaped),

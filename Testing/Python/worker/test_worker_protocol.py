@@ -13,14 +13,13 @@ import re
 import numpy as np
 import pytest
 
+from MedOpenClawLib.core.png import EncodedPng, encode_png
 from MedOpenClawLib.core.result import (
     PNG_ATTACHMENT,
     VIEW_STREAM,
     RelayedPixels,
-    RelayedPng,
     RenderedImage,
     Result,
-    encode_png,
     relayed,
 )
 from MedOpenClawLib.worker import protocol
@@ -105,7 +104,7 @@ def test_parts_streamed_ahead_of_an_answer_are_its_first_attachments():
     answer, attachments = read_answer(stream, 7, relayed)
     assert answer == {"id": 7, "ok": True, "result": {}}
     parts, own = attachments[:2], attachments[2]  # parts first, in order, then the answer's own
-    assert all(isinstance(item, RelayedPixels) for item in parts) and isinstance(own, RelayedPng)
+    assert all(isinstance(item, RelayedPixels) for item in parts) and isinstance(own, EncodedPng)
     for item, image in zip(parts, images):
         assert np.array_equal(item.pixels, image.pixels)
         encoded = item.encoding.result()  # encoded here, once, with its base64
