@@ -6,13 +6,13 @@ observe (MCP start-up: scripts/bench_mcp_startup.py).
 
 Writes bench/actions.json. Targets (issue "Serving every client"): REST observe of three 512 px views p50 within
 1.5x of the in-process registry call plus one view's encoding; supervision adding at most 10 %; set_slice_offset
-within one reslice of a one-view observe. The samples of the compared paths are interleaved call by call, so
-machine load (the machine may be shared: its load average is recorded around every section) affects them alike;
-the CPU time each process spent per REST call (``cpu_ms_per_call``: the benchmark's own process, which holds the
-client, both servers and the supervisor, and the supervised viewer's) is counted where wall time is not to be
-trusted. The REST client is ``requests`` (what most Python agents use); ``client_cost`` times the same supervised
-call from the standard library's ``http.client`` too, in its own interleaved run, to tell the server's time from
-the client's own reading of the 0.36 MB answer.
+within one reslice of a one-view observe. The samples of the compared paths are interleaved call by call, each
+round starting with the next path, so machine load (the machine may be shared: its load average is recorded
+around every section) affects them alike; the CPU time each process spent per REST call (``cpu_ms_per_call``: the
+benchmark's own process, which holds the client, both servers and the supervisor, and the supervised viewer's) is
+counted in a pass of its own, where wall time is not to be trusted. The REST client is ``requests`` (what most
+Python agents use); ``client_cost`` times the same supervised call from the standard library's ``http.client``
+too, in its own interleaved run, to tell the server's time from the client's own reading of the 0.36 MB answer.
 """
 
 from __future__ import annotations
@@ -71,23 +71,31 @@ def cpu_ms(pid: int) -> float | None:
     return total / 1e6
 
 
-def interleaved(paths: dict, repeats: int, processes: dict | None = None) -> tuple[dict, dict]:
-    """Each path called once per round, in turn: ({name: samples in ms}, {name: {process: mean CPU ms per
-    call}}) for ``processes`` ({label: pid}; this one by default)."""
-    processes = processes or {"bench": os.getpid()}
+def interleaved(paths: dict, repeats: int) -> dict:
+    """Each path called once per round, in turn, each round starting one path later: {name: samples in ms}."""
     samples: dict[str, list[float]] = {name: [] for name in paths}
-    cpu: dict[str, dict[str, float]] = {name: dict.fromkeys(processes, 0.0) for name in paths}
+    names = list(paths)
     for index in range(repeats):
-        for name, function in paths.items():
-            before = {label: cpu_ms(pid) for label, pid in processes.items()}
+        for name in names[index % len(names):] + names[:index % len(names)]:  # no path always follows another
             started = time.perf_counter()
-            function(index)
+            paths[name](index)
             samples[name].append((time.perf_counter() - started) * 1000.0)
-            for label, pid in processes.items():
-                after = cpu_ms(pid)
-                if after is not None and before[label] is not None:
-                    cpu[name][label] += (after - before[label]) / repeats
-    return samples, {name: {label: round(value, 3) for label, value in used.items()} for name, used in cpu.items()}
+    return samples
+
+
+def cpu_per_call(paths: dict, repeats: int, processes: dict) -> dict:
+    """{name: {process: mean CPU ms per call}} for ``processes`` ({label: pid}), each path called ``repeats`` times
+    in a row, apart from the timed rounds: reading the counters (a /proc file per thread of each process, the
+    viewer's among them) never lies between two timed calls."""
+    cpu: dict[str, dict[str, float]] = {}
+    for name, function in paths.items():
+        before = {label: cpu_ms(pid) for label, pid in processes.items()}
+        for index in range(repeats):
+            function(index)
+        after = {label: cpu_ms(pid) for label, pid in processes.items()}
+        cpu[name] = {label: round((after[label] - before[label]) / repeats, 3) for label in processes
+                     if after[label] is not None and before[label] is not None}
+    return cpu
 
 
 def make_volume(folder: Path) -> Path:
@@ -156,20 +164,20 @@ def observe_paths(registry, supervised, repeats: int) -> dict:
         local_call, remote_call, lean_call = rest_caller(local.port), rest_caller(remote.port), lean_caller(remote.port)
         for call in (local_call, remote_call):
             call("observe", {"size": 512})
-        samples, cpu = interleaved({
+        rest = {"rest_in_process": lambda i: local_call("observe", {"size": 512}),
+                "rest_supervised": lambda i: remote_call("observe", {"size": 512})}
+        samples = interleaved({
             "registry_call": lambda i: local.executor.submit(
                 rendered_only, lambda: ok(registry.call("observe", {"size": 512}))).result(),
-            "encode_one_view": lambda i: encode_png(pixels),
-            "rest_in_process": lambda i: local_call("observe", {"size": 512}),
-            "rest_supervised": lambda i: remote_call("observe", {"size": 512}),
-        }, repeats, {"bench_process": os.getpid(), "viewer_process": supervised.viewer_pid})
+            "encode_one_view": lambda i: encode_png(pixels), **rest}, repeats)
+        cpu = cpu_per_call(rest, repeats, {"bench_process": os.getpid(), "viewer_process": supervised.viewer_pid})
         lean_call("observe", {"size": 512})  # connected now: the server drops a connection idle for KEEP_ALIVE_S
-        clients, _ = interleaved({"requests": lambda i: remote_call("observe", {"size": 512}),
-                                  "http_client": lambda i: lean_call("observe", {"size": 512})}, repeats)
+        clients = interleaved({"requests": lambda i: remote_call("observe", {"size": 512}),
+                               "http_client": lambda i: lean_call("observe", {"size": 512})}, repeats)
     report = {name: percentiles(values) for name, values in samples.items()}
     p50 = {name: entry["p50_ms"] for name, entry in report.items()}
     # the client, both REST servers and the supervisor run in this process; the supervised viewer in its own
-    report["cpu_ms_per_call"] = {name: cpu[name] for name in ("rest_in_process", "rest_supervised")}
+    report["cpu_ms_per_call"] = cpu
     bound = 1.5 * (p50["registry_call"] + p50["encode_one_view"])
     report["rest_in_process_over_bound"] = round(p50["rest_in_process"] / bound, 3)
     report["rest_supervised_over_bound"] = round(p50["rest_supervised"] / bound, 3)
@@ -200,7 +208,7 @@ def navigation_paths(registry, repeats: int) -> dict:
         engine.set_offset("axial", float(offsets[-1 - index]))
         producer.Update()
 
-    samples, _ = interleaved({
+    samples = interleaved({
         "observe_1x512": lambda i: as_sent("observe", {"view": "axial", "size": 512}),
         "set_slice_offset_1x512": lambda i: as_sent("set_slice_offset", {"view": "axial", "offset": float(offsets[i]),
                                                                          "size": 512}),
@@ -247,7 +255,7 @@ def encoders(registry, repeats: int) -> dict:
                                                                                    filter=32),
                   "up_filter_zlib_huffman (without isal)": without_isal,
                   "up_filter_isal_level1 (used)": encode_png}
-    samples, _ = interleaved({name: (lambda i, f=f: f(pixels)) for name, f in candidates.items()}, repeats)
+    samples = interleaved({name: (lambda i, f=f: f(pixels)) for name, f in candidates.items()}, repeats)
     report = {}
     for name, encode in candidates.items():
         data = encode(pixels)
