@@ -60,7 +60,7 @@ class PngEncoding:
     deflates its stripes in order, which leaves the other cores to the renderer while the answer's next view
     renders, and whoever waits for the result deflates the stripes not yet begun meanwhile, so the last view of an
     answer, which nothing else overlaps, is deflated on two cores. Whoever deflates the last stripe joins them.
-    Invalid pixels raise ValueError at once; the pixels must not change until the result is in."""
+    The pixels are read here, once (filtered into rows of its own); invalid ones raise ValueError at once."""
 
     def __init__(self, pixels: Any):
         self._filtered, self._header = _filtered_rows(pixels)
