@@ -43,11 +43,16 @@ def canonical_json(value: Any) -> str:
                       allow_nan=False)
 
 
+def canonical_bytes(value: Any) -> bytes:
+    """What a record is hashed as: raises for what no trace can hold (NaN, text that is not well-formed Unicode)."""
+    return canonical_json(value).encode("utf-8")
+
+
 def recordable(value: Any) -> Any:
     """``value`` if a trace can hold it, else a bounded summary (e.g. model text with a lone surrogate in a
     call's audit extras must not make the call itself unrecordable)."""
     try:
-        canonical_json(value).encode("utf-8")
+        canonical_bytes(value)
         return value
     except (ValueError, TypeError, RecursionError) as error:  # UnicodeEncodeError is a ValueError
         return {"unrecordable": type(error).__name__, "preview": preview(value)}
@@ -190,7 +195,7 @@ def state_at(records: list[dict], seq: int) -> dict | None:
 
 def record_hash(record: dict) -> str:
     body = {key: value for key, value in record.items() if key != "hash"}
-    return sha256_bytes(canonical_json(body).encode("utf-8"))
+    return sha256_bytes(canonical_bytes(body))
 
 
 class AuditTrace:
@@ -201,8 +206,17 @@ class AuditTrace:
     """
 
     def __init__(self, path: str | os.PathLike | None, header: dict | None = None, save_images: bool = False,
-                 window: int | None = None):
-        """``window`` bounds the records kept in memory (a long-running server); the file keeps them all."""
+                 window: int | None = None, chained: bool = True):
+        """``window`` bounds the records kept in memory (a long-running server); the file keeps them all.
+
+        ``chained`` False is for a viewer whose supervisor keeps the session's real trace
+        (:mod:`..server.supervisor` hashes and delta-encodes its own copy of each record): its records are neither
+        hashed nor delta-encoded (each holds the full state), only encoded as a chained trace would encode them,
+        so an outcome the real trace could not hold still fails here and the registry undoes the call. Such a
+        trace stays in memory: nothing could verify its file."""
+        if path and not chained:
+            raise ValueError("an unchained audit trace stays in memory")
+        self.chained = chained
         self.path = Path(path) if path else None
         self.save_images = save_images and self.path is not None
         self.window = window
@@ -299,6 +313,8 @@ class AuditTrace:
         exceed delta bytes). Each section is encoded once per call and compared with the last call's text: a
         section that grows with the session (the evidence list) is not walked or encoded again to find it
         unchanged, nor the whole state encoded to learn its size."""
+        if not self.chained:  # the supervisor delta-encodes its own copy
+            return {"state": state}, 0, None
         texts = section_texts(state)
         if self.last_state is None:
             return {"state": state}, 0, texts
@@ -334,13 +350,16 @@ class AuditTrace:
     def _append(self, body: dict) -> dict:
         with self._lock:
             record = {"seq": self.count, "time": round(time.time(), 6), **body}
-            record["prev_hash"] = self._last_hash
-            record["hash"] = record_hash(record)  # raises before anything changes if the record is not JSON
+            if self.chained:
+                record["prev_hash"] = self._last_hash
+                record["hash"] = record_hash(record)  # raises before anything changes if the record is not JSON
+            else:
+                canonical_bytes(record)  # raises as record_hash would: the same records fail
             if self.path is not None:
                 with open(self.path, "a", encoding="utf-8") as handle:
                     handle.write(canonical_json(record) + "\n")
                 self._write_anchor(self.count + 1, record["hash"])
-            self._last_hash = record["hash"]
+            self._last_hash = record.get("hash", self._last_hash)  # an unchained trace's head stays the genesis
             self.count += 1
             self.records.append(record)
             if self.window is not None and len(self.records) > 2 * self.window:

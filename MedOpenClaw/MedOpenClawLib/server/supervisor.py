@@ -293,12 +293,13 @@ class SupervisedRegistry(ToolCatalog):
                              call_timeout_s=self.call_timeout_s, command=self.command, own_session=False)
 
     def _launch(self, child: WorkerProcess | None = None) -> tuple[WorkerProcess, dict]:
-        """``child`` (default: a new one) started with a fresh session (its own trace stays in memory; this
-        process owns the real one)."""
+        """``child`` (default: a new one) started with a fresh session (its own trace stays in memory, the last
+        record alone, unchained: this process owns the real one, and chains and delta-encodes each record itself)."""
         child = (child or self._new_child()).start()
         try:
             return child, child.request("start", trace_path=None, header={"supervised": True}, save_images=False,
-                                        trace_window=1, timeout_s=self.startup_timeout_s, **self.start_request)
+                                        trace_window=1, trace_chained=False, timeout_s=self.startup_timeout_s,
+                                        **self.start_request)
         except (WorkerFault, WorkerError):
             child.kill()
             raise

@@ -150,7 +150,9 @@ class WorkerService:
             request.get("trace_path"),
             header=request.get("header") or {},
             save_images=bool(request.get("save_images", True)),
-            window=request.get("trace_window"),  # a supervisor keeps the real trace: the child needs the last record
+            # a supervisor keeps the real trace: the child needs the last record, and no chain of its own
+            window=request.get("trace_window"),
+            chained=request.get("trace_chained", True),
         )
         registry = builder(
             list(request.get("data_roots") or []), request.get("track", "A"), trace, request.get("max_rounds")

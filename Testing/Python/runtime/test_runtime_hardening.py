@@ -147,7 +147,7 @@ class Scratch:
         self.value = token
 
 
-def scratch_registry(tmp_path) -> ActionRegistry:
+def scratch_registry(tmp_path, trace: AuditTrace | None = None) -> ActionRegistry:
     tools = Toolset("scratch")
 
     def change(ctx, returns: str = "ok") -> Result:
@@ -165,7 +165,7 @@ def scratch_registry(tmp_path) -> ActionRegistry:
         return Result(ok=True, data={"value": ctx.value})
 
     tools.action("change", "viewer", "Change the scratch state.", {"returns": {"type": "string"}})(change)
-    return ActionRegistry(Scratch(), [tools], AuditTrace(tmp_path / "scratch.jsonl"))
+    return ActionRegistry(Scratch(), [tools], trace or AuditTrace(tmp_path / "scratch.jsonl"))
 
 
 @pytest.mark.parametrize("returns, code", [("recursion", "internal_error"), ("cancelled", "internal_error"),
@@ -182,6 +182,23 @@ def test_registry_call_never_raises_and_always_audits_with_rollback(tmp_path, re
     records = read_trace(registry.trace.path)
     assert records[-1]["status"] == "error" and state_at(records, records[-1]["seq"]) == {"value": 1}
     assert verify_trace(registry.trace.path).ok
+
+
+@pytest.mark.parametrize("returns, code", [("surrogate", "unencodable_text"), ("nan", "non_finite_result")])
+def test_a_supervised_viewers_unchained_trace_undoes_what_the_real_trace_could_not_hold(tmp_path, returns, code):
+    """A supervised viewer keeps its last record alone, neither hashed nor delta-encoded (its supervisor chains the
+    real trace), yet still fails on what the real trace could not hold: the viewer undoes the call itself, instead
+    of the supervisor restarting it; the record carries the full state the supervisor takes over."""
+    trace = AuditTrace(None, window=1, chained=False)
+    registry = scratch_registry(tmp_path, trace)
+    assert registry.call("change", {}).ok and registry.context.value == 1
+    result = registry.call("change", {"returns": returns})
+    assert not result.ok and result.error["code"] == code
+    assert registry.context.value == 1, "the change was not rolled back"
+    assert trace.records[-1]["status"] == "error" and trace.records[-1]["state"] == trace.last_state == {"value": 1}
+    assert "hash" not in trace.records[-1] and len(trace.records) <= 2
+    with pytest.raises(ValueError, match="stays in memory"):
+        AuditTrace(tmp_path / "unchained.jsonl", chained=False)
 
 
 def test_unhashable_names_and_actors_are_errors_not_exceptions(tmp_path):
