@@ -31,12 +31,14 @@ from __future__ import annotations
 
 import math
 import re
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from .bounded import Distinct, Seqs, capped_note, listed
 from .findings import FieldProvenance
 from .timeline import AXIS_INDEX, Call, Shown, Timeline, as_dict, as_list, number, point
+
+if TYPE_CHECKING:
+    import numpy as np
 
 DEFAULT_STEP_MM = 1.0
 ROUNDING_MM = 0.005
@@ -165,6 +167,8 @@ def returned_ras_points(call: Call) -> list[tuple[int, list[float], str]]:
 
 def matrix4(value) -> np.ndarray | None:
     """A 4x4 matrix of finite numbers from a record, or None."""
+    import numpy as np  # numpy where a geometry is read, not where the CLI registers `trace audit` (--help)
+
     rows = [point(row, 4) for row in as_list(value)]
     return np.asarray(rows, dtype=float) if len(rows) == 4 and all(rows) else None
 
@@ -176,6 +180,8 @@ def project(geometry: dict, ras: list[float]) -> tuple[float, float, float] | No
     height = number(geometry.get("height"))
     if xy_to_ras is None or slice_to_ras is None or height is None:
         return None
+    import numpy as np  # as in matrix4
+
     try:
         x, y = np.linalg.solve(xy_to_ras, np.array([*ras, 1.0]))[:2]
     except np.linalg.LinAlgError:
@@ -200,6 +206,8 @@ def lies_on(shown: Shown, ras: list[float]) -> bool:
 
 
 def ras_point(timeline: Timeline, produced: Produced, ras: list[float]) -> FieldProvenance:
+    import numpy as np  # as in matrix4
+
     target = np.asarray(ras)
     converted = [(seqs, what) for (value, what), seqs in produced.points.items.items()
                  if float(np.linalg.norm(np.asarray(value) - target)) <= CONVERSION_TOLERANCE_MM]

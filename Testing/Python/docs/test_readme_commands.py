@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -202,7 +203,7 @@ def environment() -> dict:
 
 def fresh_directory(world: dict, spec: Spec, tmp_path: Path) -> Path:
     cwd = tmp_path / "user"
-    cwd.mkdir()
+    cwd.mkdir(parents=True)
     for need in spec.needs:
         source = world["cases"] if need == "cases" else world["base"] / need
         (cwd / need).parent.mkdir(parents=True, exist_ok=True)
@@ -238,43 +239,59 @@ def wait_until_serving(process: subprocess.Popen, url: str) -> None:
     raise AssertionError(f"nothing served at {url}")
 
 
+@contextmanager
+def serving(argv: list[str], cwd: Path, env: dict, url: str):
+    """A documented command that serves until stopped, run through the console script from ``cwd``: yields once
+    ``url`` answers, and stops it (SIGTERM, as a user's Ctrl-C or service manager would) afterwards."""
+    server = subprocess.Popen([str(CONSOLE_SCRIPT), *argv[1:]], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until_serving(server, url)
+        yield server
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+
+
+MCP = "medopenclaw mcp --data-root CASES/data [--transport http --port 8766]"
+
+
+@pytest.fixture(scope="module")
+def typed_mcp(world, tmp_path_factory):
+    """The documented ``mcp`` command as written, from a fresh directory of its own, serving: its own test checks
+    that it serves and the documented Inspector command lists its tools (one server start for both)."""
+    port = free_port()
+    cwd = fresh_directory(world, COMMANDS[MCP], tmp_path_factory.mktemp("mcp"))
+    argv = concrete(MCP, COMMANDS[MCP], placeholder_values(world, port))[1]
+    with serving(argv, cwd, environment(), f"http://127.0.0.1:{port}/mcp") as server:
+        yield {"process": server, "port": port}
+
+
 @pytest.mark.parametrize("documented", list(COMMANDS))
 def test_the_documented_command_runs_as_written(documented, world, tmp_path, request):
     spec = COMMANDS[documented]
     if spec.skip:
         pytest.skip(spec.skip)
     cwd = fresh_directory(world, spec, tmp_path)
-    port = free_port()
+    # the Inspector's documented URL is the documented mcp command's port (8766 in both)
+    port = request.getfixturevalue("typed_mcp")["port"] if spec.server in ("mcp", "inspector") else free_port()
     extra, argv = concrete(documented, spec, placeholder_values(world, port))
     env = {**environment(), **extra}
     if documented.startswith("medopenclaw bench cohort --prune"):
         env["MEDOPENCLAW_CACHE"] = str(tmp_path / "cache")  # never the suite's or the user's cohorts
-    program = shutil.which("npx") if argv[0] == "npx" else str(CONSOLE_SCRIPT)
+    if spec.server == "mcp":  # typed_mcp started it as written, and it served
+        assert request.getfixturevalue("typed_mcp")["process"].poll() is None
+        return
     if spec.server == "inspector":
         node = request.getfixturevalue("node_clients")  # its pinned Inspector: npx finds it in the project there
-        mcp_argv = concrete(next(text for text in COMMANDS if text.startswith("medopenclaw mcp")),
-                            COMMANDS["medopenclaw mcp --data-root CASES/data [--transport http --port 8766]"],
-                            placeholder_values(world, port))[1]
-        server = subprocess.Popen([str(CONSOLE_SCRIPT), *mcp_argv[1:]], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, text=True)
-        try:
-            wait_until_serving(server, f"http://127.0.0.1:{port}/mcp")
-            completed = subprocess.run([program, *argv[1:]], cwd=node, env=env, capture_output=True, text=True,
-                                       timeout=300)
-        finally:
-            server.terminate()
-            server.wait(timeout=60)
+        completed = subprocess.run([shutil.which("npx"), *argv[1:]], cwd=node, env=env, capture_output=True,
+                                   text=True, timeout=300)
         assert completed.returncode == 0, completed.stderr[-2000:]
         assert "open_case" in {tool["name"] for tool in json.loads(completed.stdout)["tools"]}
         return
     if spec.server:
-        server = subprocess.Popen([program, *argv[1:]], cwd=cwd, env=env, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.PIPE, text=True)
-        try:
-            wait_until_serving(server, f"http://127.0.0.1:{port}/" + ("v1/tools" if spec.server == "rest" else "mcp"))
-        finally:
-            server.terminate()
-            server.wait(timeout=60)
+        with serving(argv, cwd, env, f"http://127.0.0.1:{port}/v1/tools"):
+            pass
         return
     completed = world["typed"].get(documented) or run_as_written(argv, env, cwd)
     assert completed.returncode == 0, (argv, completed.stderr[-2000:])
