@@ -65,15 +65,15 @@ def test_cohort_is_byte_identical_from_the_same_seed(cohort, tmp_path):
 
 
 @pytest.mark.parametrize("module", list(modules.names()))
-def test_loaders_read_the_cohort_and_reference_evidence_passes(cohort, tmp_path, module):
-    manifest = prepare(modules.get(module), cohort / modules.get(module).dataset_dir, tmp_path / module)
-    cases = load_cases(tmp_path / module)
+def test_loaders_read_the_cohort_and_reference_evidence_passes(packages, module):
+    manifest = json.loads((packages / module / "manifest.json").read_text())  # what prepare returned, as written
+    cases = load_cases(packages / module)
     assert len(cases) == 2 and len(manifest["cases"]) == 2
     for case in cases:
         assert case.data_root.is_dir() and not (case.data_root / "ground_truth.json").exists()
         for path in case.open_paths:
             assert case.path(path).exists()
-        truth = load_ground_truth(tmp_path / module, case.case_id)
+        truth = load_ground_truth(packages / module, case.case_id)
         if truth.localization:
             mask = mask_from_file(truth.mask_path)
             assert mask.contains(truth.localization["reference_ras"])
@@ -114,14 +114,13 @@ def test_lumiere_mask_fields_agree_with_the_generated_rating(tmp_path):
     assert set(labels) == {"PD", "SD", "PR", "CR"}
 
 
-def test_nsclc_mask_is_placed_through_lps_geometry(cohort, tmp_path):
+def test_nsclc_mask_is_placed_through_lps_geometry(packages):
     from MedOpenClawLib.bench.modules.nsclc.loader import LOCATIONS
     from MedOpenClawLib.bench.modules.nsclc.synthetic import make_subject, subject_attributes
 
-    prepare(modules.get("nsclc"), cohort / modules.get("nsclc").dataset_dir, tmp_path / "n")
     attributes = subject_attributes(SMALL.seed, SMALL.cases + 1)[0]
     subject = make_subject("R01-001", SMALL.seed, **attributes)
-    truth = load_ground_truth(tmp_path / "n", "R01-001")
+    truth = load_ground_truth(packages / "nsclc", "R01-001")
     # the DICOM SEG comes back, through LPS, around the tumour centre the generator drew
     assert np.linalg.norm(np.subtract(truth.localization["reference_ras"], subject.center)) < subject.target_diameter
     assert truth.answers["q1"] == LOCATIONS[attributes["lobe"]]
@@ -491,16 +490,15 @@ def test_truncated_image_volume_skips_the_case_at_prepare_time(cohort, tmp_path,
     assert manifest["cases"]
 
 
-def test_nsclc_seg_is_placed_on_the_geometry_the_viewer_gives_its_ct(cohort, tmp_path):
+def test_nsclc_seg_is_placed_on_the_geometry_the_viewer_gives_its_ct(cohort, packages, tmp_path):
     """The mask affine is the viewer's (viewer.dicom_series); a CT the viewer would resample or split has no
     single grid for the SEG, so that case is skipped with the reason instead of a mask in the wrong place."""
     import pydicom
 
     raw = tmp_path / "raw"
     shutil.copytree(cohort / modules.get("nsclc").dataset_dir, raw)
-    prepare(modules.get("nsclc"), raw, tmp_path / "cases")
-    truth = load_ground_truth(tmp_path / "cases", "R01-001")
-    case = next(case for case in load_cases(tmp_path / "cases") if case.case_id == "R01-001")
+    truth = load_ground_truth(packages / "nsclc", "R01-001")  # prepared from the same bytes as this copy
+    case = next(case for case in load_cases(packages / "nsclc") if case.case_id == "R01-001")
     ct = next(volume for volume in case.volumes if volume.modality == "CT")
     first = sorted(case.path(ct.path).glob("*.dcm"))[0]
     header = pydicom.dcmread(first, stop_before_pixels=True)
@@ -555,15 +553,14 @@ def test_label_frequencies_follow_the_real_datasets(module, expected):
         assert abs(values.count(label) / count - share) <= 0.01
 
 
-def test_camelyon_categories_are_physical_and_stage_the_nodes(cohort, tmp_path):
+def test_camelyon_categories_are_physical_and_stage_the_nodes(packages):
     from MedOpenClawLib.bench.modules.camelyon17.synthetic import METASTASIS_DIAMETER_UM
     from MedOpenClawLib.bench.synthetic.slide_layout import slide_mpp
     from MedOpenClawLib.bench.synthetic.tissue import max_diameter
 
-    prepare(modules.get("camelyon17"), cohort / modules.get("camelyon17").dataset_dir, tmp_path / "c")
     mpp = slide_mpp(SMALL.slide_size)
-    for case in load_cases(tmp_path / "c"):
-        truth = load_ground_truth(tmp_path / "c", case.case_id)
+    for case in load_cases(packages / "camelyon17"):
+        truth = load_ground_truth(packages / "camelyon17", case.case_id)
         category = truth.answers["largest_metastasis"]
         diameters = [max_diameter(region["polygon"]) * mpp for region in truth.regions if region["kind"] == "tumor"]
         if category == "negative":
@@ -573,15 +570,14 @@ def test_camelyon_categories_are_physical_and_stage_the_nodes(cohort, tmp_path):
             assert low <= max(diameters) <= high
 
 
-def test_nsclc_t_stage_is_the_one_measured_on_the_mask(cohort, tmp_path):
+def test_nsclc_t_stage_is_the_one_measured_on_the_mask(packages):
     import nibabel as nib
     from scipy.spatial import ConvexHull
 
     from MedOpenClawLib.bench.modules.nsclc.synthetic import t_stage_for
 
-    prepare(modules.get("nsclc"), cohort / modules.get("nsclc").dataset_dir, tmp_path / "n")
-    for case in load_cases(tmp_path / "n"):
-        truth = load_ground_truth(tmp_path / "n", case.case_id)
+    for case in load_cases(packages / "nsclc"):
+        truth = load_ground_truth(packages / "nsclc", case.case_id)
         image = nib.load(truth.mask_path)
         points = nib.affines.apply_affine(image.affine, np.argwhere(np.asarray(image.dataobj) > 0))
         points = points[ConvexHull(points).vertices]

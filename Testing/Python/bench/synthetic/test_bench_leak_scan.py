@@ -16,7 +16,6 @@ import tiffslide
 
 from MedOpenClawLib.bench import modules
 from MedOpenClawLib.bench.cases import load_cases, load_ground_truth
-from MedOpenClawLib.bench.package import prepare
 from MedOpenClawLib.core.hygiene import preview
 from MedOpenClawLib.core.policy import DataRootPolicy
 from MedOpenClawLib.core.result import ActionError
@@ -51,14 +50,6 @@ def visible_texts(path: Path) -> list[str]:
             texts += [f"{key}={value}" for key, value in slide.properties.items()]
         return texts
     raise AssertionError(f"{path}: an agent-visible file of a type the leak scan does not read")
-
-
-@pytest.fixture(scope="module")
-def packages(cohort, tmp_path_factory):
-    root = tmp_path_factory.mktemp("packages")
-    for name in modules.names():
-        prepare(modules.get(name), cohort / modules.get(name).dataset_dir, root / name)
-    return root
 
 
 @pytest.mark.parametrize("module", list(modules.names()))

@@ -5,44 +5,17 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import os
-import signal
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from small_cohort import SMALL
+from worker_jobs import always_die, die_once, double, refuse
 
 from MedOpenClawLib.bench.modules.camelyon17 import synthetic as camelyon_synthetic
 from MedOpenClawLib.bench.synthetic import pool
 from MedOpenClawLib.bench.synthetic.cohort import write_cohort
-
-
-def _die_once(marker: str, how: str, function, *job):
-    """Ends its worker process the first time it runs anywhere (the marker file is created exclusively), as the
-    out-of-memory killer or a crash would; otherwise ``function(*job)``."""
-    try:
-        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-    except FileExistsError:
-        return function(*job)
-    if how == "exit":
-        os._exit(7)
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _always_die(number: int) -> int:
-    os.kill(os.getpid(), signal.SIGKILL)
-
-
-def _double(number: int) -> int:
-    return 2 * number
-
-
-def _refuse(number: int) -> int:
-    if number == 3:
-        raise ValueError("case 3 is malformed")
-    return number
 
 
 def _digest(root: Path) -> dict[str, str]:
@@ -56,7 +29,7 @@ def test_a_killed_worker_has_its_cases_written_again_byte_for_byte(cohort, tmp_p
     marker = str(tmp_path / "killed")
 
     def run_jobs_killing_one(function, jobs, workers):
-        return pool.run_jobs(functools.partial(_die_once, marker, "kill", function), jobs, workers)
+        return pool.run_jobs(functools.partial(die_once, marker, "kill", function), jobs, workers)
 
     monkeypatch.setattr(camelyon_synthetic, "run_jobs", run_jobs_killing_one)
     write_cohort(tmp_path / "again", replace(SMALL, workers=2), modules=["camelyon17"])
@@ -72,9 +45,9 @@ def test_threads_sharing_the_pool_all_get_their_results_after_a_death(tmp_path, 
     """What several modules generated at once go through: every thread's unfinished jobs are resubmitted to the
     one fresh pool, which is started once however many threads saw the old one break."""
     marker = str(tmp_path / "exited")
-    jobs = [[(_double, number) for number in range(start, start + 5)] for start in (0, 10, 20)]
+    jobs = [[(double, number) for number in range(start, start + 5)] for start in (0, 10, 20)]
     with pool.shared_pool(2), ThreadPoolExecutor(3) as threads:
-        results = list(threads.map(lambda batch: pool.run_jobs(functools.partial(_die_once, marker, "exit"), batch, 2),
+        results = list(threads.map(lambda batch: pool.run_jobs(functools.partial(die_once, marker, "exit"), batch, 2),
                                    jobs))
     assert results == [[2 * n for n in range(start, start + 5)] for start in (0, 10, 20)]
     said = capsys.readouterr().err
@@ -83,7 +56,7 @@ def test_threads_sharing_the_pool_all_get_their_results_after_a_death(tmp_path, 
 
 def test_a_pool_that_keeps_dying_ends_the_generation_with_how(capsys):
     with pytest.raises(pool.WorkersDied, match=r"died again, after 2 fresh pools: killed by SIGKILL"):
-        pool.run_jobs(_always_die, [(number,) for number in range(4)], workers=2)
+        pool.run_jobs(always_die, [(number,) for number in range(4)], workers=2)
     assert capsys.readouterr().err.count("unfinished cases are written again") == pool.MAX_RESTARTS
 
 
@@ -91,9 +64,9 @@ def test_an_error_a_job_raises_is_its_own_and_restarts_nothing(capsys):
     shared = pool.RestartingPool(2)
     try:
         with pytest.raises(ValueError, match="case 3 is malformed"):
-            shared.run(_refuse, [(number,) for number in range(5)])
+            shared.run(refuse, [(number,) for number in range(5)])
         assert shared.restarts == 0
-        assert shared.run(_double, [(1,), (2,)]) == [2, 4]  # the pool still serves
+        assert shared.run(double, [(1,), (2,)]) == [2, 4]  # the pool still serves
     finally:
         shared.close()
     assert capsys.readouterr().err == ""
