@@ -44,9 +44,11 @@ class VoxelMask:
 
     def ras_ranges(self) -> dict[str, tuple[float, float]]:
         """Per RAS axis: (lowest, highest) coordinate covered by mask voxels, half-voxel rule included."""
-        indices = np.argwhere(self.data)
-        if indices.size == 0:
+        box = self._box()
+        if box is None:
             raise ValueError("mask is empty")
+        # the voxels of the mask's bounding box only (a tumour is a small part of a CT: a tenth of the time)
+        indices = np.argwhere(self.data[box]) + [axis.start for axis in box]
         linear = self.affine[:3, :3]
         centres = indices @ linear.T + self.affine[:3, 3]
         half = 0.5 * np.abs(linear).sum(axis=1)
@@ -73,6 +75,12 @@ class VoxelMask:
             return False
         return any(bool(self.data[index]) for index in self.voxels_at(ras))
 
+    def _box(self) -> tuple[slice, slice, slice] | None:
+        """The mask's bounding box (None when it is empty)."""
+        from scipy import ndimage
+
+        return next(iter(ndimage.find_objects(self.data.view(np.uint8))), None)
+
     def interior_reference(self) -> tuple[list[float], dict[str, float]]:
         """A voxel centre deep inside the mask (largest distance to the boundary) and its key-slice offsets.
 
@@ -84,7 +92,7 @@ class VoxelMask:
         # only the mask's bounding box, padded by one background voxel: every voxel's nearest background voxel
         # lies in it (clamping one outside onto the pad brings it closer), so the distances, and the first
         # deepest voxel in C order, are those of the whole volume at a fraction of the cost
-        box = next(iter(ndimage.find_objects(self.data.view(np.uint8))), tuple(map(slice, self.data.shape)))
+        box = self._box() or tuple(slice(0, size) for size in self.data.shape)
         distance = ndimage.distance_transform_edt(np.pad(self.data[box], 1))[1:-1, 1:-1, 1:-1]
         index = tuple(int(axis.start or 0) + int(offset) for axis, offset in
                       zip(box, np.unravel_index(int(np.argmax(distance)), distance.shape)))

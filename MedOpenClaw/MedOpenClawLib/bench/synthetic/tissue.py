@@ -60,6 +60,7 @@ CLASSES: dict[str, TissueClass] = {
 }
 CODES = {name: index for index, name in enumerate(CLASSES)}
 PALETTE = np.array([look.colour for look in CLASSES.values()], dtype=np.float32)  # background colour per code
+PIXEL = np.dtype((np.void, 3 * 4))  # one float32 RGB pixel as a single item
 STROMAL = np.isin(np.arange(len(CLASSES)), [CODES["stroma"], CODES["capsule"], CODES["desmoplasia"]])  # fibres
 
 
@@ -216,15 +217,19 @@ class SlideScene:
         return self._glass_blocks[w, h]
 
     def _labels(self, x0: int, y0: int, w: int, h: int):
-        """The block's class codes as an 8-bit image (PIL counts its codes and finds its tissue at once)."""
+        """The block's class codes as an 8-bit image (PIL counts its codes and finds its tissue at once); None
+        when no structure's box meets the block: bare glass, neither drawn nor counted (most of a slide)."""
         from PIL import Image, ImageDraw
 
-        image = Image.new("L", (w, h), CODES["glass"])
-        draw = ImageDraw.Draw(image)
         bx0, by0 = x0 * self.mpp, y0 * self.mpp
         bx1, by1 = (x0 + w) * self.mpp, (y0 + h) * self.mpp
         sx0, sy0, sx1, sy1 = self._bounds
-        for index in np.flatnonzero((sx1 >= bx0) & (sy1 >= by0) & (sx0 <= bx1) & (sy0 <= by1)):  # scene order
+        meeting = np.flatnonzero((sx1 >= bx0) & (sy1 >= by0) & (sx0 <= bx1) & (sy0 <= by1))  # scene order
+        if not meeting.size:
+            return None
+        image = Image.new("L", (w, h), CODES["glass"])
+        draw = ImageDraw.Draw(image)
+        for index in meeting:
             draw.polygon((self._polygons_px[index] - (x0, y0)).tolist(), fill=CODES[self.structures[index].kind])
         return image
 
@@ -248,8 +253,8 @@ class SlideScene:
 
         crop = (slice(HALO, h - HALO), slice(HALO, w - HALO))
         image = self._labels(x0, y0, w, h)
-        present = np.flatnonzero(image.histogram()[:len(CODES)])  # the codes, ascending
-        if present.tolist() == [CODES["glass"]]:
+        present = np.flatnonzero(image.histogram()[:len(CODES)]) if image else None  # the codes, ascending
+        if image is None or present.tolist() == [CODES["glass"]]:
             return self._glass(w, h)[crop]
         rng = rng_for(*self.seed_parts, "block", x0, y0)
         # only the tissue's box (and what a nucleus or the blur reaches beyond it) is painted; the rest of the
@@ -270,19 +275,24 @@ class SlideScene:
         # spreading the field)
         coarse = 1.0 + 0.025 * self._stain_field(x0, y0, w, h).transpose(1, 2, 0)
         shade = coarse.take(window_rows // 8, axis=0).take(window_cols // 8, axis=1)
-        np.multiply(rgb, shade, out=rgb, where=tissue[..., None])  # glass keeps its colour (as x 1.0 did)
+        shade[~tissue] = 1.0  # glass keeps its colour (x 1.0): a plain product, faster than a masked one (where=)
+        rgb *= shade
         if CODES["fat"] in present:
             lattice = _fat_membranes(self.mpp)
             period = lattice.shape[0]
             lattice_rows = (window_rows + y0) % period
             lattice_cols = (window_cols + x0) % period
-            membrane = lattice[np.ix_(lattice_rows, lattice_cols)] & (labels == CODES["fat"])
+            membrane = lattice.take(lattice_rows, axis=0).take(lattice_cols, axis=1) & (labels == CODES["fat"])
             rgb[membrane] = (226, 170, 200)
         fibres = rng.normal(0, 1, (h // 4 + 1, w // 4 + 1)).astype(np.float32)  # drawn even without stroma here:
         if STROMAL[present].any():  # the nuclei's draws come after it
             fibres = 9.0 * ndimage.gaussian_filter(fibres, (0.6, 2.5))
             fibres = fibres.take(window_rows // 4, axis=0).take(window_cols // 4, axis=1)
-            np.add(rgb, fibres[..., None], out=rgb, where=STROMAL[labels][..., None])  # as + 0 elsewhere did
+            fibres *= STROMAL[labels]  # +-0 elsewhere leaves a colour as it is: half the time of a masked add
+            rgb += fibres[..., None]
+        # the window's pixels as whole RGB items (a view: rgb is a fresh C-ordered array), so nuclei are stamped
+        # by one flat index each: 2.5x faster than setting (row, column) pairs of 3-channel pixels
+        pixels = rgb.view(PIXEL).reshape(-1)
         for code in present:
             kind = list(CLASSES)[code]
             look = CLASSES[kind]
@@ -309,13 +319,15 @@ class SlideScene:
                     continue
                 yy = (cy[chosen, None] + dy[None, :]).ravel()
                 xx = (cx[chosen, None] + dx[None, :]).ravel()
-                colour = np.repeat(gain[chosen], dy.size)[:, None] * nucleus
                 # a nucleus reaches less than `reach` px from its tissue centre: only the block's edge clips it
                 inside = (yy >= 0) & (yy < bottom - top) & (xx >= 0) & (xx < right - left)
-                rgb[yy[inside], xx[inside]] = colour[inside]
+                at = yy * (right - left)
+                at += xx
+                colour = np.repeat((gain[chosen, None] * nucleus).view(PIXEL).ravel(), dy.size)
+                pixels[at[inside]] = colour[inside]  # in stamp order: where nuclei overlap, the last one shows
         rgb = ndimage.gaussian_filter(rgb, sigma=(0.6, 0.6, 0))
         rgb *= self.stain_gain
-        np.copyto(rgb, PALETTE[CODES["glass"]], where=~tissue[..., None])
+        rgb[~tissue] = PALETTE[CODES["glass"]]  # half the time of a masked copy (where=)
         block = _noise(rng, (h, w, 3))  # + glass outside the window, + rgb inside it (noise + colour, exactly)
         for outside in ((slice(0, top),), (slice(bottom, h),), (window[0], slice(0, left)),
                         (window[0], slice(right, w))):
@@ -356,8 +368,11 @@ def write_strips(path, width: int, height: int, strips, mpp: float, aperio: bool
                                                                     Image.BOX)))
             for ty in range(0, rows, tile):
                 for tx in range(0, width, tile):
-                    block = np.full((tile, tile, 3), 255, dtype=np.uint8)
                     part = strip[ty:ty + tile, tx:tx + tile]
+                    if part.shape[:2] == (tile, tile):  # the writer copies it as it encodes it
+                        yield part
+                        continue
+                    block = np.full((tile, tile, 3), 255, dtype=np.uint8)  # an edge tile: padded white
                     block[:part.shape[0], :part.shape[1]] = part
                     yield block
 

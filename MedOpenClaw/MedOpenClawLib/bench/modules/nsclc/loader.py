@@ -149,7 +149,9 @@ def seg_mask_on_ct(seg_path: Path, ct_files: list[Path]) -> tuple[np.ndarray, np
         combine_segments=True,
         assert_missing_frames_are_empty=True,
     )
-    return np.ascontiguousarray(np.transpose(pixels > 0, (2, 1, 0)).astype(np.uint8)), affine
+    # a transposed view, so Fortran-ordered: the NIfTI writer stores that order as it is (a C-ordered copy was
+    # transposed twice)
+    return np.transpose(pixels > 0, (2, 1, 0)).astype(np.uint8), affine
 
 
 def prepare_nsclc(source: Path, writer: PackageWriter, include_amc: bool = False) -> None:
