@@ -12,6 +12,7 @@ wheel matching the GPU driver -- the pattern of SlicerTotalSegmentator (TotalSeg
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
@@ -85,8 +86,15 @@ def installed(module_name: str) -> bool:
 
 def installed_version(requirement: str) -> str | None:
     """The installed version of ``requirement``'s distribution, or None when its metadata is absent."""
+    return _distribution_version(requirement_name(requirement))
+
+
+@functools.cache
+def _distribution_version(name: str) -> str | None:
+    """Read once per process until :func:`install` installs something: parsing a distribution's metadata costs
+    tens of ms, and Track B's statistics check scipy's version at every convex hull."""
     try:
-        return importlib.metadata.version(requirement_name(requirement))
+        return importlib.metadata.version(name)
     except importlib.metadata.PackageNotFoundError:
         return None
 
@@ -166,6 +174,9 @@ def install(features, confirm: Callable[[list[str]], bool], pip_install: Callabl
             return missing_for(features)
     elif torch:
         pip_install(torch)
+    # the versions read so far are forgotten: torch's is read again below, the others' once they are installed (and
+    # torch stays pinned meanwhile)
+    _distribution_version.cache_clear()
     if torch and missing_requirements(torch):
         return missing_for(features)  # declined, failed or too old: the dependents would pull their own torch
     rest = [requirement for requirement in missing if requirement not in torch]

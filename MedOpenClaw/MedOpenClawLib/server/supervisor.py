@@ -146,7 +146,8 @@ class SupervisedRegistry(ToolCatalog):
         self._actions = {spec.name: spec for spec in apps.specs(viewer, track)}
         self.track, self.config, self._state = track, {}, {}
         self._booted = threading.Event()
-        self._booting: WorkerProcess | None = None  # the first child while it boots: :meth:`close` may stop it
+        # the first child, made before its boot begins: :meth:`close` may stop it at any point, even before launch
+        self._booting = self._new_child()
         self._boot_thread: threading.Thread | None = None
         if background:
             self._boot_thread = threading.Thread(target=self._boot, args=(True,), name="viewer-boot", daemon=True)
@@ -157,7 +158,6 @@ class SupervisedRegistry(ToolCatalog):
     def _boot(self, contain: bool) -> None:
         """Start the child and take its listing, configuration and first state; ``contain`` turns a failure into
         a closed session instead of an exception (a background boot has nobody to raise to)."""
-        self._booting = self._new_child()
         try:
             child, started = self._launch(self._booting)
         except (WorkerFault, WorkerError, OSError) as error:
@@ -261,9 +261,8 @@ class SupervisedRegistry(ToolCatalog):
 
     def close(self) -> None:
         """Stop the child and the spare, and return only once their processes are gone (a boot still under way
-        is waited for: its child is killed, or stopped by the boot should it launch after this), so whoever frees
-        this session's slot after it never holds more viewers than slots. Later calls are answered
-        ``viewer_unavailable``."""
+        is waited for: its child is killed, or never launched), so whoever frees this session's slot after it
+        never holds more viewers than slots. Later calls are answered ``viewer_unavailable``."""
         with self._lock:
             self.closed_reason = self.closed_reason or "the session was closed"
             worker, self._worker = self._worker, None

@@ -112,12 +112,15 @@ class WorkerProcess(WorkerLink):
         self._stream = None
         self._socket: socket.socket | None = None
         self._ids = itertools.count(1)
+        self._aborted = False  # set by :meth:`abort`, which may come before the process exists
 
     @property
     def pid(self) -> int | None:
         return self.process.pid if self.process else None
 
     def start(self) -> WorkerProcess:
+        if self._aborted:  # stopped before it started: a viewer's start-up (seconds of CPU) for nobody
+            raise WorkerFault("worker start-up was aborted")
         self.workdir.mkdir(parents=True, exist_ok=True)
         ready = self.workdir / f"ready-{secrets.token_hex(4)}.json"
         if self.command is not None:
@@ -133,6 +136,9 @@ class WorkerProcess(WorkerLink):
         self.process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
                                         **(NEW_GROUP if self.own_session else GROUP_IN_SESSION))
         log.close()
+        if self._aborted:  # aborted while being launched, before there was a process to kill
+            self.kill()
+            raise WorkerFault("worker start-up was aborted")
         deadline = time.monotonic() + self.startup_timeout_s
         while not ready.exists():
             if self.process.poll() is not None:
@@ -213,7 +219,9 @@ class WorkerProcess(WorkerLink):
 
     def abort(self) -> None:
         """Kill the worker's process tree, leaving the link alone: safe while another thread starts or uses this
-        worker, which then sees it die (a :class:`WorkerFault`) and closes the link itself."""
+        worker, which then sees it die (a :class:`WorkerFault`) and closes the link itself; a worker not started
+        yet never starts."""
+        self._aborted = True
         process = self.process
         if process is not None:
             stop_tree(process)

@@ -79,6 +79,22 @@ def test_a_feature_without_its_packages_answers_missing_dependency(monkeypatch):
     assert refused.value.code == "missing_dependency" and needed in refused.value.message
 
 
+def test_versions_are_read_once_and_afresh_after_an_install(monkeypatch):
+    """A distribution's version is read once (Track B checks scipy's at every convex hull) until install() installs:
+    then the upgraded version counts (pydicom 2.4.4, bundled by 3D Slicer 5.10, upgraded for DICOM SEG)."""
+    versions, reads = {"pydicom": "2.4.4", "highdicom": "0.27.0"}, []
+    monkeypatch.setattr(dependencies.importlib.metadata, "version", lambda name: reads.append(name) or versions[name])
+    monkeypatch.setattr(dependencies, "installed", lambda name: name != "torch")  # nothing to pin
+    monkeypatch.setattr(dependencies, "MIN_PYTHON", {})
+    dependencies._distribution_version.cache_clear()  # forgets the real versions, then the fake ones after
+    try:
+        assert missing_for(["dicom_seg"]) == missing_for(["dicom_seg"]) == ["pydicom>=3.0.1"]
+        assert sorted(reads) == ["highdicom", "pydicom"]
+        assert install(["dicom_seg"], lambda missing: True, lambda arguments: versions.update(pydicom="3.0.2")) == []
+    finally:
+        dependencies._distribution_version.cache_clear()
+
+
 class PyTorchUtilsDouble:
     """SlicerPyTorch's PyTorchUtils/PyTorchUtils.py: ``installTorch(askConfirmation=False,
     forceComputationBackend=None, torchVersionRequirement=None)`` asks the user, returns None when declined (no

@@ -62,19 +62,21 @@ def test_a_package_root_never_yields_its_hidden_files(node_clients, tmp_path):
     assert [result["structuredContent"]["error"]["code"] for result in refused] == ["path_not_allowed"] * 2
 
 
-def test_two_http_clients_do_not_see_each_others_state(node_clients, data_root, tmp_path):
-    server, url = http_server(data_root, tmp_path / "trace.jsonl", NO_SPARE)
+def test_two_http_clients_do_not_see_each_others_state(node_clients, slide_root, slide_path, tmp_path):
+    """Sessions are the same for either application: the whole-slide viewer serves them, each session's process
+    starting without loading Slicer."""
+    server, url = http_server(slide_root, tmp_path / "trace.jsonl", NO_SPARE)
     try:
         report = drive(node_clients, {"transport": "http", "url": url, "token": "s3cret-token", "clients": 2,
                                       "steps": [
-            {"client": 0, "tool": "open_case", "arguments": {"dicom_dir": str(data_root), "size": 64}},
-            {"client": 1, "tool": "get_viewer_state"},
-            {"client": 0, "tool": "get_viewer_state"},
+            {"client": 0, "tool": "load_image", "arguments": {"image_path": slide_path}},
+            {"client": 1, "tool": "focus_qupath"},
+            {"client": 0, "tool": "focus_qupath"},
         ]})
     finally:
         server.terminate()
         server.wait(timeout=30)
     opened, other, mine = report["results"]
     assert not opened["isError"] and len(report["tools"]) == 2 and report["tools"][0] == report["tools"][1]
-    assert other["structuredContent"]["data"]["active_volume"] is None
-    assert mine["structuredContent"]["data"]["active_volume"] == "CT"
+    assert other["structuredContent"]["data"]["state"]["image"] is None
+    assert mine["structuredContent"]["data"]["state"]["image"]["path"] == slide_path

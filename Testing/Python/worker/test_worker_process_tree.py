@@ -103,6 +103,26 @@ def test_a_start_up_timeout_kills_the_tree(launcher, tmp_path, monkeypatch):
     assert roles(pids) == ["app", "launcher"] and survivors(pids) == []
 
 
+def test_an_abort_before_the_process_exists_launches_nothing_or_kills_what_it_launched(tmp_path):
+    """A session closed while its viewer's boot had not launched the process yet (another thread aborts it): start()
+    launches nothing, or kills at once what it was launching, instead of booting a viewer for nobody."""
+    launched = []
+    worker = WorkerProcess(tmp_path / "before", command=lambda ready: launched.append(ready) or [sys.executable])
+    worker.abort()
+    with pytest.raises(WorkerFault, match="aborted"):
+        worker.start()
+    assert launched == [] and worker.process is None
+
+    def aborted_while_launching(ready: str) -> list[str]:
+        during.abort()  # no process to kill yet
+        return [sys.executable, "-c", "import time; time.sleep(60)"]
+
+    during = WorkerProcess(tmp_path / "during", command=aborted_while_launching)
+    with pytest.raises(WorkerFault, match="aborted"):
+        during.start()
+    assert during.process.returncode == -signal.SIGKILL
+
+
 def test_a_double_ctrl_c_at_the_runner_leaves_no_slicer_process(launcher, tmp_path):
     # the runner's cohort cache (filelock): not in a Slicer release's Python, where the other tests here run too
     from MedOpenClawLib.bench.cohort_cache import synthetic_cases
