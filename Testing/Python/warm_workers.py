@@ -8,6 +8,7 @@ shared by runs with the same launch settings (Slicer, start-up and call timeouts
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from MedOpenClawLib.bench.executors import worker_slicer
@@ -36,26 +37,34 @@ class WarmPool:
         self.directory = directory
         self.idle: dict[tuple, list[WarmWorker]] = {}
         self.started = 0
+        self._lock = threading.Lock()  # the slots of a run with several workers launch from their own threads
 
     def local_worker(self, config: RunConfig, directory: Path) -> WorkerProcess:
         """:func:`MedOpenClawLib.bench.executors.local_worker` served from the pool: an idle live worker with the
         run's launch settings, else a freshly started one (``directory``, the run's slot folder, is unused: a warm
         worker keeps logging where it was started)."""
         settings = (worker_slicer(config), config.startup_timeout_s, config.call_timeout_s)
-        idle = self.idle.setdefault(settings, [])
-        while idle:
-            worker = idle.pop()
+        while (worker := self._take(settings)) is not None:
             if worker.alive():
                 return worker
             worker.kill()
-        self.started += 1
-        return WarmWorker(self, self.directory / f"w{self.started}", settings).start()
+        with self._lock:
+            self.started += 1
+            name = f"w{self.started}"
+        return WarmWorker(self, self.directory / name, settings).start()
+
+    def _take(self, settings: tuple) -> WarmWorker | None:
+        with self._lock:
+            idle = self.idle.get(settings)
+            return idle.pop() if idle else None
 
     def give_back(self, worker: WarmWorker) -> None:
-        self.idle.setdefault(worker.settings, []).append(worker)  # a dead one is dropped when next asked for
+        with self._lock:
+            self.idle.setdefault(worker.settings, []).append(worker)  # a dead one is dropped when next asked for
 
     def shut_down(self) -> None:
-        for workers in self.idle.values():
+        with self._lock:
+            idle, self.idle = self.idle, {}
+        for workers in idle.values():
             for worker in workers:
                 worker.shut_down()
-        self.idle.clear()
