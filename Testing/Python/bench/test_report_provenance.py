@@ -162,6 +162,7 @@ def test_refused_runs_leave_no_run_json(tmp_path, capsys):
     assert "one package per module" in capsys.readouterr().err and not out.exists()
 
 
+@pytest.mark.usefixtures("warm_workers")  # both invocations' episodes on one warm worker
 def test_run_json_records_every_invocation(tmp_path, capsys):
     cases = write_ucsf_package(tmp_path / "cases", cases=2)
     out = tmp_path / "run"

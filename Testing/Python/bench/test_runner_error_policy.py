@@ -34,6 +34,8 @@ ANSWER = Scripted(openai_reply("ANSWER: glioblastoma"))
 OUTAGE = Scripted({"error": {"message": "upstream overloaded"}}, 500)
 PREFLIGHT = Scripted(openai_reply(calls=[("report_colour", '{"colour": "red"}')]))  # one image, one tool: called
 REPO = Path(__file__).resolve().parents[3]
+# the in-process runs take warm workers: what they test happens around the episode, not in a worker's start
+pytestmark = pytest.mark.usefixtures("warm_workers")
 
 
 @pytest.fixture(scope="module")

@@ -87,8 +87,9 @@ def cli_run(cases, cwd, out: str, *extra) -> dict:
     return json.loads(completed.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.usefixtures("warm_workers")
 def test_oracle_on_two_nodes_scores_exactly_like_the_local_pool(two_nodes, cases, tmp_path, capsys):
-    # the reference, run in this process on one local worker: neither changes a score, a trace or the summary
+    # the reference, run in this process on one (warm) local worker: neither changes a score, a trace or the summary
     assert main(["bench", "run", "--module", "ucsf-pdgm", "--agent", "oracle", "--cases", str(cases), "--workers",
                  "1", "--out", str(tmp_path / "local")]) == 0
     local = json.loads(capsys.readouterr().out.strip().splitlines()[-1])

@@ -24,6 +24,9 @@ from MedOpenClawLib.core.audit import read_trace, verify_trace
 from MedOpenClawLib.worker.client import headless_command
 from MedOpenClawLib.worker.protocol import TOKEN_ENV
 
+# warm workers where a run's worker survives it; a killed or hung one is still replaced by a fresh start
+pytestmark = pytest.mark.usefixtures("warm_workers")
+
 
 def plain_prompt(spec, case, attachments, max_rounds):
     """Test double of the module prompt: the runner's job is to attach the inventory and views."""
@@ -138,8 +141,8 @@ def test_volume_truncated_after_prepare_makes_that_episode_invalid_before_scorin
 
 
 def test_random_agent_scores_near_chance(cases, tmp_path):
-    summary = runner(cases, tmp_path / "run", RandomAgent, repeats=4).run()
-    assert summary["n"] == 12 and summary["invalid"] == 0
+    summary = runner(cases, tmp_path / "run", RandomAgent, repeats=2).run()  # seeded: the same six episodes
+    assert summary["n"] == 6 and summary["invalid"] == 0
     assert summary["task"] <= 0.5  # six options: chance is 1/6
 
 

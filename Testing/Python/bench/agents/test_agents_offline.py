@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import io
 import json
+from functools import partial
 
 import pytest
 from agents_cases import SEQUENCES, write_ucsf_package
 from agents_fakes import FakeModelServer, Scripted, openai_reply
+from warm_workers import WarmPool
 
 from MedOpenClawLib.apps import entries
 from MedOpenClawLib.bench.agents.heuristic import HeuristicAgent
@@ -26,7 +28,6 @@ from MedOpenClawLib.cli import main
 from MedOpenClawLib.core.audit import read_trace
 from MedOpenClawLib.providers import ProviderConfig, RetryPolicy, make_provider
 from MedOpenClawLib.viewer.actions import VIEWER
-from MedOpenClawLib.worker.client import WorkerProcess
 
 # MedFlow-Bench Table 9 (radiology) and Table 10 (pathology): the tools the paper's agents see
 VIEWER_TABLE_9 = {"ping", "open_case", "select_volume", "observe", "scroll", "zoom", "fit", "set_slice_offset",
@@ -40,30 +41,13 @@ def cases(tmp_path_factory):
     return write_ucsf_package(tmp_path_factory.mktemp("cases"), cases=2)
 
 
-class SharedWorker(WorkerProcess):
-    """A headless worker that outlives the runs it serves: a run closing its slot leaves it running."""
-
-    def close(self) -> None:
-        """Kept for the module's next run; :meth:`shut_down` ends it."""
-
-    def shut_down(self) -> None:
-        super().close()
-
-
-@pytest.fixture(scope="module")
-def worker(tmp_path_factory):
-    """One real headless worker for every in-process run of this module, warm across runs as it is across the
-    episodes of one run (each worker start costs ~2 s of CPU, almost all of it importing slicer-core)."""
-    shared = SharedWorker(tmp_path_factory.mktemp("worker")).start()
-    yield shared
-    shared.shut_down()
-
-
-def run(cases, out, make_agent, agent: str, worker: SharedWorker, **options) -> dict:
+def run(cases, out, make_agent, agent: str, pool: WarmPool, **options) -> dict:
+    """An in-process run on one worker of the session's warm pool (each worker start costs ~2.5 s of CPU, almost
+    all of it importing slicer-core): warm across these runs as it is across the episodes of one run."""
     config = RunConfig(module="ucsf-pdgm", agent=agent, out=out, cases_dir=cases, **options)
 
     def executor(job, config, on_round):
-        return LocalExecutor(job, 1, on_round, launch=lambda directory: worker)
+        return LocalExecutor(job, 1, on_round, launch=partial(pool.local_worker, config))
 
     return BenchmarkRunner(config, make_agent, module_prompt, progress_stream=io.StringIO(),
                            make_executor=executor).run()
@@ -78,9 +62,9 @@ def actions(out, record) -> list[str]:
             r.get("actor") == "agent"]
 
 
-def test_heuristic_localizes_through_tools_and_is_deterministic(cases, worker, tmp_path):
-    first = run(cases, tmp_path / "a", lambda task: HeuristicAgent(), "heuristic", worker)
-    run(cases, tmp_path / "b", lambda task: HeuristicAgent(), "heuristic", worker)
+def test_heuristic_localizes_through_tools_and_is_deterministic(cases, warm_pool, tmp_path):
+    first = run(cases, tmp_path / "a", lambda task: HeuristicAgent(), "heuristic", warm_pool)
+    run(cases, tmp_path / "b", lambda task: HeuristicAgent(), "heuristic", warm_pool)
     assert first["invalid"] == 0 and first["loc"] == 1.0  # the fixture lesion is the brightest FLAIR blob
     a, b = episodes(tmp_path / "a"), episodes(tmp_path / "b")
     assert {k: v["response"] for k, v in a.items()} == {k: v["response"] for k, v in b.items()}
@@ -90,14 +74,14 @@ def test_heuristic_localizes_through_tools_and_is_deterministic(cases, worker, t
     assert all(record["audit"]["findings"] == [] for record in a.values())  # it shows every slice it cites
 
 
-def test_replay_reproduces_a_recorded_run(cases, worker, tmp_path):
-    recorded = run(cases, tmp_path / "oracle", lambda task: OracleAgent(), "oracle", worker)
+def test_replay_reproduces_a_recorded_run(cases, warm_pool, tmp_path):
+    recorded = run(cases, tmp_path / "oracle", lambda task: OracleAgent(), "oracle", warm_pool)
 
     def replay(task):
         trace = episode_trace(tmp_path / "oracle", task.episode_id)
         return ReplayAgent(recorded_outputs(trace), source=str(trace))
 
-    replayed = run(cases, tmp_path / "replay", replay, "replay", worker)
+    replayed = run(cases, tmp_path / "replay", replay, "replay", warm_pool)
     assert replayed["strict"] == recorded["strict"] == 1.0
     original, again = episodes(tmp_path / "oracle"), episodes(tmp_path / "replay")
     for episode_id, record in original.items():
@@ -107,14 +91,14 @@ def test_replay_reproduces_a_recorded_run(cases, worker, tmp_path):
         episode_trace(tmp_path / "oracle", "UCSF-PDGM-9999__r1")
 
 
-def test_montage_agent_sends_one_turn_of_series_montages(cases, worker, tmp_path):
+def test_montage_agent_sends_one_turn_of_series_montages(cases, warm_pool, tmp_path):
     answer = "Montage read.\nEVIDENCE:\nKEY_SLICE_AXIAL_MM: 1.0\nKEY_SLICE_SAGITTAL_MM: 2.0\n" \
              "KEY_SLICE_CORONAL_MM: 3.0\nRAS: [2.0, 3.0, 1.0]\nANSWER: A"
     with FakeModelServer([Scripted(openai_reply(answer))] * 2) as server:
         config = ProviderConfig(kind="openai", model="fake-vlm", base_url=server.url, api_key="k",
                                 retry=RetryPolicy(max_retries=0))
         summary = run(cases, tmp_path / "c", lambda task: ModelAgent(make_provider(config), name="montage"),
-                      "montage", worker, track="C", provider=config)
+                      "montage", warm_pool, track="C", provider=config)
     assert summary["n"] == 2 and summary["invalid"] == 0
     assert len(server.requests) == 2  # one request per episode: a single answer turn
     body = server.requests[0]["body"]
