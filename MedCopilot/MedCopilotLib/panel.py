@@ -144,6 +144,8 @@ class CopilotPanel:
         self.settings_label.setText(f"{settings.provider} · {settings.model} · key {settings.describe()['api_key']}")
         if self.session is not None:
             self.session.set_model(self.provider_factory(settings.provider_config()), [settings.api_key])
+        elif self.registry is not None:
+            self._ensure_session()  # its model process starts now, not at the first question
         return True
 
     # --------------------------------------------------------------------------------------- session
@@ -155,6 +157,8 @@ class CopilotPanel:
         self.session = None
         self._clear_conversation()
         self.timer.start()
+        if not self.settings.validate():
+            self._ensure_session()  # saved settings: the model process starts before the first question
 
     def _ensure_session(self) -> CopilotSession | None:
         if self.session is not None:

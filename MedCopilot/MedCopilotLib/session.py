@@ -63,6 +63,7 @@ class CopilotSession:
         self._turns = 0
         self._round_ids = itertools.count(1)
         self._listeners: list[Callable[[], None]] = []
+        self.worker.prepare(model)
 
     # ----------------------------------------------------------------------------------------------- events
     def add_listener(self, listener: Callable[[], None]) -> None:
@@ -77,6 +78,7 @@ class CopilotSession:
         """Switch provider or model between turns (the conversation so far is kept)."""
         self.model = model
         self._secrets = [secret for secret in secrets if secret]
+        self.worker.prepare(model)
 
     # ------------------------------------------------------------------------------------------ user input
     def send(self, text: str) -> None:
@@ -109,9 +111,20 @@ class CopilotSession:
             self._changed()
 
     def stop(self) -> None:
-        """Drop a running model call and settle open proposals unrun; the conversation can continue."""
+        """Drop a running model call and settle open proposals unrun; the conversation can continue (with a model
+        process made ready for it: the dropped call's was ended)."""
+        if self._drop_running_call():
+            self.worker.prepare(self.model)
+
+    def close(self) -> None:
+        """Drop what runs and end the model process (the panel does this when it leaves the session)."""
+        self._drop_running_call()
+        self.worker.close()
+
+    def _drop_running_call(self) -> bool:
+        """Settle what the current turn left open; False when there was no turn."""
         if self.state == IDLE:
-            return
+            return False
         self.worker.cancel()
         for card in self.queue.cancel_open("stopped by the clinician"):
             self._audit_decision(card)
@@ -121,11 +134,7 @@ class CopilotSession:
         self.conversation.add_notice("Stopped.")
         self.state = IDLE
         self._changed()
-
-    def close(self) -> None:
-        """Stop, and end the model process (the panel does this when it leaves the session)."""
-        self.stop()
-        self.worker.close()
+        return True
 
     def jump_to_evidence(self, ref: str) -> Result:
         """Show the viewer exactly as it was when the evidence item was captured."""

@@ -12,7 +12,9 @@ may touch the scene and the widgets.
 
 One child serves a session's calls in turn and keeps each model object it was sent (a provider's compaction state
 lives on in it); it ends when its standard input closes (the session stopped, or this process died). A cancelled
-call ends its child, whose answer would come too late; the next call starts a fresh one.
+call ends its child, whose answer would come too late; the next call starts a fresh one. :meth:`ModelWorker.prepare`
+starts the child and hands it the model before the first call: unpickling a provider imports its vendor's SDK
+(seconds of CPU for some), which then happens while the clinician types rather than while they wait for an answer.
 """
 
 from __future__ import annotations
@@ -91,6 +93,20 @@ class ModelWorker:
             os.set_blocking(self._process.stdout.fileno(), False)  # Windows pipes too, from Python 3.12 on
             self._models, self._buffer = {}, b""
         return self._process
+
+    def prepare(self, model: Any) -> None:
+        """Have a child hold ``model`` ahead of its first call (nothing is answered); a no-op while a call runs or
+        when the child holds it already. A model that cannot be handed over is left for the call to report."""
+        if self.busy:
+            return
+        try:
+            process = self._start()
+            if self._models.get(id(model)) is not model:
+                write_message(process.stdin, (id(model), model, None, None))
+        except (OSError, pickle.PicklingError, TypeError, AttributeError):
+            self.close()
+            return
+        self._models[id(model)] = model
 
     def submit(self, call: ModelCall, on_done: Callable[[Any], None],
                on_error: Callable[[BaseException], None]) -> None:
@@ -177,12 +193,15 @@ class ModelWorker:
 
 
 def serve(requests: BinaryIO, answers: BinaryIO) -> None:
-    """The child: one call at a time until its input ends; every outcome goes back, an error as its exception."""
+    """The child: one call at a time until its input ends; every outcome goes back, an error as its exception (a
+    request without messages only hands over a model: it has no outcome)."""
     models: dict[int, Any] = {}
     while (request := read_message(requests)) is not None:
         key, model, messages, tools = request
         if model is not None:
             models[key] = model
+        if messages is None:
+            continue
         try:
             outcome = ("done", models[key].complete(messages, tools))
         except Exception as error:  # delivered to on_error in the parent

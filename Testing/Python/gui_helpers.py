@@ -49,8 +49,10 @@ def start_qt_application():
     return application()
 
 
-def pump(until, timeout_s: float = 10.0) -> None:
-    """Run the Qt event loop (timers, socket notifiers) on this thread until ``until()`` holds."""
+def pump(until, timeout_s: float = 60.0) -> None:
+    """Run the Qt event loop (timers, socket notifiers) on this thread until ``until()`` holds. The deadline only
+    ends a test that failed: a model process's start (a Python, a vendor's SDK imported) took over 10 s on 2 cores
+    shared by a dozen processes."""
     import time
 
     from MedOpenClawLib.gui.qt_compat import process_events

@@ -123,6 +123,43 @@ class CountingModel:
         return os.getpid(), self.calls, threading.current_thread().name
 
 
+class MarkedModel(CountingModel):
+    """A CountingModel that appends a line to ``mark`` each time a process unpickles it."""
+
+    def __init__(self, mark):
+        super().__init__()
+        self.mark = str(mark)
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        with open(self.mark, "a") as marks:
+            marks.write("unpickled\n")
+
+
+def test_a_prepared_model_is_in_its_child_before_the_first_call(tmp_path):
+    worker, seen, mark = ModelWorker(), [], tmp_path / "marks"
+    model = MarkedModel(mark)
+    try:
+        worker.prepare(model)
+        worker.prepare(model)  # held already: not sent again
+        deadline = time.monotonic() + 30
+        while not mark.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert mark.exists() and worker.poll() is False and not worker.busy  # handed over, nothing answered
+        worker.submit(ModelCall(model, ["hi"], []), seen.append, seen.append)
+        assert worker.wait(30) and seen[-1][1] == 1
+        assert mark.read_text() == "unpickled\n"  # the call used the prepared copy
+        worker.submit(ModelCall(CountingModel(delay_s=30), ["hi"], []), seen.append, seen.append)
+        worker.prepare(MarkedModel(mark))  # a call runs: nothing is handed over meanwhile
+        worker.cancel()
+        assert mark.read_text() == "unpickled\n"
+        worker.prepare(lambda: None)  # does not pickle: left for the call to report
+        worker.submit(ModelCall(lambda: None, ["hi"], []), seen.append, seen.append)
+        assert worker.poll() and "could not be handed to its process" in str(seen[-1])
+    finally:
+        worker.close()
+
+
 def test_worker_runs_calls_in_a_child_process_and_delivers_on_the_polling_thread():
     import os
 

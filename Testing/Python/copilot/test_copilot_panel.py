@@ -48,6 +48,7 @@ def test_chat_panel_approve_card_answer_and_evidence_jump(registry, monkeypatch)
         panel.remember_check.setChecked(False)
         assert panel.apply_settings()
         assert store.value("MedCopilot/model") == "fake-vlm" and store.value("MedCopilot/api_key") is None
+        assert panel.session.worker._process.poll() is None  # its model process starts before the question
         panel.send_button.click()
         assert read(panel.input_edit, "text") == "" and read(panel.status_label, "text") == "Thinking…"
         pump(lambda: len(buttons(panel, "Approve")) == 2)

@@ -45,8 +45,8 @@ def make_session(registry, server, **options) -> CopilotSession:
     return session
 
 
-def settle(session, until=lambda s: s.state != THINKING, timeout_s=10.0) -> None:
-    """What the panel's QTimer does: poll the worker from this (the GUI) thread."""
+def settle(session, until=lambda s: s.state != THINKING, timeout_s=60.0) -> None:
+    """What the panel's QTimer does: poll the worker from this (the GUI) thread (deadline: as gui_helpers.pump's)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         session.poll()
@@ -155,6 +155,7 @@ def test_model_calls_do_not_block_and_failures_are_redacted(registry):
         settle(session, until=lambda _: server.requests)  # the request is at the server, its answer 0.6 s away
         session.stop()  # the clinician gives up waiting: the late reply is dropped
         assert session.state == IDLE
+        assert session.worker._process.poll() is None  # the dropped call's child ended; the next one is ready
         time.sleep(0.8)
         assert session.poll() is False
         session.send("again")
