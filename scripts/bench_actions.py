@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import itertools
 import json
 import os
 import platform
@@ -72,11 +73,14 @@ def cpu_ms(pid: int) -> float | None:
 
 
 def interleaved(paths: dict, repeats: int) -> dict:
-    """Each path called once per round, in turn, each round starting one path later: {name: samples in ms}."""
+    """Each path called once per round, the rounds going through every order of the paths in turn, so each path
+    follows each other one equally often (a path run right after another on the same scene finds its caches warm;
+    rotating one order left the in-process REST path after the registry call two rounds in three):
+    {name: samples in ms}."""
     samples: dict[str, list[float]] = {name: [] for name in paths}
-    names = list(paths)
+    orders = list(itertools.permutations(paths))
     for index in range(repeats):
-        for name in names[index % len(names):] + names[:index % len(names)]:  # no path always follows another
+        for name in orders[index % len(orders)]:
             started = time.perf_counter()
             paths[name](index)
             samples[name].append((time.perf_counter() - started) * 1000.0)
