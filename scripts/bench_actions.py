@@ -270,7 +270,7 @@ def encoders(registry, repeats: int) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=60)
+    parser.add_argument("--repeats", type=int, default=72, help="rounds; 72: every order of four paths three times")
     parser.add_argument("--out", type=Path, default=Path("bench/actions.json"))
     args = parser.parse_args()
     loads = {"start": load()}
