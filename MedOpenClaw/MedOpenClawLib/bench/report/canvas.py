@@ -15,11 +15,16 @@ def pyplot():
 
 
 def save(figure, out_dir: Path, stem: str) -> list[str]:
-    """``stem``.png and ``stem``.svg (no date in the SVG: the same report, the same bytes)."""
+    """``stem``.png and ``stem``.svg, the same report giving the same bytes: no date in the SVG, and its element
+    ids (clip paths, glyphs) hashed with a fixed salt, not with the fresh uuid4 matplotlib takes per id unless
+    ``svg.hashsalt`` is set."""
+    import matplotlib
+
     names = []
     for suffix in ("png", "svg"):
         path = out_dir / f"{stem}.{suffix}"
-        figure.savefig(path, dpi=120, bbox_inches="tight", metadata={"Date": None} if suffix == "svg" else None)
+        with matplotlib.rc_context({"svg.hashsalt": "medopenclaw-report"}):
+            figure.savefig(path, dpi=120, bbox_inches="tight", metadata={"Date": None} if suffix == "svg" else None)
         names.append(path.name)
     pyplot().close(figure)
     return names

@@ -160,6 +160,23 @@ def test_plots_are_written_as_png_and_svg(report):
             assert path.read_text().lstrip().startswith("<?xml") and "<svg" in path.read_text()
 
 
+def test_a_figure_saved_twice_gives_the_same_bytes(tmp_path):
+    """A published report is rebuilt byte for byte: matplotlib salts every SVG id with a fresh uuid4 unless told."""
+    from MedOpenClawLib.bench.report.canvas import pyplot, save
+
+    written = []
+    for folder in ("a", "b"):
+        figure, axes = pyplot().subplots()
+        axes.bar(["x", "y"], [1, 2])
+        axes.set_title("scores")
+        (tmp_path / folder).mkdir()
+        written.append(save(figure, tmp_path / folder, "scores"))
+    assert written[0] == written[1] == ["scores.png", "scores.svg"]
+    for name in written[0]:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+    assert "clip-path" in (tmp_path / "a" / "scores.svg").read_text()
+
+
 def test_pages_are_relative_and_name_every_run(report):
     root, out, written = report
     pages = sorted(out.rglob("*.html"))
