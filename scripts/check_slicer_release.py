@@ -11,13 +11,13 @@ Run with the release's venv (``scripts/setup_slicer_pythons.sh``). Two checks:
    ``bench.parsers``, so it and what it imports run inside Slicer too). A module that needs the application
    itself (``slicer`` where no slicer-core wheel exists for the release's Python, PythonQt's ``qt``) or an
    optional feature's package is listed as such; any other failure fails;
-2. the tests of the in-Slicer paths with this Python: against the Slicer application double (module binding,
-   the module tests ``MedOpenClawTest``/``MedCopilotTest``, ``run_bench.py`` under a launcher that forks the
-   application, ``verify_in_slicer.py``) where slicer-core exists (Python 3.10 and later: the supported
-   releases), and everywhere the copilot-logic and packaging tests and the refusal of releases older than
-   ``dependencies.MIN_SLICER``. On a release the module refuses at load (the venv's name says which) its code
-   runs only as far as the refusal, and the ``core`` feature is never installed (its packages may need a newer
-   Python): there only the refusal test runs.
+2. the tests of the in-Slicer paths with this Python (in this process, after check 1): against the Slicer
+   application double (module binding, the module tests ``MedOpenClawTest``/``MedCopilotTest``, ``run_bench.py``
+   under a launcher that forks the application, ``verify_in_slicer.py``) where slicer-core exists (Python 3.10
+   and later: the supported releases), and everywhere the copilot-logic and packaging tests and the refusal of
+   releases older than ``dependencies.MIN_SLICER``. On a release the module refuses at load (the venv's name says
+   which) its code runs only as far as the refusal, and the ``core`` feature is never installed (its packages may
+   need a newer Python): there only the refusal test runs.
 
 Exit status: 0 when everything passed, 1 otherwise.
 """
@@ -30,7 +30,6 @@ import importlib
 import importlib.util
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 
@@ -215,10 +214,18 @@ def main() -> int:
     else:
         failures, tests = in_slicer_failures(), EVERYWHERE + (WITH_SLICER_CORE if has_slicer_core() else [])
     selection = NOT_HERE if has_slicer_core() else NOT_HERE_WITHOUT_SLICER
-    environment = {"PYTHONPATH": f"{ROOT / 'MedOpenClaw'}:{ROOT / 'MedCopilot'}", "QT_QPA_PLATFORM": "offscreen"}
-    ran = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", selection, *tests],
-                         cwd=ROOT, env={**os.environ, **environment}, check=False)
-    return 1 if failures or ran.returncode else 0
+    # the processes the tests start find the packages as this one does
+    os.environ.update(PYTHONPATH=f"{ROOT / 'MedOpenClaw'}:{ROOT / 'MedCopilot'}", QT_QPA_PLATFORM="offscreen")
+    os.chdir(ROOT)
+    import pytest
+
+    # the tests run in this process, where check 1 has already imported the in-Slicer modules and what they import
+    # (slicer-core, PySide6, the model SDKs): a pytest process of its own imported them all again (~4 s of CPU).
+    # pytest's note that a plugin's package was imported before it could rewrite the plugin's asserts (anyio's, which
+    # the SDKs import; pyproject.toml turns that plugin off) is left out: no test here asserts in a plugin
+    imported = "ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning"
+    code = pytest.main(["-q", "-p", "no:cacheprovider", "-W", imported, "-k", selection, *tests])
+    return 1 if failures or code else 0
 
 
 def in_slicer_failures() -> list[str]:

@@ -83,6 +83,28 @@ def slicer_session(tmp_path):
 
 
 @pytest.fixture(scope="session")
+def warm_pool(tmp_path_factory):
+    """The test process's pool of warm headless workers (warm_workers.WarmPool), ended with the session."""
+    from warm_workers import WarmPool
+
+    pool = WarmPool(tmp_path_factory.mktemp("warm-workers"))
+    yield pool
+    pool.shut_down()
+
+
+@pytest.fixture(scope="module")
+def warm_workers(warm_pool):
+    """The module's runs in this process (the runner's, and ``bench run`` typed through ``cli.main``) launch
+    their local workers from ``warm_pool`` (for the modules whose runs test what happens around the worker, not its
+    start: the bench runners, the providers' surfaces); subprocess runs start their own as ever."""
+    from MedOpenClawLib.bench import executors
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(executors, "local_worker", warm_pool.local_worker)
+        yield warm_pool
+
+
+@pytest.fixture(scope="session")
 def node_clients():
     """The folder of the Node.js clients this project did not write (Ajv, the TypeScript MCP SDK, the MCP
     Inspector), their pinned packages installed (server/node/package-lock.json; scripts/setup_env.sh runs ``npm

@@ -1,7 +1,8 @@
 """One ``bench run --agent model`` per provider, typed as a user types it, against a scripted server of that surface:
 the pre-flight's tool call, then one answer; the episode must be scored. Replies are built from the vendors' SDK
 types and every request is validated against their request types; each surface's path and authentication are
-checked on the requests that arrived."""
+checked on the requests that arrived. The episodes run on a warm headless worker of the test process (conftest.py
+``warm_workers``): the surfaces are under test here, a worker's own start in the bench and worker groups."""
 
 from __future__ import annotations
 
@@ -79,6 +80,7 @@ def cases(tmp_path_factory):
     return write_ucsf_package(tmp_path_factory.mktemp("cases"), cases=1)
 
 
+@pytest.mark.usefixtures("warm_workers")  # the commands as typed, their episodes on a warm worker
 @pytest.mark.parametrize("provider", list(SURFACES))
 def test_one_bench_run_per_provider_is_scored(provider, cases, tmp_path, capsys, monkeypatch):
     wire, extra, path = SURFACES[provider]

@@ -195,6 +195,7 @@ def episode(body: dict) -> types.GenerateContentResponse:
                  usage=USAGE)
 
 
+@pytest.mark.usefixtures("warm_workers")  # the commands as typed, their episodes on a warm worker
 @pytest.mark.parametrize("stream", [False, True])
 def test_one_bench_run_with_provider_gemini_is_scored(stream, tmp_path, capsys, monkeypatch):
     """As a user types it; with --stream against a server that only streams."""

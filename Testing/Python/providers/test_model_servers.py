@@ -335,6 +335,7 @@ def cohort():
     return synthetic_packages(sorted(E2E))
 
 
+@pytest.mark.usefixtures("warm_workers")  # the commands as typed, their episodes on a warm worker
 @pytest.mark.parametrize("module", sorted(E2E))
 def test_bench_run_per_module_against_a_limited_server(module, cohort, tmp_path, capsys):
     profile = PROFILES[E2E[module]]

@@ -1,7 +1,8 @@
-"""The offline agents end to end over real headless workers (one shared by the in-process runs): the heuristic finds
-and reports a lesion through the tools deterministically, replay reproduces a recorded run, the Track C montage
-agent sends one turn of slice montages to a (local fake) model, and the `bench run` command line on the embedded
-synthetic cohort: oracle Strict = 1.0 on every module, aggregate JSON as the last stdout line."""
+"""The offline agents end to end over real headless workers (warm ones shared by the in-process runs and the
+toolset commands; the README's command per module starts its own): the heuristic finds and reports a lesion
+through the tools deterministically, replay reproduces a recorded run, the Track C montage agent sends one turn of
+slice montages to a (local fake) model, and the `bench run` command line on the embedded synthetic cohort: oracle
+Strict = 1.0 on every module, aggregate JSON as the last stdout line."""
 
 from __future__ import annotations
 
@@ -164,6 +165,7 @@ def test_the_paper_toolsets_are_offered_by_default_and_extended_on_request():
         offered_tools(track_a, "radiology", "everything")
 
 
+@pytest.mark.usefixtures("warm_workers")  # the commands as typed, their episodes on a warm worker
 def test_a_model_run_records_its_toolset_and_a_replay_keeps_it(cases, tmp_path, capsys):
     """Under the default (paper) toolset an evidence-capture call is refused and nothing is executed; with
     ``--toolset extended`` it runs; run.json and the report name the toolset, and a replay keeps the replayed
