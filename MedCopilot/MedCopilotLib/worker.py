@@ -35,6 +35,10 @@ READ_CHUNK = 1 << 20
 NO_CONSOLE = {"creationflags": subprocess.CREATE_NO_WINDOW} if os.name == "nt" else {}
 
 
+# what handing a request to the child can raise: its pipe broke, or the model does not pickle
+HANDOVER_ERRORS = (OSError, pickle.PicklingError, TypeError, AttributeError)
+
+
 class WorkerBusy(RuntimeError):
     pass
 
@@ -100,31 +104,32 @@ class ModelWorker:
         if self.busy:
             return
         try:
-            process = self._start()
-            if self._models.get(id(model)) is not model:
-                write_message(process.stdin, (id(model), model, None, None))
-        except (OSError, pickle.PicklingError, TypeError, AttributeError):
+            self._send(model, None, None)
+        except HANDOVER_ERRORS:
             self.close()
-            return
-        self._models[id(model)] = model
 
     def submit(self, call: ModelCall, on_done: Callable[[Any], None],
                on_error: Callable[[BaseException], None]) -> None:
         if self.busy:
             raise WorkerBusy("a model call is already running")
         self._callbacks = (on_done, on_error)
-        key = id(call.model)
         try:
-            process = self._start()
-            sent = None if self._models.get(key) is call.model else call.model
-            write_message(process.stdin, (key, sent, call.messages, call.tools))
-        except (OSError, pickle.PicklingError, TypeError, AttributeError) as error:
+            self._send(call.model, call.messages, call.tools)
+        except HANDOVER_ERRORS as error:
             # delivered by the next poll like any failed call; a broken child is replaced by the next call
             self._failed = RuntimeError(f"the model call could not be handed to its process: "
                                         f"{type(error).__name__}: {error}")
             self.close()
-            return
-        self._models[key] = call.model
+
+    def _send(self, model: Any, messages: list | None, tools: list | None) -> None:
+        """One request to the (started) child, carrying ``model`` only if the child does not hold it yet; a request
+        without messages (:meth:`prepare`) is not sent at all then. Raises what handing over raises."""
+        process = self._start()
+        key = id(model)
+        held = self._models.get(key) is model
+        if messages is not None or not held:
+            write_message(process.stdin, (key, None if held else model, messages, tools))
+        self._models[key] = model
 
     def cancel(self) -> None:
         """Forget the running call: its child is ended (the next call starts another)."""

@@ -253,7 +253,7 @@ class SlideScene:
 
         crop = (slice(HALO, h - HALO), slice(HALO, w - HALO))
         image = self._labels(x0, y0, w, h)
-        present = np.flatnonzero(image.histogram()[:len(CODES)]) if image else None  # the codes, ascending
+        present = np.flatnonzero(image.histogram()[:len(CODES)]) if image is not None else None  # the codes, ascending
         if image is None or present.tolist() == [CODES["glass"]]:
             return self._glass(w, h)[crop]
         rng = rng_for(*self.seed_parts, "block", x0, y0)
