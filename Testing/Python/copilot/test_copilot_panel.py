@@ -21,11 +21,26 @@ def registry(qt_application, slicer_session):
     return slicer_session
 
 
+@pytest.fixture
+def new_panel():
+    """Makes panels and closes each at teardown, the test passed or not: a panel left open keeps its model process
+    and timer running into the next test."""
+    panels: list[CopilotPanel] = []
+
+    def make(store: DictSettingsStore) -> CopilotPanel:
+        panels.append(CopilotPanel(store))
+        return panels[-1]
+
+    yield make
+    for panel in panels:
+        panel.close()
+
+
 def buttons(panel, text):
     return [b for b in panel.conversation_widget.findChildren(qt.QPushButton) if b.text() == text]
 
 
-def test_chat_panel_approve_card_answer_and_evidence_jump(registry, monkeypatch):
+def test_chat_panel_approve_card_answer_and_evidence_jump(registry, new_panel, monkeypatch):
     monkeypatch.delenv("MEDOPENCLAW_API_KEY", raising=False)
     script = [
         Scripted(openai_reply("Going to the lesion level.", [
@@ -36,7 +51,7 @@ def test_chat_panel_approve_card_answer_and_evidence_jump(registry, monkeypatch)
     ]
     store = DictSettingsStore()
     with FakeModelServer(script) as server:
-        panel = CopilotPanel(store)
+        panel = new_panel(store)
         panel.attach(registry)
         panel.input_edit.setText("find the lesion")
         panel.send_button.click()
@@ -73,10 +88,9 @@ def test_chat_panel_approve_card_answer_and_evidence_jump(registry, monkeypatch)
     panel.jump_to_item(panel.evidence_list.item(0))
     assert registry.context.state()["views"]["axial"]["offset_mm"] == pytest.approx(4.0)
     assert read(panel.status_label, "text") == "Showing the view of ev1"
-    panel.close()
 
 
-def test_model_text_is_shown_as_plain_text_never_as_html(registry, monkeypatch):
+def test_model_text_is_shown_as_plain_text_never_as_html(registry, new_panel, monkeypatch):
     """A reply must not be able to hide or restyle the arguments the clinician approves (Qt labels would
     otherwise guess rich text from any tag-like content)."""
     monkeypatch.delenv("MEDOPENCLAW_API_KEY", raising=False)
@@ -85,7 +99,7 @@ def test_model_text_is_shown_as_plain_text_never_as_html(registry, monkeypatch):
         Scripted(openai_reply("<b>Trust me</b>", [("bookmark_view", f'{{"view": "axial", "label": "{hidden}"}}')])),
     ]
     with FakeModelServer(script) as server:
-        panel = CopilotPanel(DictSettingsStore())
+        panel = new_panel(DictSettingsStore())
         panel.attach(registry)
         panel.endpoint_edit.setText(server.url)
         panel.model_edit.setText("fake-vlm")
@@ -97,4 +111,3 @@ def test_model_text_is_shown_as_plain_text_never_as_html(registry, monkeypatch):
     shown = [text for text in labels if hidden in text or text == "<b>Trust me</b>"]
     assert len(shown) == 2
     assert all(labels[text].textFormat() == qt.Qt.PlainText for text in shown)
-    panel.close()
