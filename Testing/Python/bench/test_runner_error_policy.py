@@ -31,7 +31,9 @@ from MedOpenClawLib.cli import main
 from MedOpenClawLib.providers.messages import Usage
 
 ANSWER = Scripted(openai_reply("ANSWER: glioblastoma"))
-OUTAGE = Scripted({"error": {"message": "upstream overloaded"}}, 500)
+# Retry-After 0: the same retries without their backoff (4-6 s of sleeping); the backoff itself is
+# providers/test_providers_http.py's subject
+OUTAGE = Scripted({"error": {"message": "upstream overloaded"}}, 500, headers={"Retry-After": "0"})
 PREFLIGHT = Scripted(openai_reply(calls=[("report_colour", '{"colour": "red"}')]))  # one image, one tool: called
 REPO = Path(__file__).resolve().parents[3]
 # the in-process runs take warm workers: what they test happens around the episode, not in a worker's start
