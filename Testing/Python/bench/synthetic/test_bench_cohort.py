@@ -39,8 +39,8 @@ def _digest(root: Path) -> dict[str, str]:
     }
 
 
-# generated again, from the same seed, in worker processes and compared with the serial cohort: bracs in its own
-# pool and the next two in one shared pool (both below), camelyon17 in a pool that loses a worker
+# generated again, from the same seed, in worker processes and compared with the serial cohort: bracs, then the
+# next two at once, in one shared pool (``pooled`` below), camelyon17 in its own pool that loses a worker
 # (test_generation_pool.py: a third generation of its slides here proved nothing more)
 AGAIN_IN_A_POOL = ("bracs", "lumiere", "ucsf-pdgm", "camelyon17")
 
@@ -586,25 +586,34 @@ def test_nsclc_t_stage_is_the_one_measured_on_the_mask(packages):
         assert truth.answers["q2"] == "ABCD"[int(t_stage_for(extent)[1]) - 1]
 
 
-def test_cases_generated_in_parallel_are_the_same_bytes(cohort, tmp_path):
+@pytest.fixture(scope="module")
+def pooled(tmp_path_factory) -> Path:
+    """bracs (``parallel``), then lumiere and ucsf-pdgm at once from one thread each (``shared``), written again
+    from the same seed in one shared pool of two worker processes: its workers start once for the two tests below
+    (a worker's start and its first case's caches cost as much as a small module)."""
+    from concurrent.futures import ThreadPoolExecutor
     from dataclasses import replace
 
-    write_cohort(tmp_path / "parallel", replace(SMALL, workers=2), modules=[AGAIN_IN_A_POOL[0]])
+    root = tmp_path_factory.mktemp("pooled")
+    with shared_pool(2):
+        write_cohort(root / "parallel", replace(SMALL, workers=2), modules=[AGAIN_IN_A_POOL[0]])
+        with ThreadPoolExecutor(2) as threads:
+            list(threads.map(lambda module: write_cohort(root / "shared", SMALL, modules=[module]),
+                             AGAIN_IN_A_POOL[1:3]))
+    return root
+
+
+def test_cases_generated_in_parallel_are_the_same_bytes(cohort, pooled):
     serial = {name: digest for name, digest in _digest(cohort).items() if name.startswith("BRACS/")}
-    assert _digest(tmp_path / "parallel") == serial
+    assert _digest(pooled / "parallel") == serial
 
 
-def test_modules_generated_at_once_in_one_pool_are_the_same_bytes(cohort, tmp_path):
+def test_modules_generated_at_once_in_one_pool_are_the_same_bytes(cohort, pooled):
     """What several missing modules go through (cohort_cache.synthetic_packages): one thread per module, every
     module's cases in one shared pool of worker processes."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    together = AGAIN_IN_A_POOL[1:3]
-    with shared_pool(2), ThreadPoolExecutor(2) as threads:
-        list(threads.map(lambda module: write_cohort(tmp_path / "shared", SMALL, modules=[module]), together))
-    folders = {modules.get(module).dataset_dir for module in together}
+    folders = {modules.get(module).dataset_dir for module in AGAIN_IN_A_POOL[1:3]}
     serial = {name: digest for name, digest in _digest(cohort).items() if name.split("/")[0] in folders}
-    assert _digest(tmp_path / "shared") == serial and len(serial) > 10
+    assert _digest(pooled / "shared") == serial and len(serial) > 10
 
 
 @pytest.mark.parametrize("module", ["bracs", "camelyon17"])
