@@ -2,8 +2,9 @@
 negotiated over stdio and Streamable HTTP, tools carry input and output schemas, open_case/observe return image
 content and structured results, failed actions are isError results, long calls send progress notifications,
 HTTP needs the bearer token (and says so), each HTTP client has its own session, the pathology viewer is served
-for slides, a case package's ground truth is never reachable, and malformed framing is refused without ending
-the server."""
+for slides, a case package's ground truth is never reachable over stdio and HTTP (the radiology servers here are
+given a package; its REST counterpart is in test_runtime_data_roots.py), and malformed framing is refused without
+ending the server."""
 
 from __future__ import annotations
 
@@ -42,11 +43,21 @@ ENV = {"PYTHONPATH": os.pathsep.join([str(REPO / "MedOpenClaw"), str(REPO / "Med
 
 
 @pytest.fixture(scope="module")
-def data_root(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("mcp_data")
+def package(tmp_path_factory) -> Path:
+    """A case package as ``bench prepare --out`` writes it: data/ (the case), hidden/ (its lesion mask) and
+    manifest.json. A server given it serves only data/: one server per transport proves both its tools and that."""
+    root = tmp_path_factory.mktemp("mcp_data") / "CASES"
     volume = (np.indices((24, 24, 12)).sum(axis=0) % 50).astype(np.int16)
-    nib.save(nib.Nifti1Image(volume, np.diag([2.0, 2.0, 3.0, 1.0])), root / "case.nii.gz")
+    for path in (root / "data" / "case.nii.gz", root / "hidden" / "case" / "lesion_mask.nii.gz"):
+        path.parent.mkdir(parents=True)
+        nib.save(nib.Nifti1Image(volume, np.diag([2.0, 2.0, 3.0, 1.0])), path)
+    (root / "manifest.json").write_text(json.dumps({"format": 1, "module": "ucsf-pdgm", "cases": []}))
     return root
+
+
+@pytest.fixture(scope="module")
+def data_root(package) -> Path:
+    return package / "data"
 
 
 # The viewer kept ready for restarts after a crash (a second viewer process per session, ~1.5 s of CPU to start): the
@@ -88,19 +99,29 @@ async def exercise(session: ClientSession, data_root: Path) -> None:
         await session.call_tool("run_python", {"code": "import os"})
 
 
-def test_stdio_with_the_sdk_client(data_root, tmp_path):
+async def ground_truth_is_unreachable(session: ClientSession, package: Path) -> None:
+    """The package's hidden/ refused by absolute and by relative path; a relative path is taken in its data/."""
+    for hidden in (str(package / "hidden" / "case" / "lesion_mask.nii.gz"), "../hidden/case"):
+        refused = await session.call_tool("open_case", {"dicom_dir": hidden, "size": 64})
+        assert refused.is_error and refused.structured_content["error"]["code"] == "path_not_allowed"
+    relative = await session.call_tool("open_case", {"dicom_dir": "case.nii.gz", "size": 64})
+    assert not relative.is_error and relative.structured_content["ok"]
+
+
+def test_stdio_with_the_sdk_client(package, data_root, tmp_path):
     trace = tmp_path / "trace.jsonl"
-    parts = command(data_root, trace, NO_SPARE)
+    parts = command(package, trace, NO_SPARE)
     parameters = StdioServerParameters(command=parts[0], args=parts[1:], env=ENV)
 
     async def main() -> None:
         async with stdio_client(parameters) as (read, write), ClientSession(read, write) as session:
             await exercise(session, data_root)
+            await ground_truth_is_unreachable(session, package)
 
     anyio.run(main)
     actions = [record["action"] for record in read_trace(trace) if record.get("action")]
     # every call audited; the unknown tool never reached the registry
-    assert actions == ["open_case", "observe", "open_case", "jump"]
+    assert actions == ["open_case", "observe", "open_case", "jump", *["open_case"] * 3]
 
 
 def test_stdio_serves_the_pathology_viewer_for_slides(slide_root, slide_path, tmp_path):
@@ -150,10 +171,10 @@ async def http_client(url: str):
         yield session
 
 
-def test_streamable_http_needs_the_token_and_gives_each_client_its_own_session(data_root, tmp_path):
+def test_streamable_http_needs_the_token_and_gives_each_client_its_own_session(package, data_root, tmp_path):
     """Two clients at once: each has its own scene and trace (the second sees nothing the first opened)."""
     trace = tmp_path / "trace.jsonl"
-    server, url = http_server(data_root, trace, NO_SPARE)
+    server, url = http_server(package, trace, NO_SPARE)
     try:
         hello = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
         for headers in ({}, {"Authorization": "Bearer wrong"}):
@@ -171,6 +192,7 @@ def test_streamable_http_needs_the_token_and_gives_each_client_its_own_session(d
                     assert seen.structured_content["data"]["active_volume"] is None
                 mine = await first.call_tool("get_viewer_state", {})
                 assert mine.structured_content["data"]["active_volume"] == "case"
+                await ground_truth_is_unreachable(first, package)
 
         anyio.run(main)
     finally:
@@ -178,7 +200,7 @@ def test_streamable_http_needs_the_token_and_gives_each_client_its_own_session(d
         server.wait(timeout=30)
     first, second = (read_trace(tmp_path / f"trace.client{number}.jsonl") for number in (1, 2))
     assert [record["action"] for record in first if record.get("action")] == [
-        "open_case", "observe", "open_case", "jump", "get_viewer_state"]
+        "open_case", "observe", "open_case", "jump", "get_viewer_state", *["open_case"] * 3]
     assert [record["action"] for record in second if record.get("action")] == ["get_viewer_state"]
     assert first[0]["payload"]["session"] == 1 and second[0]["payload"]["client"]["name"] == "mcp"
 

@@ -5,10 +5,10 @@ REST through a real socket (``medopenclaw serve``) and over MCP stdio (``medopen
 The crashes are real: the child runs ``crashing_worker.py``, whose markups sink (and the whole-slide viewer's
 ``record_view``) dies natively on a sentinel label after changing the scene (see that file). The supervisor is the
 same for either application: what a Slicer scene brings of its own (a half-changed scene, a Track B
-segmentation), the MCP front-end and a hang (the calls before it run under its short call timeout, and a
-whole-slide viewer's first call still loads its slide libraries) are proven on the radiology viewer; the
-containment that launches the most children (malformed answers, a diverging restore, REST sessions of their own)
-on the whole-slide one, whose process starts without loading Slicer (about 1.6 s of CPU each instead of 3.9 s)."""
+segmentation) and a hang (the calls before it run under its short call timeout, and a whole-slide viewer's first
+call still loads its slide libraries) are proven on the radiology viewer; the containment that launches the most
+children (malformed answers, a diverging restore, the REST and MCP front-ends) on the whole-slide one, whose
+process starts without loading Slicer (about 1.6 s of CPU each instead of 3.9 s)."""
 
 from __future__ import annotations
 
@@ -321,30 +321,32 @@ def test_rest_serve_answers_viewer_crashed_over_a_real_socket_in_its_shared_and_
     assert verify_trace(trace).ok and replay_trace(trace, [slide_root]).ok
 
 
-def test_mcp_stdio_answers_viewer_crashed_with_the_official_client(tmp_path, data_root):
+def test_mcp_stdio_answers_viewer_crashed_with_the_official_client(tmp_path, slide_root, slide_path):
+    """The crashing call recorded its view before dying: the restored session holds none, so the next one is the
+    first (whole-slide viewers, as the REST front-end's test)."""
     import anyio
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
     trace = tmp_path / "mcp.jsonl"
-    command = front_end("mcp", "--data-root", str(data_root), "--trace", str(trace))
+    command = front_end("mcp", "--data-root", str(slide_root), "--trace", str(trace))
     parameters = StdioServerParameters(command=command[0], args=command[1:], env=dict(os.environ))
 
     async def session() -> list:
         async with stdio_client(parameters) as (read, write), ClientSession(read, write) as client:
             await client.initialize()
             results = []
-            for name, arguments in [("open_case", {"dicom_dir": str(data_root), "size": 64}),
-                                    ("record_point", {"ras": [0, 0, 0], "label": "CRASH:segv"}),
-                                    ("list_evidence", {})]:
+            for name, arguments in [("load_image", {"image_path": slide_path}),
+                                    ("record_view_as_evidence", {"label": "CRASH:segv"}),
+                                    ("record_view_as_evidence", {"label": "after"})]:
                 results.append(await client.call_tool(name, arguments))
             return results
 
-    opened, crashed, listed = anyio.run(session)
-    assert not opened.is_error and crashed.is_error and not listed.is_error
+    opened, crashed, recorded = anyio.run(session)
+    assert not opened.is_error and crashed.is_error and not recorded.is_error
     assert json.loads(crashed.content[0].text)["error"]["code"] == VIEWER_CRASHED
-    assert json.loads(listed.content[0].text)["data"]["evidence"] == []
-    assert verify_trace(trace).ok and replay_trace(trace, [data_root]).ok
+    assert json.loads(recorded.content[0].text)["data"]["recorded_view"]["index"] == 0
+    assert verify_trace(trace).ok and replay_trace(trace, [slide_root]).ok
 
 
 def running_with(text: str) -> list[int]:
