@@ -62,7 +62,7 @@ def data_root(package) -> Path:
 
 # The viewer kept ready for restarts after a crash (a second viewer process per session, ~1.5 s of CPU to start): the
 # tests that crash no viewer leave it out, but for those of the default lifecycle (sessions released, a client gone
-# while the viewer boots); test_runtime_supervisor.py restarts on it over REST and MCP.
+# while the viewer boots); the restart from it is test_runtime_supervisor.py's in-process segfault test's.
 NO_SPARE = "--no-spare-viewer"
 
 
