@@ -210,3 +210,18 @@ def test_an_empty_field_line_takes_the_next_line_and_json_answers_survive_junk_a
     parsed = get("bracs").read_answer("Here it is: " + answer + junk)
     assert parsed["answer"] == "N" and len(parsed["localizations"]) == 300
     assert get("bracs").read_answer(answer + '{"a":[' * 300)["answer"] is None  # the search gives up after 256
+
+
+def test_a_reply_that_writes_none_of_the_keys_has_none_of_its_json_decoded(monkeypatch):
+    """Such a reply holds no answer object (a key is written ``"key"``, or escaped with a backslash): its candidates
+    are not decoded, one by one, down a hostile nesting; an escaped key is still found."""
+    from MedOpenClawLib.bench.kit import parsing
+
+    decode_at, decoded = parsing._decode_at, []
+    monkeypatch.setattr(parsing, "_decode_at", lambda text, start: decoded.append(start) or decode_at(text, start))
+    assert parsing.find_json_object('{"a":' * 1500 + "1" + "}" * 1500, ("wsi_label",)) is None and decoded == []
+    assert parsing.find_json_object('x {"\\u0077si_label": "Normal"} {"a": 1}', ("wsi_label",)) == {
+        "wsi_label": "Normal"}
+    assert parsing.find_json_object('{"wsi_label": "IC", "b": {"c": 1}} then', ("wsi_label",)) == {
+        "wsi_label": "IC", "b": {"c": 1}}
+    assert len(decoded) == 4  # the two objects of each reply that start like one
