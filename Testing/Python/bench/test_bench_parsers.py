@@ -225,3 +225,27 @@ def test_a_reply_that_writes_none_of_the_keys_has_none_of_its_json_decoded(monke
     assert parsing.find_json_object('{"wsi_label": "IC", "b": {"c": 1}} then', ("wsi_label",)) == {
         "wsi_label": "IC", "b": {"c": 1}}
     assert len(decoded) == 4  # the two objects of each reply that start like one
+
+
+def test_the_search_reads_at_most_a_bounded_multiple_of_the_reply(monkeypatch):
+    """Objects nested 1500 deep that write a key but hold none at their level: each candidate decodes everything
+    inside it, quadratic in the reply, until the characters read reach the cap; an answer at the end is still found
+    first."""
+    import json
+
+    from MedOpenClawLib.bench.kit import parsing
+
+    sliced: list[int] = []  # the length of every slice a candidate was decoded from
+
+    class Counting(json.JSONDecoder):
+        def raw_decode(self, doc, *arguments):
+            sliced.append(len(doc))
+            return super().raw_decode(doc, *arguments)
+
+    monkeypatch.setattr(parsing, "_DECODER", Counting())
+    hostile = '{"a": {"note": "wsi_label", "b":' * 1500 + "1" + "}}" * 1500
+    assert parsing.find_json_object(hostile, ("wsi_label",)) is None
+    # a slice grows 4x at a time while the value runs past it: at most 16/3 x what a candidate read
+    assert sum(sliced) <= 6 * (parsing.MAX_JSON_READ_FACTOR + 1) * len(hostile)
+    answer = '{"wsi_label": "IC", "localizations": [' + ", ".join(['{"x": 1, "y": 2}'] * 300) + "]}"
+    assert parsing.find_json_object(hostile + answer, ("wsi_label",))["wsi_label"] == "IC"

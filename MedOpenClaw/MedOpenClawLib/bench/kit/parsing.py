@@ -190,49 +190,57 @@ JSON_SLICE = 256  # characters a JSON candidate is first decoded from; the slice
 TRUNCATION_REACH = 16  # a decode error this close to a slice's end may be the cut (``tr`` of ``true``, ``\\u12``)
 
 
-def _decode_at(text: str, start: int) -> object:
-    """The JSON value starting at ``text[start]``, or None. It is decoded from a slice that grows only while the
-    value runs past it: a failed candidate costs about what was read of it. ``raw_decode(text, start)`` on the
-    whole reply instead costs the length of the text *before* ``start`` on every failure (the error counts lines
-    up to its position): quadratic over a reply of many ``{``."""
-    size = JSON_SLICE
+def _decode_at(text: str, start: int) -> tuple[object, int]:
+    """The JSON value starting at ``text[start]`` (None if there is none) and how many characters were read to
+    tell. It is decoded from a slice that grows only while the value runs past it: a failed candidate costs about
+    what was read of it. ``raw_decode(text, start)`` on the whole reply instead costs the length of the text
+    *before* ``start`` on every failure (the error counts lines up to its position): quadratic over a reply of
+    many ``{``."""
+    size, read = JSON_SLICE, 0
     while True:
         doc = text[start:start + size]
         try:
-            return _DECODER.raw_decode(doc)[0]
+            value, end = _DECODER.raw_decode(doc)
+            return value, read + end
         except json.JSONDecodeError as error:
+            read += error.pos + 1
             cut = start + size < len(text) and (error.pos >= len(doc) - TRUNCATION_REACH
                                                 or error.msg.startswith("Unterminated string"))
             if not cut:
-                return None
+                return None, read
             size *= 4
         except RecursionError:  # nested deeper than the interpreter's stack: not an answer
-            return None
+            return None, read + len(doc)
 
 
 _DECODER = json.JSONDecoder()
 _OBJECT_START = re.compile(r'\{\s*["}]')  # what a JSON object's first characters must be
 MAX_JSON_FAILURES = 256
+# characters all candidates together may read, per character of the reply: each candidate is decoded on its own, so
+# a reply of nested objects (``{"a":{"a":...``) costs each ``{`` a decode of everything inside it, quadratic in the
+# reply, where a real answer is found within its first few candidates from the end
+MAX_JSON_READ_FACTOR = 32
 
 
 def find_json_object(text: str, keys: tuple[str, ...]) -> dict | None:
     """The last JSON object in ``text`` (by where it starts) that has at least one of ``keys`` (prose before or
     after is ignored). Candidates are tried from the last ``{`` backwards, so the answer written at the end of a
-    reply is found first; after :data:`MAX_JSON_FAILURES` candidates that start like an object but do not decode,
-    the search stops (a hostile reply of ``{"a":[{"a":[...`` would otherwise cost each of its ``{`` a nested
-    decode down to the interpreter's recursion limit). A reply in which no key is written (``"key"``, or escaped:
-    then it holds a backslash) has no such object, and none of its candidates is decoded: a hostile reply nested
-    1500 objects deep cost 0.3 s of CPU per parse to decode from each of its ``{``."""
+    reply is found first. The search is linear in the reply: it stops after :data:`MAX_JSON_FAILURES` candidates
+    that start like an object but do not decode (a hostile ``{"a":[{"a":[...`` would otherwise cost each of its
+    ``{`` a nested decode down to the interpreter's recursion limit), or once the candidates together have read
+    :data:`MAX_JSON_READ_FACTOR` times the reply. A reply in which no key is written (``"key"``, or escaped: then
+    it holds a backslash) has no such object, and none of its candidates is decoded."""
     if "\\" not in text and not any(f'"{key}"' in text for key in keys):
         return None
-    start, failures = len(text), 0
-    while failures < MAX_JSON_FAILURES and (start := text.rfind("{", 0, start)) >= 0:
+    start, failures, budget = len(text), 0, MAX_JSON_READ_FACTOR * len(text)
+    while failures < MAX_JSON_FAILURES and budget > 0 and (start := text.rfind("{", 0, start)) >= 0:
         if not _OBJECT_START.match(text, start):
             continue
-        value = _decode_at(text, start)
+        value, read = _decode_at(text, start)
         if isinstance(value, dict) and any(key in value for key in keys):
             return value
         failures += value is None
+        budget -= read
     return None
 
 
