@@ -139,6 +139,12 @@ function(medopenclaw_add_pytest_suite)
     )
   set_tests_properties(demo_cohort PROPERTIES ENVIRONMENT "${MEDOPENCLAW_TEST_ENVIRONMENT}" TIMEOUT 1800
     FIXTURES_SETUP demo_cohort)
+  # Each group's temporary files go under the build tree, one folder per group: pytest otherwise numbers every
+  # session's folder under one /tmp root and deletes all but the newest three at a session's start and end, so each
+  # group spent its own time deleting the folders of the groups before it (the larger groups' traces and cohorts).
+  # pytest empties a group's folder when the group starts again.
+  set(_medopenclaw_pytest_temp "${CMAKE_BINARY_DIR}/pytest-temp")
+  file(MAKE_DIRECTORY "${_medopenclaw_pytest_temp}")
   foreach(_group IN LISTS _groups)
     list(SORT _files_${_group})
     # hypothesis's pytest plugin imports hypothesis into every pytest process (~0.5 s CPU): only a group whose
@@ -152,7 +158,8 @@ function(medopenclaw_add_pytest_suite)
     endforeach()
     add_test(
       NAME pytest_${_group}
-      COMMAND "${Python3_EXECUTABLE}" -m pytest -q -p no:cacheprovider ${_plugins} ${_files_${_group}}
+      COMMAND "${Python3_EXECUTABLE}" -m pytest -q -p no:cacheprovider ${_plugins}
+        "--basetemp=${_medopenclaw_pytest_temp}/${_group}" ${_files_${_group}}
       WORKING_DIRECTORY "${_medopenclaw_root}"
       )
     # pytest exits 5 when it collects nothing: report the group as skipped, not as a failure
