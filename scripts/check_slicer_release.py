@@ -86,7 +86,8 @@ def syntax_nodes(path: Path) -> tuple[ast.AST, ...]:
 def imported_names(name: str, path: Path) -> set[str]:
     """The package modules ``path`` imports anywhere in its body (function-level imports too: they run inside
     Slicer the first time the function does), relative imports resolved against ``name``."""
-    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    is_package = path.name == "__init__.py"
+    package = name if is_package else name.rpartition(".")[0]
     found = set()
     for node in syntax_nodes(path):
         if isinstance(node, ast.Import):
@@ -98,7 +99,7 @@ def imported_names(name: str, path: Path) -> set[str]:
                 base = f"{anchor}.{base}" if base else anchor
             found.add(base)
             found.update(f"{base}.{alias.name}" for alias in node.names)
-        elif (path.name == "__init__.py" and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+        elif (is_package and isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
               and node.func.attr == "import_module"):
             found.add(f"{name}.*")  # a package that imports its modules by name (bench.modules' spec files)
     return found

@@ -21,6 +21,11 @@ from dataclasses import dataclass, field
 import numpy as np
 import slicer
 
+# VTK's own classes from their modules: ``import vtk`` loads every VTK module (half a second of CPU in each
+# application double, and the launcher double starts one per worker)
+from vtkmodules.util.misc import calldata_type
+from vtkmodules.vtkCommonCore import VTK_OBJECT, vtkCollection, vtkCommand
+
 from MedOpenClawLib.viewer.application import VIEW_NODES, build_core_logics
 from MedOpenClawLib.viewer.geometry import numpy_to_vtk_matrix
 
@@ -78,14 +83,12 @@ class LayoutManager:
     Base/QTGUI/qSlicerApplication.cxx). qMRMLLayoutManager creates one slice node and logic per view."""
 
     def __init__(self, scene, app_logic):
-        import vtk
-
         # qMRMLLayoutManager's vtkMRMLLayoutLogic (slicer-core's real class) adds the singleton layout node with
         # Slicer's standard layout descriptions
         self.layout_logic = slicer.vtkMRMLLayoutLogic()
         self.layout_logic.SetMRMLScene(scene)
         self.layout_node = self.layout_logic.GetLayoutNode()
-        self.logics = vtk.vtkCollection()
+        self.logics = vtkCollection()
         slicer.vtkMRMLSliceNode.AddDefaultSliceOrientationPresets(scene, True)
         self.widgets = {}
         for layout_name, orientation in VIEW_NODES.values():
@@ -239,10 +242,7 @@ class SubjectHierarchyPluginLogic:
 
 def _observe_with_node(callback):
     """A VTK observer that receives the event's vtkObject call data (the added/removed node)."""
-    import vtk
-    from vtkmodules.util.misc import calldata_type
-
-    @calldata_type(vtk.VTK_OBJECT)
+    @calldata_type(VTK_OBJECT)
     def observer(caller, event, node=None):
         callback(caller, event, node)
 
@@ -412,13 +412,11 @@ class CoreIOManager:
     def saveNodes(self, file_type: str, properties: dict, user_messages=None) -> bool:  # noqa: N802 - Qt's name
         import os
 
-        import vtk
-
         file_name = str(properties.get("fileName") or "")
         node = self.scene.GetNodeByID(properties.get("nodeID", ""))
         if not file_name or file_type not in self.WRITERS or node is None or not node.IsA(self.WRITERS[file_type]):
             if user_messages is not None:
-                user_messages.AddMessage(vtk.vtkCommand.ErrorEvent,
+                user_messages.AddMessage(vtkCommand.ErrorEvent,
                                          f"No writer found to write file {file_name} of type {file_type}.")
             return False
         os.makedirs(os.path.dirname(os.path.abspath(file_name)), exist_ok=True)

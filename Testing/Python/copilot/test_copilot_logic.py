@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
+from copilot_models import CountingModel, MarkedModel
 
 from MedCopilotLib.approvals import ApprovalError, ApprovalQueue, Decision
 from MedCopilotLib.evidence_links import EvidenceBoard, split_claims
@@ -102,38 +102,6 @@ def test_settings_validation_messages():
     assert CopilotSettings(model="m").validate() == []
     problems = CopilotSettings(base_url="file:///etc/passwd", model=" ", provider="x", timeout_s=0).validate()
     assert len(problems) == 4 and "http(s)" in problems[0]
-
-
-class CountingModel:
-    """A model the worker's child process runs: answers its pid and how many calls it has answered (its state
-    lives on in the child), waits ``delay_s`` first, fails on a message "fail", dies on "die"."""
-
-    def __init__(self, delay_s: float = 0.0):
-        self.delay_s, self.calls = delay_s, 0
-
-    def complete(self, messages, tools):
-        import os
-
-        time.sleep(self.delay_s)
-        if messages == ["fail"]:
-            return 1 / 0
-        if messages == ["die"]:
-            os._exit(3)
-        self.calls += 1
-        return os.getpid(), self.calls, threading.current_thread().name
-
-
-class MarkedModel(CountingModel):
-    """A CountingModel that appends a line to ``mark`` each time a process unpickles it."""
-
-    def __init__(self, mark):
-        super().__init__()
-        self.mark = str(mark)
-
-    def __setstate__(self, state):
-        self.__dict__.update(state)
-        with open(self.mark, "a") as marks:
-            marks.write("unpickled\n")
 
 
 def test_a_prepared_model_is_in_its_child_before_the_first_call(tmp_path):

@@ -42,9 +42,9 @@ def gui(monkeypatch):
 # ------------------------------------------------------------------- the application's scene observers
 def hierarchy_items(app) -> set[str]:
     """IDs of the data nodes the Data module lists (subject hierarchy items under the scene)."""
-    import vtk
+    from vtkmodules.vtkCommonCore import vtkIdList
 
-    hierarchy, children = app.subject_hierarchy.hierarchy(), vtk.vtkIdList()
+    hierarchy, children = app.subject_hierarchy.hierarchy(), vtkIdList()
     hierarchy.GetItemChildren(hierarchy.GetSceneItemID(), children, True)
     return {hierarchy.GetItemDataNode(children.GetId(i)).GetID() for i in range(children.GetNumberOfIds())}
 
