@@ -27,7 +27,7 @@ from small_cohort import SMALL
 
 from MedOpenClawLib.bench.cohort_cache import synthetic_cases
 from MedOpenClawLib.bench.synthetic.cohort import write_cohort
-from MedOpenClawLib.cli import build_parser, main
+from MedOpenClawLib.cli import build_parser
 
 REPO = Path(__file__).resolve().parents[3]
 DOCUMENTS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -77,8 +77,8 @@ COMMANDS = {
     "medopenclaw replay runs/x/.../trace.jsonl --data-root CASES/data": Spec(("runs/x", "cases")),
     'npx @modelcontextprotocol/inspector@0.17.5 --cli http://127.0.0.1:8766/mcp --transport http --header '
     '"Authorization: Bearer $MEDOPENCLAW_TOKEN" --method tools/list': Spec(("cases",), server="inspector"),
-    "medopenclaw bench cohort --size demo|full --out RAW":  # one case on 4 mm brains: 2.2 -> 1.0 s of CPU
-        Spec(then=("--modules", "ucsf-pdgm", "--cases", "1", "--mri-spacing", "4")),
+    "medopenclaw bench cohort --size demo|full --out RAW":  # the raw LUMIERE `bench prepare` reads: one case, 4 mm
+        Spec(then=("--modules", "lumiere", "--cases", "1", "--mri-spacing", "4")),
     "medopenclaw trace audit out/run/episodes/CASE__r1/trace-1.jsonl": Spec(("runs/x",), {"out/run": "runs/x"}),
     "medopenclaw trace audit TRACE --json": Spec(("runs/x",)),
     "medopenclaw trace audit TRACE --fail-on high": Spec(("runs/x",)),
@@ -156,34 +156,38 @@ def concrete(text: str, spec: Spec, values: dict) -> tuple[dict, list[str]]:
     return environment, [*argv, *spec.then]
 
 
-# the documented runs whose output other documented commands read (runs/x, runs/a; runs/m): the world runs them as
-# written, once, and their own tests check those runs instead of making the same runs a second time
-PRODUCERS = ("medopenclaw bench run --module ucsf-pdgm --agent oracle|heuristic|random --out runs/x",
-             "MEDOPENCLAW_API_KEY=... medopenclaw bench run --module nsclc --agent model --provider openai --base-url "
-             "http://127.0.0.1:8000/v1 --model M --workers 2 --out runs/m")
+# the documented commands whose output other documented commands read, with the folder of the world they run from:
+# the world runs them as written, once, and their own tests check those runs instead of making them a second time
+PRODUCERS = {
+    "medopenclaw bench run --module ucsf-pdgm --agent oracle|heuristic|random --out runs/x": ".",
+    "MEDOPENCLAW_API_KEY=... medopenclaw bench run --module nsclc --agent model --provider openai --base-url "
+    "http://127.0.0.1:8000/v1 --model M --workers 2 --out runs/m": ".",
+    "medopenclaw bench run --module ucsf-pdgm nsclc --agent oracle --out runs/x": "multi",  # its own runs/x
+    "medopenclaw bench cohort --size demo|full --out RAW": ".",
+}
 
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
-    """What the documented commands act on, made once: the cached cohort's UCSF-PDGM package as ``cases``, the
-    documented oracle run ``runs/x`` (also ``runs/a``) and model run ``runs/m`` (against a scripted model server)
-    run as written from the world's fresh directory (``typed`` holds their completed processes), a heuristic run
-    ``runs/b``, raw LUMIERE and NSCLC datasets of one case, and model answers."""
+    """What the documented commands act on, made once: the cached cohort's UCSF-PDGM package as ``cases``; the
+    documented oracle run ``runs/x``, model run ``runs/m`` (against a scripted model server), oracle run of two
+    modules (``multi/runs/x``) and cohort command (raw LUMIERE) run as written from the world's fresh folders
+    (``typed`` holds their completed processes); two agents on the same NSCLC case as ``runs/a`` (the oracle, of
+    the two-module run) and ``runs/b`` (the model); a raw NSCLC dataset of one case, and model answers."""
     base = tmp_path_factory.mktemp("readme-world")
     cases = synthetic_cases("ucsf-pdgm")
     server = LimitedModelServer(PROFILES["openai"], ScriptedVLM(rounds=1)).__enter__()
     values = placeholder_values({"server": server, "trace": None}, free_port())  # no trace exists yet
     typed = {}
-    for documented in PRODUCERS:
+    for documented, folder in PRODUCERS.items():
         extra, argv = concrete(documented, COMMANDS[documented], values)
-        typed[documented] = run_as_written(argv, {**environment(), **extra}, base)
-    # made in this process: no documented command makes it (the documented commands run as typed)
-    assert main(["bench", "run", "--module", "ucsf-pdgm", "--limit", "1", "--agent", "heuristic",
-                 "--out", str(base / "runs" / "b")]) == 0
-    shutil.copytree(base / "runs" / "x", base / "runs" / "a")
-    # the raw datasets the prepare commands read: small_cohort's coarse grids (the documented `bench cohort` runs as
-    # a command of its own below; at the demo size these two cases cost 14 s of CPU, at these grids 3.5 s)
-    write_cohort(base / "raw", replace(SMALL, cases=1), modules=["lumiere", "nsclc"])
+        (base / folder).mkdir(exist_ok=True)
+        typed[documented] = run_as_written(argv, {**environment(), **extra}, base / folder)
+    shutil.copytree(base / "multi" / "runs" / "x" / "nsclc", base / "runs" / "a")
+    shutil.copytree(base / "runs" / "m", base / "runs" / "b")
+    # the raw NSCLC the prepare command reads (the cohort command has no CT size, and at the demo size of 256^2 a
+    # case costs 14 s of CPU): small_cohort's 96^2 CT, made in this process
+    write_cohort(base / "raw", replace(SMALL, cases=1), modules=["nsclc"])
     (base / "answers.jsonl").write_text(json.dumps({"case_id": "UCSF-PDGM-0001", "response": "ANSWER: A"}) + "\n")
     trace = next((base / "runs" / "x" / "episodes").glob("*/trace-1.jsonl")).relative_to(base).as_posix()
     yield {"base": base, "cases": cases, "server": server, "trace": trace, "typed": typed}
