@@ -27,6 +27,7 @@ from collections.abc import Callable
 import pydantic
 from agents_fakes import FakeModelServer, Scripted
 from google.genai import types
+from sdk_types import adapter
 
 MAX_REQUEST_BYTES = 20 * 1024 * 1024
 MAX_IMAGES = 3600
@@ -72,7 +73,7 @@ def validate(body: dict) -> dict:
     for name, kind in BODY_FIELDS.items():
         if name in body:
             try:
-                read[name] = pydantic.TypeAdapter(kind).validate_json(json.dumps(body[name]))
+                read[name] = adapter(kind).validate_json(json.dumps(body[name]))
             except pydantic.ValidationError as error:
                 raise Refused(f"Invalid JSON payload received in {name}: {error.errors()[0]['msg']}") from None
     if "additionalProperties" in json.dumps(body.get("tools", [])):

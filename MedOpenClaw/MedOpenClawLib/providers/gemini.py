@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from google import genai
 
 from .base import PREFLIGHT_TIMEOUT_S
-from .genai_transport import ERRORS, PLACEHOLDER, Recorder
+from .genai_transport import ERRORS, PLACEHOLDER, Recorder, async_client_args
 from .http import ProviderError
 from .messages import ImageInput, Message, ModelReply, ReportedUsage, ToolCall, invalid_number
 from .openai_chat import TOOL_IMAGES_TEXT
@@ -124,7 +124,8 @@ class GeminiProvider(SDKProvider):
         version = VERSIONED.search(base)
         return genai.Client(api_key=self.config.api_key or "unused", http_options=genai.types.HttpOptions(
             base_url=base[:version.start()] if version else base,
-            api_version=version.group(0)[1:] if version else "v1beta", httpx_client=self.http))
+            api_version=version.group(0)[1:] if version else "v1beta", httpx_client=self.http,
+            async_client_args=async_client_args()))
 
     def _sdk_method(self) -> Callable:
         models = self.client.models
@@ -266,7 +267,8 @@ class GeminiVertexProvider(GeminiProvider):
         given = Credentials(self.config.api_key) if self.config.api_key else None  # else the SDK loads ADC
         return genai.Client(vertexai=True, project=self.config.project, location=self.config.region,
                             credentials=given, http_options=genai.types.HttpOptions(
-                                base_url=self.config.base_url, api_version="v1", httpx_client=self.http))
+                                base_url=self.config.base_url, api_version="v1", httpx_client=self.http,
+                                async_client_args=async_client_args()))
 
     def _post(self, body: dict, timeout: float) -> object:
         import google.auth.exceptions  # google-auth: a dependency of google-genai

@@ -20,10 +20,20 @@ from types import SimpleNamespace
 import httpx2
 from google.genai import errors
 
+from .transport import tls_context
+
 # what transport.attempt catches, under the names the openai and anthropic SDKs give them
 ERRORS = SimpleNamespace(APIStatusError=errors.APIError, APITimeoutError=httpx2.TimeoutException,
                          APIConnectionError=httpx2.TransportError)
 PLACEHOLDER = "."  # the SDK requires contents; extra_body's contents replace them
+
+
+def async_client_args() -> dict:
+    """What google-genai's client is given for the async clients it makes as it starts (httpx, aiohttp, websockets;
+    never used here: requests go through the provider's sync client): the shared TLS context
+    (:func:`.transport.tls_context`), instead of a new one each read from the whole CA store."""
+    context = tls_context()
+    return {"verify": context, "ssl": context}
 
 
 class _Recording(httpx2.SyncByteStream):

@@ -11,6 +11,8 @@ the project so that fields no SDK type declares still round-trip verbatim.
 from __future__ import annotations
 
 import inspect
+import os
+import ssl
 from collections.abc import Callable, Iterator
 from functools import cache
 from types import ModuleType
@@ -63,12 +65,26 @@ class _BoundedStream(httpx2.SyncByteStream):
         self._stream.close()
 
 
+def tls_context() -> ssl.SSLContext:
+    """The verifying TLS context of every provider connection, one per process (per ``SSL_CERT_FILE`` /
+    ``SSL_CERT_DIR`` in effect): making one reads the whole CA store, ~50 ms of CPU, which each episode's provider
+    paid again (google-genai's client three times more). Every transport given it speaks HTTP/1.1 only, the ALPN
+    list httpcore sets on it for each connection."""
+    return _tls_context((os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")))
+
+
+@cache
+def _tls_context(trust: tuple[str | None, str | None]) -> ssl.SSLContext:
+    """httpx's default context (which reads ``trust``, the two variables, itself)."""
+    return httpx2.create_ssl_context()
+
+
 class BoundedTransport(httpx2.BaseTransport):
     """The HTTP transport every SDK client is given: error bodies and streams are bounded as replies are (the SDKs
     read an error body whole before raising)."""
 
     def __init__(self, limit: int = MAX_RESPONSE_BYTES):
-        self._inner = httpx2.HTTPTransport()
+        self._inner = httpx2.HTTPTransport(verify=tls_context())
         self._limit = limit
 
     def handle_request(self, request: httpx2.Request) -> httpx2.Response:

@@ -11,13 +11,13 @@ import json
 import anthropic.types as anthropic_types
 import openai.types.chat as openai_chat
 import openai.types.responses as openai_responses
-import pydantic
 import pytest
 from agents_cases import write_ucsf_package
 from agents_fakes import FakeModelServer, Scripted
 from anthropic.types import message_create_params
 from openai.types.chat import completion_create_params
 from openai.types.responses import response_create_params
+from sdk_types import adapter
 
 from MedOpenClawLib.cli import main
 
@@ -93,7 +93,7 @@ def test_one_bench_run_per_provider_is_scored(provider, cases, tmp_path, capsys,
 
     def respond(body: dict) -> Scripted:
         checked = {key: value for key, value in body.items() if key != "anthropic_version"}
-        pydantic.TypeAdapter(REQUESTS[wire]).validate_python({"model": "m-1", **checked})
+        adapter(REQUESTS[wire]).validate_python({"model": "m-1", **checked})
         return Scripted(reply(wire, body))
 
     with FakeModelServer([], respond=respond) as server:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import sys
 
-import pydantic
 import pytest
 from agents_fakes import FakeModelServer, Scripted, anthropic_reply, openai_reply
 from anthropic.types import message_create_params
 from openai.types.chat import completion_create_params
 from openai.types.responses import Response, response_create_params
+from sdk_types import adapter
 
 from MedOpenClawLib.providers import Message, ProviderConfig, ProviderError, RetryPolicy, make_provider
 
@@ -36,16 +36,14 @@ def test_azure_openai_puts_the_deployment_in_the_path_the_version_in_the_query_a
                        api_key=KEY)
     assert request["path"] == "/openai/deployments/my-gpt4o/chat/completions?api-version=2024-10-21"
     assert request["headers"]["api-key"] == KEY and "Authorization" not in request["headers"]
-    pydantic.TypeAdapter(completion_create_params.CompletionCreateParamsNonStreaming).validate_python(
-        request["body"])
+    adapter(completion_create_params.CompletionCreateParamsNonStreaming).validate_python(request["body"])
 
 
 def messages_body(body: dict, model: str, version: str) -> None:
     """The cloud body is the Messages body with the model moved to the URL and the version into the body."""
     assert body["anthropic_version"] == version and "model" not in body
     rest = {key: value for key, value in body.items() if key != "anthropic_version"}
-    pydantic.TypeAdapter(message_create_params.MessageCreateParamsNonStreaming).validate_python(
-        {**rest, "model": model})
+    adapter(message_create_params.MessageCreateParamsNonStreaming).validate_python({**rest, "model": model})
 
 
 def test_anthropic_bedrock_invokes_the_model_with_a_valid_sigv4_signature(monkeypatch):
@@ -163,7 +161,7 @@ def test_openai_responses_episode_round_trips_reasoning_items_and_tool_images(tm
     bodies = [request["body"] for request in server.requests]
     assert all(request["path"] == "/responses" for request in server.requests)
     for body in bodies:
-        pydantic.TypeAdapter(response_create_params.ResponseCreateParamsNonStreaming).validate_python(body)
+        adapter(response_create_params.ResponseCreateParamsNonStreaming).validate_python(body)
         assert "seed" not in body and body["tools"][0]["strict"] is False
     second = bodies[1]["input"]
     assert second[2:4] == [reasoning, call]  # system, task, then the server's items verbatim

@@ -341,3 +341,35 @@ def test_a_reply_body_over_the_ceiling_is_refused_unparsed():
         with pytest.raises(ProviderError, match=f"more than {MAX_RESPONSE_BYTES} bytes") as caught:
             provider("openai", server.url).complete(conversation(), TOOLS)
     assert not caught.value.retryable and not caught.value.length
+
+
+def test_providers_read_the_ca_store_once_per_process_and_still_verify(monkeypatch, tmp_path):
+    """Making a TLS context reads the whole CA store (~50 ms of CPU): each episode's provider, and the clients its
+    SDK makes, share one per process. It verifies certificates and host names, and a CA bundle named in
+    SSL_CERT_FILE afterwards gets a context of its own, read from that bundle."""
+    import ssl
+    from pathlib import Path
+
+    import certifi
+
+    from MedOpenClawLib.providers.transport import tls_context
+
+    reads = []
+    load = ssl.SSLContext.load_verify_locations
+    monkeypatch.setattr(ssl.SSLContext, "load_verify_locations",
+                        lambda context, *args, **named: reads.append(args) or load(context, *args, **named))
+    context = tls_context()  # made here or by an earlier test
+    reads.clear()
+    places = {"azure-openai": {"api_version": "2024-10-21"}, "anthropic-bedrock": {"region": "us-east-1"},
+              "anthropic-vertex": {"project": "p", "region": "us-east5"},
+              "gemini-vertex": {"project": "p", "region": "us-central1"}}
+    for kind in ("openai", "openai-responses", "azure-openai", "anthropic", "anthropic-bedrock", "anthropic-vertex",
+                 "gemini", "gemini-vertex"):
+        made = provider(kind, "https://models.example", **places.get(kind, {}))
+        assert made.client is not None, kind
+    assert reads == [] and tls_context() is context
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    bundle = tmp_path / "ca.pem"
+    bundle.write_bytes(Path(certifi.where()).read_bytes())
+    monkeypatch.setenv("SSL_CERT_FILE", str(bundle))
+    assert tls_context() is not context and reads == [(str(bundle), None, None)]

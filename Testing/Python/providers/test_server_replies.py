@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import anthropic.types as anthropic_types
 import openai.types.chat as openai_chat
-import pydantic
 import pytest
 from agents_fakes import FakeModelServer, Scripted, toy_registry
 from anthropic.types import message_create_params
 from openai.types.chat import completion_create_params
+from sdk_types import adapter
 
 from MedOpenClawLib.bench.agents.base import AgentContext
 from MedOpenClawLib.bench.agents.model import ModelAgent
@@ -34,7 +34,7 @@ ANSWER = "Answer: done"
 
 def sdk_request(kind: str, body: dict) -> None:
     """The body as the vendor's SDK would build it: its request TypedDict validates it (pydantic)."""
-    pydantic.TypeAdapter(REQUEST_TYPES[kind]).validate_python(body)
+    adapter(REQUEST_TYPES[kind]).validate_python(body)
 
 
 def anthropic_message(content: list[dict], stop: str = "end_turn", **usage) -> dict:

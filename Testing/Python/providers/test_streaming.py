@@ -7,12 +7,12 @@ from __future__ import annotations
 import anthropic.types as anthropic_types
 import openai.types.chat as openai_chat
 import openai.types.responses as openai_responses
-import pydantic
 import pytest
 from agents_fakes import FakeModelServer, Scripted, aws_event_stream
 from anthropic.types import message_create_params
 from openai.types.chat import completion_create_params
 from openai.types.responses import response_create_params
+from sdk_types import adapter
 
 from MedOpenClawLib.providers import Message, ProviderConfig, ProviderError, RetryPolicy, make_provider
 
@@ -27,8 +27,8 @@ REQUEST_TYPES = {"openai": completion_create_params.CompletionCreateParamsStream
 
 def checked(event_type: object, events: list[dict]) -> list[dict]:
     """Each event as the SDK's own type reads it (fails here if the shape is not one the vendor sends)."""
-    adapter = pydantic.TypeAdapter(event_type)
-    return [adapter.dump_python(adapter.validate_python(event), mode="json", exclude_none=True) for event in events]
+    reader = adapter(event_type)
+    return [reader.dump_python(reader.validate_python(event), mode="json", exclude_none=True) for event in events]
 
 
 def chat_chunks() -> list[dict]:
@@ -94,7 +94,7 @@ def only_streams(kind: str):
     def respond(body: dict) -> Scripted:
         if body.get("stream") is not True:
             return Scripted({"error": {"message": "this server only streams: set stream to true"}}, 400)
-        pydantic.TypeAdapter(REQUEST_TYPES[kind]).validate_python(body)
+        adapter(REQUEST_TYPES[kind]).validate_python(body)
         return Scripted(STREAMS[kind]())
     return respond
 
@@ -138,7 +138,7 @@ def test_bedrock_streams_through_invoke_with_response_stream_in_aws_event_stream
         reply = make_provider(config).complete(CONVERSATION, TOOLS)
     request = server.requests[0]
     assert request["path"] == "/model/m/invoke-with-response-stream" and "stream" not in request["body"]
-    pydantic.TypeAdapter(REQUEST_TYPES["anthropic"]).validate_python(
+    adapter(REQUEST_TYPES["anthropic"]).validate_python(
         {**request["body"], "model": "m", "stream": True})
     assert reply.text == "look" and [(call.name, call.arguments) for call in reply.tool_calls] == \
         [("observe", {"size": 64})]
