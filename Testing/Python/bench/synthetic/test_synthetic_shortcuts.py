@@ -1,5 +1,5 @@
-"""The generators' array shortcuts give the values of the plain numpy/scipy operations they replace, bit for bit:
-the cohort's bytes must not depend on which of the two computed them."""
+"""The generators' shortcuts give what the plain numpy, scipy and pydicom calls they replace give, bit for bit: the
+cohort's bytes must not depend on which of the two made them."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import numpy as np
 import pytest
 from scipy import ndimage
 
+from MedOpenClawLib.bench.modules.nsclc.chest import Grid
+from MedOpenClawLib.bench.modules.nsclc.synthetic import _series_datasets, save_series
 from MedOpenClawLib.bench.synthetic.common import gaussian_filter
 from MedOpenClawLib.bench.synthetic.tissue import GLASS, HALO, NOISE_LEVELS, _kept_with_noise, _noise_values
 
@@ -68,3 +70,20 @@ def test_kept_block_is_noise_plus_colour_clipped_to_bytes(top, bottom, left, rig
     expected = np.clip(kept, 0, 255).astype(np.uint8)
     crop = (slice(HALO, size - HALO), slice(HALO, size - HALO))
     assert _kept_with_noise(draws[crop], rgb, top - HALO, left - HALO).tobytes() == expected.tobytes()
+
+
+@pytest.mark.parametrize("modality", ["CT", "PT"])
+def test_series_files_are_the_bytes_pydicom_writes_each_slice_as(modality, tmp_path):
+    subject = type("Subject", (), {"case_id": "R01-042"})()
+    grid = Grid((-20.5, -21.25, -30.0), 1.3, 2.5, 6, 4)
+    pixels = np.random.default_rng(10).integers(0, 3000, (4, 6, 6)).astype(np.int16 if modality == "CT" else np.uint16)
+    arguments = (subject, grid, pixels, modality, "SERIES", 3, 0, "2.25.1", "2.25.2", 0.004, -2.0)
+    (tmp_path / "saved").mkdir()
+    (tmp_path / "series").mkdir()
+    for index, ds in enumerate(_series_datasets(*arguments), 1):
+        ds.save_as(tmp_path / "saved" / f"1-{index:03d}.dcm", enforce_file_format=True)
+    save_series(_series_datasets(*arguments), tmp_path / "series")
+    saved = sorted(path.name for path in (tmp_path / "saved").iterdir())
+    assert sorted(path.name for path in (tmp_path / "series").iterdir()) == saved and len(saved) == 4
+    for name in saved:
+        assert (tmp_path / "series" / name).read_bytes() == (tmp_path / "saved" / name).read_bytes(), name
