@@ -77,7 +77,7 @@ class VoxelMask:
 
     def _box(self) -> tuple[slice, slice, slice] | None:
         """The mask's bounding box (None when it is empty), each axis's span from one any() over the others:
-        scipy's find_objects took 5x the CPU on a C-ordered CT mask, 40x on a Fortran-ordered one (NSCLC's)."""
+        scipy's find_objects took 5x the CPU on a C-ordered CT mask, 40x on a Fortran-ordered (transposed) one."""
         spans = []
         for axis in range(self.data.ndim):
             hit = np.flatnonzero(self.data.any(axis=tuple(other for other in range(self.data.ndim) if other != axis)))
