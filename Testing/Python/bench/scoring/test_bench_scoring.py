@@ -46,6 +46,19 @@ def test_ras_ranges_identity_half_voxel_rule():
     assert not key_slice_in_range(float("nan"), ranges, "sagittal")
 
 
+@pytest.mark.parametrize("order", ["C", "F"])  # NSCLC's masks are Fortran-ordered views
+def test_mask_box_is_the_bounding_box_scipy_finds(order):
+    from scipy import ndimage
+
+    rng = np.random.default_rng(3)
+    for points in (1, 5, 40):
+        data = np.zeros((9, 11, 7), dtype=bool, order=order)
+        data[rng.integers(0, 9, points), rng.integers(0, 11, points), rng.integers(0, 7, points)] = True
+        data[(0, 8)[points % 2], 10, 0] = points > 1  # the array's faces too
+        assert VoxelMask(data, np.eye(4))._box() == ndimage.find_objects(data.view(np.uint8))[0]
+    assert VoxelMask(np.zeros((4, 5, 6), dtype=bool, order=order), np.eye(4))._box() is None
+
+
 def test_lps_stored_anisotropic_volume():
     # voxel axes run towards L and P (as DICOM stores them) with 0.8 x 0.8 x 3 mm spacing
     affine = np.array([[-0.8, 0, 0, 100.0], [0, -0.8, 0, 50.0], [0, 0, 3.0, -20.0], [0, 0, 0, 1]])

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ...synthetic.common import gaussian_filter
+
 
 @dataclass(frozen=True)
 class Grid:
@@ -337,9 +339,9 @@ def ct_numbers(parts: list[Part], labels: np.ndarray, grid: Grid, rng: np.random
         around = tuple(slice(max(side.start - reach, 0), min(side.stop + reach, size))
                        for side, size in zip(box, labels.shape))
         inner = tuple(slice(side.start - outer.start, side.stop - outer.start) for side, outer in zip(box, around))
-        texture = ndimage.gaussian_filter(noise[around], LUNG_TEXTURE_SIGMA, truncate=BLUR_TRUNCATE)[inner] * 40
+        texture = gaussian_filter(noise[around], LUNG_TEXTURE_SIGMA, truncate=BLUR_TRUNCATE)[inner] * 40
         hu[box] += np.where(lung[box], texture - 0.5 * (a[:, box[1]] + 20), 0)
-    hu = ndimage.gaussian_filter(hu, (0.5, 0.7, 0.7))
+    hu = gaussian_filter(hu, (0.5, 0.7, 0.7))
     return hu + rng.normal(0, 14, hu.shape).astype(np.float32)
 
 
