@@ -6,12 +6,13 @@ import csv
 import json
 import os
 from collections import Counter
+from dataclasses import dataclass
 
 import numpy as np
 import pytest
 from agents_cases import write_ucsf_package
 
-from MedOpenClawLib.bench import integrity, modules
+from MedOpenClawLib.bench import cohort_cache, integrity, modules
 from MedOpenClawLib.bench.cases import GroundTruth, load_cases, load_ground_truth
 from MedOpenClawLib.bench.cohort_cache import synthetic_cases
 from MedOpenClawLib.bench.integrity import CaseIntegrityError, verify_case_files
@@ -118,10 +119,20 @@ def test_lesion_rule_is_rano_bidimensional_on_two_slices_with_a_noise_floor():
     assert set(lesion_fields(None, current, (2, 2, 2), 1).values()) == {None}
 
 
-def test_default_synthetic_lumiere_cohort_is_consistent():
+@dataclass(frozen=True)
+class OneProcessCohort(CohortConfig):
+    """A cohort whose cases the calling process writes: a pool's spawned workers would each import the generator
+    and load the brain template again (2.3 s more CPU for the demo's lumiere), for the same files (each case is
+    seeded on its own: synthetic.pool.run_jobs)."""
+
+    workers: int = 1
+
+
+def test_default_synthetic_lumiere_cohort_is_consistent(monkeypatch):
     """Seed 0 once had Patient-003 week-024 rated NonMeasurable while its mask held only measurable lesions: the
     default (demo) cohort's six cases, prepared as `bench run` caches them (the suite's own cohort has two), are
     all kept, each consistent."""
+    monkeypatch.setattr(cohort_cache, "CohortConfig", OneProcessCohort)
     lumiere = modules.get("lumiere")
     package = synthetic_cases("lumiere", cases=6)
     assert len(json.loads((package / "manifest.json").read_text())["cases"]) == 6

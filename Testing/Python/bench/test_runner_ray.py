@@ -4,9 +4,9 @@ mid-episode is retried on a fresh one with nothing lost or duplicated, and case 
 lack them. Skipped when Ray (the ``ray`` extra) is not installed.
 
 At most one Ray driver session per process: Ray does not support restarting a driver in one process robustly
-(ray-project/ray#31145, a segfault at exit once seen in CI). ``bench run --executor ray`` runs as a user types it,
-in a process of its own; the tests that need hooks inside the run share this process's one session (``driver``),
-which :class:`RayExecutor` joins without opening or closing it."""
+(ray-project/ray#31145, a segfault at exit once seen in CI). The two-node run is ``bench run --executor ray`` as a
+user types it, in a process of its own; the other runs (hooks inside the run, or none needed) share this process's
+one session (``driver``), which :class:`RayExecutor` joins without opening or closing it."""
 
 from __future__ import annotations
 
@@ -106,6 +106,17 @@ def test_oracle_on_two_nodes_scores_exactly_like_the_local_pool(two_nodes, cases
     assert (tmp_path / "ray" / "workers" / "w0" / "worker.log").exists()
 
 
+def test_an_unreachable_cluster_is_a_usage_error_before_anything_is_written(cases, tmp_path, capsys):
+    """In this process: the address is refused before any driver session starts."""
+    with socket.socket() as unused:  # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        address = f"127.0.0.1:{unused.getsockname()[1]}"
+    code = main(["bench", "run", "--module", "ucsf-pdgm", "--agent", "oracle", "--cases", str(cases),
+                 "--executor", "ray", "--ray-address", address, "--out", str(tmp_path / "run")])
+    assert code == 2 and "cannot reach the Ray cluster" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
 @pytest.fixture(scope="module")
 def slicer_launcher(tmp_path_factory):
     """Stand-in for the 3D Slicer launcher's command line as the runner uses it (``--no-main-window
@@ -118,26 +129,20 @@ def slicer_launcher(tmp_path_factory):
     return path
 
 
-def test_slicer_workers_run_only_on_nodes_that_have_slicer(two_nodes, cases, tmp_path, slicer_launcher):
-    summary = cli_run(cases, tmp_path, "run", "--executor", "ray", "--ray-address", two_nodes.address,
-                      "--slicer", str(slicer_launcher), "--limit", "1")
+@pytest.mark.usefixtures("driver")
+def test_slicer_workers_run_only_on_nodes_that_have_slicer(two_nodes, cases, tmp_path, slicer_launcher, capsys):
+    """``bench run`` through ``cli.main`` in this process's session: a process of its own (the two-node test's) would
+    cost 1.5 s of CPU more."""
+    assert main(["bench", "run", "--module", "ucsf-pdgm", "--agent", "oracle", "--cases", str(cases), "--workers",
+                 "2", "--out", str(tmp_path / "run"), "--executor", "ray", "--ray-address", two_nodes.address,
+                 "--slicer", str(slicer_launcher), "--limit", "1"]) == 0
+    summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["n"] == 1 and summary["strict"] == 1.0
     (record,) = episode_results(tmp_path / "run").values()
     slicer_node = next(node for node in two_nodes.worker_nodes)
     assert record["worker_node"].endswith(slicer_node.node_id)
     log = (tmp_path / "run" / "workers" / "w0" / "worker.log").read_text()  # came back from the node
     assert "stand-in Slicer runs" in log and "run_bench.py" in log
-
-
-def test_an_unreachable_cluster_is_a_usage_error_before_anything_is_written(cases, tmp_path, capsys):
-    """In this process: the address is refused before any driver session starts."""
-    with socket.socket() as unused:  # a port nothing listens on
-        unused.bind(("127.0.0.1", 0))
-        address = f"127.0.0.1:{unused.getsockname()[1]}"
-    code = main(["bench", "run", "--module", "ucsf-pdgm", "--agent", "oracle", "--cases", str(cases),
-                 "--executor", "ray", "--ray-address", address, "--out", str(tmp_path / "run")])
-    assert code == 2 and "cannot reach the Ray cluster" in capsys.readouterr().err
-    assert not (tmp_path / "run").exists()
 
 
 class ActorKillingOracle(OracleAgent):
