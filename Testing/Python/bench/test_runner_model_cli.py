@@ -66,10 +66,13 @@ def test_model_agent_run_through_the_cli(tmp_path, capsys, monkeypatch):
             assert SECRET not in path.read_text(errors="replace"), path
 
 
-def test_secrets_in_the_base_url_and_extra_body_are_written_nowhere(tmp_path, capsys):
+def test_secrets_in_the_base_url_and_extra_body_are_written_nowhere(tmp_path, capsys, warm_workers):
     """URL userinfo and secret-named --extra-body fields (api_key, Authorization) are redacted by the one
     redaction wherever the run writes: run.json, result.json, episode traces, the report and its transcripts, the
-    terminal. The requests themselves still carry them."""
+    terminal. The requests themselves still carry them.
+
+    On a warm worker (a worker only ever sees them through the runner's requests, as a fresh one would), whose log
+    is read where it is written, in the pool's folder."""
     cases = write_ucsf_package(tmp_path / "cases", cases=1)
     truth = load_ground_truth(cases, "UCSF-PDGM-0001")
     script = [Scripted(openai_reply(calls=[("report_colour", '{"colour": "red"}')])),
@@ -86,6 +89,7 @@ def test_secrets_in_the_base_url_and_extra_body_are_written_nowhere(tmp_path, ca
     assert model.requests[-1]["body"]["api_key"] == secrets[1]  # sent, as asked
     written = [path for path in out.rglob("*") if path.is_file()]
     assert any(path.suffix == ".html" for path in written) and any(path.name == "run.json" for path in written)
+    written += list(warm_workers.directory.rglob("worker.log"))
     captured = capsys.readouterr()
     for name, text in [(str(path), path.read_text(errors="replace")) for path in written] + [
             ("stdout", captured.out), ("stderr", captured.err)]:
