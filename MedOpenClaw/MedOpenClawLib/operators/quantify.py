@@ -105,9 +105,19 @@ def hull_vertices(points: np.ndarray) -> np.ndarray:
         return points
 
 
+def unique_rows(points: np.ndarray) -> np.ndarray:
+    """``np.unique(points, axis=0)`` (the same rows, in the same lexicographic order) by one stable lexsort of the
+    columns: numpy's row-wise unique sorts a structured view, 5-10x slower on the tens of thousands of voxel
+    corners of a segment's boundary, which every segmentation's statistics deduplicate."""
+    ordered = points[np.lexsort(points.T[::-1])]
+    keep = np.ones(len(ordered), dtype=bool)
+    keep[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    return ordered[keep]
+
+
 def max_distance(points: np.ndarray) -> float:
     """Largest pairwise distance, through the convex hull so large regions stay cheap."""
-    points = np.unique(np.asarray(points, dtype=float), axis=0)
+    points = unique_rows(np.asarray(points, dtype=float))
     if len(points) < 2:
         return 0.0
     points = hull_vertices(points)
@@ -169,7 +179,7 @@ def _axial_diameters(volume: ImageVolume, mask: np.ndarray) -> tuple[float, floa
 
 def _longest_pair_2d(points: np.ndarray) -> tuple[float, np.ndarray]:
     """Longest distance between 2-D points and its unit direction."""
-    points = hull_vertices(np.unique(points, axis=0))
+    points = hull_vertices(unique_rows(points))
     differences = points[:, None, :] - points[None, :, :]
     distances = np.sqrt((differences**2).sum(-1))
     a, b = np.unravel_index(np.argmax(distances), distances.shape)

@@ -9,7 +9,7 @@ from pydicom.dataset import Dataset
 
 from MedOpenClawLib.operators.dicom_seg import DicomSegError, Segment, export_seg, import_seg
 from MedOpenClawLib.operators.image import ImageVolume
-from MedOpenClawLib.operators.quantify import region_statistics
+from MedOpenClawLib.operators.quantify import region_statistics, unique_rows
 from MedOpenClawLib.operators.region_growing import GrowingParameters, grow_region, image_noise
 from MedOpenClawLib.operators.suv import SuvError, suv_calibration
 
@@ -125,6 +125,22 @@ def test_statistics_of_a_box_match_its_geometry():
     assert stats.suv_max is None and "bidimensional_product_mm2" in stats.to_json()["rano"]
     with pytest.raises(ValueError, match="empty"):
         region_statistics(ImageVolume(values, grid(shape, (1.0, 1.0, 2.0))), np.zeros_like(mask))
+
+
+@pytest.mark.parametrize("columns", [2, 3])
+def test_unique_rows_equals_numpys_row_wise_unique(columns):
+    """The statistics' deduplication of voxel corners: the same rows in the same order as np.unique(axis=0) (the
+    order picks among equally long diameters), for corners on an oblique grid, repeats, equal first columns, zeros
+    of both signs, one row and none."""
+    rng = np.random.default_rng(4)
+    ijk = rng.integers(0, 12, (3000, 3)) + np.array([[x, y, z] for x in (-0.5, 0.5) for y in (-0.5, 0.5)
+                                                      for z in (-0.5, 0.5)])[rng.integers(0, 8, 3000)]
+    oblique = np.array([[-1.2, 0.05, 0.0], [0.03, -1.2, 0.1], [0.0, 0.0, 3.0]])
+    corners = (ijk @ oblique.T - (1.2 * 6, -1.2 * 6, 0))[:, :columns]
+    signed_zeros = np.array([[0.0, 1.0, 2.0], [-0.0, 1.0, 2.0], [1.0, -0.0, 0.0]])[:, :columns]
+    for points in (corners, np.round(corners), signed_zeros, corners[:1], corners[:0]):
+        assert len(np.unique(corners, axis=0)) < len(corners)  # repeats to remove
+        np.testing.assert_array_equal(unique_rows(points), np.unique(points, axis=0))
 
 
 def pet_dataset(**overrides) -> Dataset:

