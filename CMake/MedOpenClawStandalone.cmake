@@ -224,8 +224,12 @@ function(medopenclaw_add_slicer_release_tests)
               "${_python}" "${_medopenclaw_root}/scripts/check_slicer_release.py"
       WORKING_DIRECTORY "${_medopenclaw_root}"
       )
-    # its worker test runs `bench run` on the cached demo cohort (worker/test_worker_process_tree.py)
+    # its worker test runs `bench run` on the cached demo cohort (worker/test_worker_process_tree.py). The suite's
+    # environment, as every group's: the check and the processes its tests start compile a module once, into the build
+    # tree's pycache (under an outer PYTHONDONTWRITEBYTECODE each compiled what it imports from source again: every
+    # MedCopilot model process the release's openai SDK and pydantic, 4.5 against 2.2 s of CPU), the configured
+    # cohort cache, one math-library thread
     set_tests_properties(slicer_python_${_release} PROPERTIES TIMEOUT 900 SKIP_RETURN_CODE 5
-      FIXTURES_REQUIRED demo_cohort)
+      FIXTURES_REQUIRED demo_cohort ENVIRONMENT "${MEDOPENCLAW_TEST_ENVIRONMENT}")
   endforeach()
 endfunction()
