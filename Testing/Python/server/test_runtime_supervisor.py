@@ -7,8 +7,9 @@ The crashes are real: the child runs ``crashing_worker.py``, whose markups sink 
 same for either application: what a Slicer scene brings of its own (a half-changed scene, a Track B
 segmentation) and a hang (the calls before it run under its short call timeout, and a whole-slide viewer's first
 call still loads its slide libraries) are proven on the radiology viewer; the containment that launches the most
-children (malformed answers, a diverging restore, the REST and MCP front-ends) on the whole-slide one, whose
-process starts without loading Slicer (about 1.6 s of CPU each instead of 3.9 s)."""
+children (a segfault restarted on the spare and the spare booted after it, malformed answers, a diverging restore,
+the REST and MCP front-ends) on the whole-slide one, whose process starts without loading Slicer (about 1.6 s of
+CPU each instead of 3.9 s)."""
 
 from __future__ import annotations
 
@@ -98,47 +99,6 @@ def view_differences(supervised: dict, in_process: dict, folder: Path) -> str:
     return f"{'; '.join(notes) or 'the images are equal'} (PNGs in {folder})"
 
 
-def test_segfault_answers_viewer_crashed_and_restores_the_session_and_a_closed_session_refuses_calls(
-        tmp_path, data_root):
-    """After the crash and restore, close() stops the serving child and the spare booted after the restart (both
-    processes gone), and later calls are refused: the session's own viewers, not a second pair started for it."""
-    with supervised(tmp_path, data_root) as registry:
-        mapped = build_session(registry, data_root)
-        before = registry.state()
-        evidence = ok(registry, "list_evidence").data
-        first_viewer = registry.viewer_pid
-        assert scheduled_with_the_server(first_viewer)
-
-        crashed = registry.call("record_point", {"ras": [0, 0, 0], "label": "CRASH:segv"})
-        assert not crashed.ok and crashed.error["code"] == VIEWER_CRASHED
-        assert "SIGSEGV" in crashed.error["message"] and "restored" in crashed.error["message"]
-        assert registry.viewer_pid != first_viewer and scheduled_with_the_server(registry.viewer_pid)  # the spare
-
-        # the half-added markups node died with the child: same volumes, offsets, zoom, evidence, image geometry
-        assert registry.state() == before
-        assert ok(registry, "list_evidence").data == evidence
-        assert ok(registry, "image_coords_to_ras", view="axial", point_1000=[250, 750]).data == mapped
-        assert ok(registry, "set_slice_offset", view="sagittal", offset=before["views"]["sagittal"]["offset_mm"],
-                  size=64).images
-
-        assert registry._spare.wait()  # the spare started after the restart finished booting
-        children = [registry._worker.process, registry._spare._child.process]
-        registry.close()
-        assert all(child.poll() is not None for child in children)  # the child and the spare are gone
-        assert registry.call("observe", {}).error["code"] == VIEWER_UNAVAILABLE
-
-    records = read_trace(tmp_path / "trace.jsonl")
-    crash = next(record for record in records if record["kind"] == VIEWER_CRASHED)
-    assert crash["actor"] == "system" and crash["payload"]["exit"] == "killed by SIGSEGV"
-    assert crash["payload"]["restored"] is True and crash["payload"]["replayed_actions"] == 7
-    assert crash["payload"]["spare_used"] is True  # the viewer booted in the background took over
-    assert crash["payload"]["arguments"]["label"] == "CRASH:segv"
-    assert "Segmentation fault" in (tmp_path / "viewer" / "worker.log").read_text()  # faulthandler's stack
-    assert verify_trace(tmp_path / "trace.jsonl").ok
-    replayed = replay_trace(tmp_path / "trace.jsonl", [data_root])
-    assert replayed.ok, replayed.message
-
-
 def test_replay_renders_the_geometry_without_the_pixels(data_root):
     registry = build_slicer_registry([data_root])
     build_session(registry, data_root)
@@ -181,11 +141,18 @@ def test_supervised_session_matches_the_in_process_one(tmp_path, data_root):
         for arguments in ({"ras": deep}, {"ras": [0, 0, float("nan")]}, {"ras": [0, 0, 0], "label": "\ud800"}):
             assert registry.call("record_point", arguments).error == in_process.call("record_point", arguments).error
 
-        # Track B: the operator's segmentation and artifact graph survive an abort (SIGABRT)
+        # Track B: the operator's segmentation and artifact graph survive an abort (SIGABRT); the half-added
+        # markups node died with the child: same volumes, offsets, zoom, evidence and 0..999 mapping
         before = registry.state()
+        evidence = ok(registry, "list_evidence").data
+        mapped = ok(registry, "image_coords_to_ras", view="axial", point_1000=[250, 750]).data
         crashed = registry.call("record_point", {"ras": [0, 0, 0], "label": "CRASH:abort"})
         assert crashed.error["code"] == VIEWER_CRASHED and "SIGABRT" in crashed.error["message"]
         assert registry.state() == before
+        assert ok(registry, "list_evidence").data == evidence
+        assert ok(registry, "image_coords_to_ras", view="axial", point_1000=[250, 750]).data == mapped
+        assert ok(registry, "set_slice_offset", view="sagittal", offset=before["views"]["sagittal"]["offset_mm"],
+                  size=64).images
         refused = registry.call("set_slice_offset", {"view": "axial", "offset": 1e6})
         assert refused.error["code"] == "out_of_range"  # errors of the restored viewer are the usual ones
     assert verify_trace(tmp_path / "trace.jsonl").ok and replay_trace(tmp_path / "trace.jsonl", [data_root]).ok
@@ -246,19 +213,48 @@ def test_a_restore_that_diverges_from_the_trace_closes_the_session(tmp_path, sli
         assert registry.call("observe", {}).error["code"] == VIEWER_UNAVAILABLE and registry._worker is None
 
 
-def test_pathology_viewer_is_restored_after_a_crash(tmp_path, slide_root, slide_path):
-    with SupervisedRegistry("pathology", [slide_root], trace=AuditTrace(tmp_path / "wsi.jsonl"),
-                            workdir=tmp_path / "viewer", command=crashing_worker.command) as registry:
+def test_segfault_answers_viewer_crashed_and_restores_the_session_and_a_closed_session_refuses_calls(
+        tmp_path, slide_root, slide_path):
+    """A SIGSEGV restarts on the spare and restores the session; close() then stops the serving child and the spare
+    booted after the restart (both processes gone), and later calls are refused: the session's own viewers, not a
+    second pair started for it. On the whole-slide viewer: what a Slicer scene brings of its own is restored after
+    the abort of test_supervised_session_matches_the_in_process_one."""
+    with supervised(tmp_path, slide_root, "pathology") as registry:
         assert "record_view_as_evidence" in {tool["name"] for tool in registry.tools("mcp")}
         ok(registry, "load_image", image_path=slide_path)
         ok(registry, "zoom", direction="in", amount=4, unit="factor")
         ok(registry, "record_view_as_evidence", label="first")
+        mapped = ok(registry, "viewer_point_to_wsi_coordinate", x=250, y=750).data
         before = registry.state()
+        first_viewer = registry.viewer_pid
+        assert scheduled_with_the_server(first_viewer)
+
         crashed = registry.call("record_view_as_evidence", {"label": "CRASH:segv"})
-        assert crashed.error["code"] == VIEWER_CRASHED and "SIGSEGV" in crashed.error["message"]
+        assert not crashed.ok and crashed.error["code"] == VIEWER_CRASHED
+        assert "SIGSEGV" in crashed.error["message"] and "restored" in crashed.error["message"]
+        assert registry.viewer_pid != first_viewer and scheduled_with_the_server(registry.viewer_pid)  # the spare
+
+        # the view the crashing call recorded died with the child: same slide, zoom, evidence and point mapping
         assert registry.state() == before
+        assert ok(registry, "viewer_point_to_wsi_coordinate", x=250, y=750).data == mapped
         assert ok(registry, "record_view_as_evidence", label="second").data["recorded_view"]["index"] == 1
-    assert verify_trace(tmp_path / "wsi.jsonl").ok and replay_trace(tmp_path / "wsi.jsonl", [slide_root]).ok
+
+        assert registry._spare.wait()  # the spare started after the restart finished booting
+        children = [registry._worker.process, registry._spare._child.process]
+        registry.close()
+        assert all(child.poll() is not None for child in children)  # the child and the spare are gone
+        assert registry.call("focus_qupath", {}).error["code"] == VIEWER_UNAVAILABLE
+
+    records = read_trace(tmp_path / "trace.jsonl")
+    crash = next(record for record in records if record["kind"] == VIEWER_CRASHED)
+    assert crash["actor"] == "system" and crash["payload"]["exit"] == "killed by SIGSEGV"
+    assert crash["payload"]["restored"] is True and crash["payload"]["replayed_actions"] == 4
+    assert crash["payload"]["spare_used"] is True  # the viewer booted in the background took over
+    assert crash["payload"]["arguments"]["label"] == "CRASH:segv"
+    assert "Segmentation fault" in (tmp_path / "viewer" / "worker.log").read_text()  # faulthandler's stack
+    assert verify_trace(tmp_path / "trace.jsonl").ok
+    replayed = replay_trace(tmp_path / "trace.jsonl", [slide_root])
+    assert replayed.ok, replayed.message
 
 
 # ------------------------------------------------------------------------------------------ the real front-ends
