@@ -28,6 +28,7 @@ import requests
 from PIL import Image
 from runtime_data import lesion_center_ras, oblique_lps_affine
 
+from MedOpenClawLib import apps
 from MedOpenClawLib.apps.radiology import build_slicer_registry
 from MedOpenClawLib.core.audit import AuditTrace, read_trace, verify_trace
 from MedOpenClawLib.replay import images_without_pixels, replay_trace
@@ -317,9 +318,12 @@ def test_rest_serve_answers_viewer_crashed_over_a_real_socket_in_its_shared_and_
     assert verify_trace(trace).ok and replay_trace(trace, [slide_root]).ok
 
 
-def test_mcp_stdio_answers_viewer_crashed_with_the_official_client(tmp_path, slide_root, slide_path):
-    """The crashing call recorded its view before dying: the restored session holds none, so the next one is the
-    first (whole-slide viewers, as the REST front-end's test)."""
+def test_mcp_stdio_serves_the_pathology_viewer_and_answers_viewer_crashed_with_the_official_client(
+        tmp_path, slide_root, slide_path):
+    """`medopenclaw mcp` over stdio with the SDK's client, the viewer chosen by the data root (slides, no volumes):
+    the QuPath-style actions, listed and called on a slide (test_mcp_sdk.py's protocol checks on slides, one server
+    for both). Then a crash: the crashing call recorded its view before dying, so the restored session holds none
+    and the next one is the first (whole-slide viewers, as the REST front-end's test)."""
     import anyio
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -330,18 +334,32 @@ def test_mcp_stdio_answers_viewer_crashed_with_the_official_client(tmp_path, sli
 
     async def session() -> list:
         async with stdio_client(parameters) as (read, write), ClientSession(read, write) as client:
-            await client.initialize()
-            results = []
-            for name, arguments in [("load_image", {"image_path": slide_path}),
-                                    ("record_view_as_evidence", {"label": "CRASH:segv"}),
-                                    ("record_view_as_evidence", {"label": "after"})]:
-                results.append(await client.call_tool(name, arguments))
-            return results
+            init = await client.initialize()
+            assert "whole-slide" in init.instructions
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert set(tools) == {entry["name"] for entry in apps.entries("pathology", "A")}
+            assert "open_case" not in tools and tools["zoom"].input_schema["required"] == ["amount"]
+            loaded = await client.call_tool("load_image", {"image_path": slide_path})
+            assert not loaded.is_error and loaded.structured_content["data"]["state"]["image"]
+            zoomed = await client.call_tool("zoom", {"direction": "in", "amount": 4})
+            assert not zoomed.is_error
+            captured = await client.call_tool("capture_viewer", {"label": "red region"})
+            assert [block.type for block in captured.content] == ["text", "image"]
+            assert base64.b64decode(captured.content[1].data).startswith(b"\x89PNG")
+            point = await client.call_tool("viewer_point_to_wsi_coordinate", {"x": 500, "y": 500})
+            assert point.structured_content["data"]["inside_slide"] is True
+            refused = await client.call_tool("load_image", {"image_path": "/etc/passwd"})
+            assert refused.is_error and refused.structured_content["error"]["code"] == "path_not_allowed"
+            return [await client.call_tool("record_view_as_evidence", {"label": label})
+                    for label in ("CRASH:segv", "after")]
 
-    opened, crashed, recorded = anyio.run(session)
-    assert not opened.is_error and crashed.is_error and not recorded.is_error
+    crashed, recorded = anyio.run(session)
+    assert crashed.is_error and not recorded.is_error
     assert json.loads(crashed.content[0].text)["error"]["code"] == VIEWER_CRASHED
     assert json.loads(recorded.content[0].text)["data"]["recorded_view"]["index"] == 0
+    actions = [record["action"] for record in read_trace(trace) if record.get("action")]
+    assert actions == ["load_image", "zoom", "capture_viewer", "viewer_point_to_wsi_coordinate", "load_image",
+                       "record_view_as_evidence"]
     assert verify_trace(trace).ok and replay_trace(trace, [slide_root]).ok
 
 
