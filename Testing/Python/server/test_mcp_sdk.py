@@ -29,6 +29,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
+from test_runtime_supervisor import running_with
 
 from MedOpenClawLib.core.audit import AuditTrace, read_trace
 from MedOpenClawLib.core.registry import ActionRegistry
@@ -197,6 +198,8 @@ def test_http_sessions_are_bounded_and_released_when_their_client_leaves(slide_r
         server.wait(timeout=30)
     assert [record["action"] for record in read_trace(tmp_path / "trace.client2.jsonl") if record.get("action")] == [
         "sleep"]
+    # SIGTERM closed the open session: its viewer and spare (booting or not, under tmp_path) did not outlive the server
+    assert server.returncode == 0 and not running_with(str(tmp_path))
 
 
 def test_malformed_framing_is_refused_and_the_server_lives_on(data_root, tmp_path):

@@ -311,6 +311,8 @@ def test_rest_serve_answers_viewer_crashed_over_a_real_socket_in_its_shared_and_
     finally:
         server.terminate()
         server.wait(timeout=30)
+    # SIGTERM closed the sessions as Ctrl-C does: no viewer of theirs (all under tmp_path) outlives the server
+    assert server.returncode == 0 and not running_with(str(tmp_path))
     actions = [[record.get("action") for record in read_trace(tmp_path / f"rest.client{number}.jsonl")
                 if record.get("action")] for number in (1, 2)]
     assert actions == [["load_image", "focus_qupath"], ["focus_qupath", "focus_qupath"]]
