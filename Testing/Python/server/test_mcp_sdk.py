@@ -29,7 +29,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
-from test_runtime_supervisor import running_with
+from running_processes import running_with
 
 from MedOpenClawLib.core.audit import AuditTrace, read_trace
 from MedOpenClawLib.core.registry import ActionRegistry

@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 import requests
 from PIL import Image
+from running_processes import running_with
 from runtime_data import lesion_center_ras, oblique_lps_affine
 
 from MedOpenClawLib import apps
@@ -363,18 +364,6 @@ def test_mcp_stdio_serves_the_pathology_viewer_and_answers_viewer_crashed_with_t
     assert actions == ["load_image", "zoom", "capture_viewer", "viewer_point_to_wsi_coordinate", "load_image",
                        "record_view_as_evidence"]
     assert verify_trace(trace).ok and replay_trace(trace, [slide_root]).ok
-
-
-def running_with(text: str) -> list[int]:
-    """Processes whose command line holds ``text`` (Linux /proc)."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if text.encode() in cmdline.read_bytes():
-                found.append(int(cmdline.parent.name))
-        except OSError:
-            continue
-    return found
 
 
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")
