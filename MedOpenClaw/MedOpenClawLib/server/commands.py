@@ -66,6 +66,8 @@ def run_serve(args: argparse.Namespace) -> int:
     from .rest_app import RestHttpServer  # uvicorn and Starlette: only where the server runs
 
     token = settings.value("MEDOPENCLAW_TOKEN") or new_token()
+    executor = SceneThreadExecutor()
+    executor.stop_on_terminate()  # before the first viewer boots: from now on a SIGTERM ends in the clean-up below
     save_images = args.trace is not None
     registry = session_registry(args, header={"front_end": "rest", "app": args.app}, save_images=save_images,
                                 background=True)
@@ -78,7 +80,6 @@ def run_serve(args: argparse.Namespace) -> int:
 
     # an in-process viewer is one scene: no session of one's own there
     sessions = None if args.in_process else SessionPool(own_session, args.max_sessions, args.session_idle)
-    executor = SceneThreadExecutor()
     http = RestHttpServer(RestService(registry, token, args.app, sessions), executor, args.port)
     http.start()
     print(f"MedOpenClaw REST on http://127.0.0.1:{http.port} ({args.app}, track {args.track})", flush=True)

@@ -23,6 +23,8 @@ def _run(args: argparse.Namespace) -> int:
     listing = apps.specs(args.app, args.track)
     front_end = f"mcp-{args.transport}"
     scene = SceneThreadExecutor()
+    if args.transport == "http":  # over stdio the server ends when its client closes stdin (MCP clients do so first)
+        scene.stop_on_terminate()
     if args.transport == "stdio" or args.in_process:
         # one registry, built on the scene's thread once the SDK is loaded and the protocol answers (a supervised
         # viewer boots behind it: started earlier, its boot would compete with the SDK's import for the CPU); over

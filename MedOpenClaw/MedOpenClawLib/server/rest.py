@@ -27,6 +27,7 @@ import ipaddress
 import json
 import queue
 import secrets
+import signal
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -248,6 +249,7 @@ class SceneThreadExecutor:
     def __init__(self):
         self._queue: queue.Queue = queue.Queue()
         self._stopped = threading.Event()
+        self._terminated = False  # set by SIGTERM (:meth:`stop_on_terminate`): a plain store, safe in a handler
 
     def submit(self, function, *args) -> Future:
         future: Future = Future()
@@ -255,7 +257,7 @@ class SceneThreadExecutor:
         return future
 
     def run(self) -> None:
-        while not self._stopped.is_set():
+        while not (self._stopped.is_set() or self._terminated):
             try:
                 future, function, args = self._queue.get(timeout=0.2)
             except queue.Empty:
@@ -268,6 +270,17 @@ class SceneThreadExecutor:
     def stop(self) -> None:
         self._stopped.set()
         self.submit(lambda: None)  # wakes run() now, not at its next poll (0.2 s more for every server stopped)
+
+    def stop_on_terminate(self) -> None:
+        """SIGTERM ends :meth:`run` (within its poll), as Ctrl-C does, so the server's clean-up runs and closes its
+        sessions: their viewer processes stop with it, one still booting too, instead of outliving the server until
+        they notice it gone (a booting one only once its start-up is done, seconds of CPU for nobody). From the main
+        thread, which runs :meth:`run`."""
+
+        def terminate(signum, frame) -> None:
+            self._terminated = True
+
+        signal.signal(signal.SIGTERM, terminate)
 
 
 def is_loopback(host: str) -> bool:

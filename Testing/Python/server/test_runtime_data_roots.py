@@ -107,27 +107,39 @@ def test_every_front_end_refuses_a_root_holding_ground_truth(package, front_end)
     assert done.returncode == 2 and "ground truth" in done.stderr and "Traceback" not in done.stderr
 
 
-def open_hidden_and_data(call, package: Path) -> None:
-    hidden = call("open_case", {"dicom_dir": str(package / "hidden" / "case1" / "lesion_mask.nii.gz")})
-    assert hidden["error"]["code"] == "path_not_allowed"
-    relative = call("open_case", {"dicom_dir": "../hidden/case1", "size": 64})
-    assert relative["error"]["code"] == "path_not_allowed"
-    assert call("open_case", {"dicom_dir": "case1", "size": 64})["ok"]
+@pytest.fixture(scope="module")
+def slide_package(tmp_path_factory) -> Path:
+    """A whole-slide package: data/case1/slide.tif and, in hidden/, a mask in the same format (a slide the viewer
+    would open) and manifest.json."""
+    from MedOpenClawLib.pathology.pyramid_tiff import write_pyramidal_tiff
+
+    root = tmp_path_factory.mktemp("slide_packages") / "CASES"
+    for path in (root / "data" / "case1" / "slide.tif", root / "hidden" / "case1" / "mask.tif"):
+        path.parent.mkdir(parents=True)
+        write_pyramidal_tiff(path, 512, 384, lambda ds, x, y, w, h: np.full((h, w, 3), 128, np.uint8), (1, 4),
+                             mpp=None)
+    (root / "manifest.json").write_text(json.dumps({"format": 1, "module": "bracs", "cases": []}))
+    return root
 
 
-def test_rest_serves_only_the_package_data(package):
+def test_rest_serves_only_the_package_data(slide_package):
+    """A whole-slide package (the viewer is chosen from what its data/ holds; its process starts without Slicer):
+    the MCP servers' radiology packages are test_mcp_sdk.py's."""
     env = {**os.environ, **ENV, "MEDOPENCLAW_TOKEN": "gt-token"}
-    server = subprocess.Popen(medopenclaw("serve", "--port", "0", "--data-root", str(package), NO_SPARE), env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    server = subprocess.Popen(medopenclaw("serve", "--port", "0", "--data-root", str(slide_package), NO_SPARE),
+                              env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         url = server.stdout.readline().split(" on ")[1].split()[0]
-        assert "serving only" in server.stderr.readline()
+        assert "serving only" in server.stderr.readline() and "pathology" in server.stderr.readline()
         headers = {"Authorization": "Bearer gt-token"}
 
-        def call(name: str, arguments: dict) -> dict:
-            return httpx2.post(f"{url}/v1/actions/{name}", json=arguments, headers=headers, timeout=120).json()
+        def load(path: str) -> dict:
+            return httpx2.post(f"{url}/v1/actions/load_image", json={"image_path": path}, headers=headers,
+                               timeout=120).json()
 
-        open_hidden_and_data(call, package)
+        for hidden in (str(slide_package / "hidden" / "case1" / "mask.tif"), "../hidden/case1/mask.tif"):
+            assert load(hidden)["error"]["code"] == "path_not_allowed"
+        assert load("case1/slide.tif")["ok"]  # a relative path is taken in its data/
     finally:
         server.terminate()
         server.wait(timeout=30)

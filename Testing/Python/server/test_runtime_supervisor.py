@@ -7,8 +7,9 @@ The crashes are real: the child runs ``crashing_worker.py``, whose markups sink 
 same for either application: what a Slicer scene brings of its own (a half-changed scene, a Track B
 segmentation) and a hang (the calls before it run under its short call timeout, and a whole-slide viewer's first
 call still loads its slide libraries) are proven on the radiology viewer; the containment that launches the most
-children (malformed answers, a diverging restore, the REST and MCP front-ends) on the whole-slide one, whose
-process starts without loading Slicer (about 1.6 s of CPU each instead of 3.9 s)."""
+children (a segfault restarted on the spare and the spare booted after it, malformed answers, a diverging restore,
+the REST and MCP front-ends) on the whole-slide one, whose process starts without loading Slicer (about 1.6 s of
+CPU each instead of 3.9 s)."""
 
 from __future__ import annotations
 
@@ -25,8 +26,10 @@ import numpy as np
 import pytest
 import requests
 from PIL import Image
+from running_processes import running_with
 from runtime_data import lesion_center_ras, oblique_lps_affine
 
+from MedOpenClawLib import apps
 from MedOpenClawLib.apps.radiology import build_slicer_registry
 from MedOpenClawLib.core.audit import AuditTrace, read_trace, verify_trace
 from MedOpenClawLib.replay import images_without_pixels, replay_trace
@@ -98,47 +101,6 @@ def view_differences(supervised: dict, in_process: dict, folder: Path) -> str:
     return f"{'; '.join(notes) or 'the images are equal'} (PNGs in {folder})"
 
 
-def test_segfault_answers_viewer_crashed_and_restores_the_session_and_a_closed_session_refuses_calls(
-        tmp_path, data_root):
-    """After the crash and restore, close() stops the serving child and the spare booted after the restart (both
-    processes gone), and later calls are refused: the session's own viewers, not a second pair started for it."""
-    with supervised(tmp_path, data_root) as registry:
-        mapped = build_session(registry, data_root)
-        before = registry.state()
-        evidence = ok(registry, "list_evidence").data
-        first_viewer = registry.viewer_pid
-        assert scheduled_with_the_server(first_viewer)
-
-        crashed = registry.call("record_point", {"ras": [0, 0, 0], "label": "CRASH:segv"})
-        assert not crashed.ok and crashed.error["code"] == VIEWER_CRASHED
-        assert "SIGSEGV" in crashed.error["message"] and "restored" in crashed.error["message"]
-        assert registry.viewer_pid != first_viewer and scheduled_with_the_server(registry.viewer_pid)  # the spare
-
-        # the half-added markups node died with the child: same volumes, offsets, zoom, evidence, image geometry
-        assert registry.state() == before
-        assert ok(registry, "list_evidence").data == evidence
-        assert ok(registry, "image_coords_to_ras", view="axial", point_1000=[250, 750]).data == mapped
-        assert ok(registry, "set_slice_offset", view="sagittal", offset=before["views"]["sagittal"]["offset_mm"],
-                  size=64).images
-
-        assert registry._spare.wait()  # the spare started after the restart finished booting
-        children = [registry._worker.process, registry._spare._child.process]
-        registry.close()
-        assert all(child.poll() is not None for child in children)  # the child and the spare are gone
-        assert registry.call("observe", {}).error["code"] == VIEWER_UNAVAILABLE
-
-    records = read_trace(tmp_path / "trace.jsonl")
-    crash = next(record for record in records if record["kind"] == VIEWER_CRASHED)
-    assert crash["actor"] == "system" and crash["payload"]["exit"] == "killed by SIGSEGV"
-    assert crash["payload"]["restored"] is True and crash["payload"]["replayed_actions"] == 7
-    assert crash["payload"]["spare_used"] is True  # the viewer booted in the background took over
-    assert crash["payload"]["arguments"]["label"] == "CRASH:segv"
-    assert "Segmentation fault" in (tmp_path / "viewer" / "worker.log").read_text()  # faulthandler's stack
-    assert verify_trace(tmp_path / "trace.jsonl").ok
-    replayed = replay_trace(tmp_path / "trace.jsonl", [data_root])
-    assert replayed.ok, replayed.message
-
-
 def test_replay_renders_the_geometry_without_the_pixels(data_root):
     registry = build_slicer_registry([data_root])
     build_session(registry, data_root)
@@ -181,11 +143,18 @@ def test_supervised_session_matches_the_in_process_one(tmp_path, data_root):
         for arguments in ({"ras": deep}, {"ras": [0, 0, float("nan")]}, {"ras": [0, 0, 0], "label": "\ud800"}):
             assert registry.call("record_point", arguments).error == in_process.call("record_point", arguments).error
 
-        # Track B: the operator's segmentation and artifact graph survive an abort (SIGABRT)
+        # Track B: the operator's segmentation and artifact graph survive an abort (SIGABRT); the half-added
+        # markups node died with the child: same volumes, offsets, zoom, evidence and 0..999 mapping
         before = registry.state()
+        evidence = ok(registry, "list_evidence").data
+        mapped = ok(registry, "image_coords_to_ras", view="axial", point_1000=[250, 750]).data
         crashed = registry.call("record_point", {"ras": [0, 0, 0], "label": "CRASH:abort"})
         assert crashed.error["code"] == VIEWER_CRASHED and "SIGABRT" in crashed.error["message"]
         assert registry.state() == before
+        assert ok(registry, "list_evidence").data == evidence
+        assert ok(registry, "image_coords_to_ras", view="axial", point_1000=[250, 750]).data == mapped
+        assert ok(registry, "set_slice_offset", view="sagittal", offset=before["views"]["sagittal"]["offset_mm"],
+                  size=64).images
         refused = registry.call("set_slice_offset", {"view": "axial", "offset": 1e6})
         assert refused.error["code"] == "out_of_range"  # errors of the restored viewer are the usual ones
     assert verify_trace(tmp_path / "trace.jsonl").ok and replay_trace(tmp_path / "trace.jsonl", [data_root]).ok
@@ -246,19 +215,48 @@ def test_a_restore_that_diverges_from_the_trace_closes_the_session(tmp_path, sli
         assert registry.call("observe", {}).error["code"] == VIEWER_UNAVAILABLE and registry._worker is None
 
 
-def test_pathology_viewer_is_restored_after_a_crash(tmp_path, slide_root, slide_path):
-    with SupervisedRegistry("pathology", [slide_root], trace=AuditTrace(tmp_path / "wsi.jsonl"),
-                            workdir=tmp_path / "viewer", command=crashing_worker.command) as registry:
+def test_segfault_answers_viewer_crashed_and_restores_the_session_and_a_closed_session_refuses_calls(
+        tmp_path, slide_root, slide_path):
+    """A SIGSEGV restarts on the spare and restores the session; close() then stops the serving child and the spare
+    booted after the restart (both processes gone), and later calls are refused: the session's own viewers, not a
+    second pair started for it. On the whole-slide viewer: what a Slicer scene brings of its own is restored after
+    the abort of test_supervised_session_matches_the_in_process_one."""
+    with supervised(tmp_path, slide_root, "pathology") as registry:
         assert "record_view_as_evidence" in {tool["name"] for tool in registry.tools("mcp")}
         ok(registry, "load_image", image_path=slide_path)
         ok(registry, "zoom", direction="in", amount=4, unit="factor")
         ok(registry, "record_view_as_evidence", label="first")
+        mapped = ok(registry, "viewer_point_to_wsi_coordinate", x=250, y=750).data
         before = registry.state()
+        first_viewer = registry.viewer_pid
+        assert scheduled_with_the_server(first_viewer)
+
         crashed = registry.call("record_view_as_evidence", {"label": "CRASH:segv"})
-        assert crashed.error["code"] == VIEWER_CRASHED and "SIGSEGV" in crashed.error["message"]
+        assert not crashed.ok and crashed.error["code"] == VIEWER_CRASHED
+        assert "SIGSEGV" in crashed.error["message"] and "restored" in crashed.error["message"]
+        assert registry.viewer_pid != first_viewer and scheduled_with_the_server(registry.viewer_pid)  # the spare
+
+        # the view the crashing call recorded died with the child: same slide, zoom, evidence and point mapping
         assert registry.state() == before
+        assert ok(registry, "viewer_point_to_wsi_coordinate", x=250, y=750).data == mapped
         assert ok(registry, "record_view_as_evidence", label="second").data["recorded_view"]["index"] == 1
-    assert verify_trace(tmp_path / "wsi.jsonl").ok and replay_trace(tmp_path / "wsi.jsonl", [slide_root]).ok
+
+        assert registry._spare.wait()  # the spare started after the restart finished booting
+        children = [registry._worker.process, registry._spare._child.process]
+        registry.close()
+        assert all(child.poll() is not None for child in children)  # the child and the spare are gone
+        assert registry.call("focus_qupath", {}).error["code"] == VIEWER_UNAVAILABLE
+
+    records = read_trace(tmp_path / "trace.jsonl")
+    crash = next(record for record in records if record["kind"] == VIEWER_CRASHED)
+    assert crash["actor"] == "system" and crash["payload"]["exit"] == "killed by SIGSEGV"
+    assert crash["payload"]["restored"] is True and crash["payload"]["replayed_actions"] == 4
+    assert crash["payload"]["spare_used"] is True  # the viewer booted in the background took over
+    assert crash["payload"]["arguments"]["label"] == "CRASH:segv"
+    assert "Segmentation fault" in (tmp_path / "viewer" / "worker.log").read_text()  # faulthandler's stack
+    assert verify_trace(tmp_path / "trace.jsonl").ok
+    replayed = replay_trace(tmp_path / "trace.jsonl", [slide_root])
+    assert replayed.ok, replayed.message
 
 
 # ------------------------------------------------------------------------------------------ the real front-ends
@@ -314,6 +312,8 @@ def test_rest_serve_answers_viewer_crashed_over_a_real_socket_in_its_shared_and_
     finally:
         server.terminate()
         server.wait(timeout=30)
+    # SIGTERM closed the sessions as Ctrl-C does: no viewer of theirs (all under tmp_path) outlives the server
+    assert server.returncode == 0 and not running_with(str(tmp_path))
     actions = [[record.get("action") for record in read_trace(tmp_path / f"rest.client{number}.jsonl")
                 if record.get("action")] for number in (1, 2)]
     assert actions == [["load_image", "focus_qupath"], ["focus_qupath", "focus_qupath"]]
@@ -321,9 +321,12 @@ def test_rest_serve_answers_viewer_crashed_over_a_real_socket_in_its_shared_and_
     assert verify_trace(trace).ok and replay_trace(trace, [slide_root]).ok
 
 
-def test_mcp_stdio_answers_viewer_crashed_with_the_official_client(tmp_path, slide_root, slide_path):
-    """The crashing call recorded its view before dying: the restored session holds none, so the next one is the
-    first (whole-slide viewers, as the REST front-end's test)."""
+def test_mcp_stdio_serves_the_pathology_viewer_and_answers_viewer_crashed_with_the_official_client(
+        tmp_path, slide_root, slide_path):
+    """`medopenclaw mcp` over stdio with the SDK's client, the viewer chosen by the data root (slides, no volumes):
+    the QuPath-style actions, listed and called on a slide (test_mcp_sdk.py's protocol checks on slides, one server
+    for both). Then a crash: the crashing call recorded its view before dying, so the restored session holds none
+    and the next one is the first (whole-slide viewers, as the REST front-end's test)."""
     import anyio
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -334,31 +337,33 @@ def test_mcp_stdio_answers_viewer_crashed_with_the_official_client(tmp_path, sli
 
     async def session() -> list:
         async with stdio_client(parameters) as (read, write), ClientSession(read, write) as client:
-            await client.initialize()
-            results = []
-            for name, arguments in [("load_image", {"image_path": slide_path}),
-                                    ("record_view_as_evidence", {"label": "CRASH:segv"}),
-                                    ("record_view_as_evidence", {"label": "after"})]:
-                results.append(await client.call_tool(name, arguments))
-            return results
+            init = await client.initialize()
+            assert "whole-slide" in init.instructions
+            tools = {tool.name: tool for tool in (await client.list_tools()).tools}
+            assert set(tools) == {entry["name"] for entry in apps.entries("pathology", "A")}
+            assert "open_case" not in tools and tools["zoom"].input_schema["required"] == ["amount"]
+            loaded = await client.call_tool("load_image", {"image_path": slide_path})
+            assert not loaded.is_error and loaded.structured_content["data"]["state"]["image"]
+            zoomed = await client.call_tool("zoom", {"direction": "in", "amount": 4})
+            assert not zoomed.is_error
+            captured = await client.call_tool("capture_viewer", {"label": "red region"})
+            assert [block.type for block in captured.content] == ["text", "image"]
+            assert base64.b64decode(captured.content[1].data).startswith(b"\x89PNG")
+            point = await client.call_tool("viewer_point_to_wsi_coordinate", {"x": 500, "y": 500})
+            assert point.structured_content["data"]["inside_slide"] is True
+            refused = await client.call_tool("load_image", {"image_path": "/etc/passwd"})
+            assert refused.is_error and refused.structured_content["error"]["code"] == "path_not_allowed"
+            return [await client.call_tool("record_view_as_evidence", {"label": label})
+                    for label in ("CRASH:segv", "after")]
 
-    opened, crashed, recorded = anyio.run(session)
-    assert not opened.is_error and crashed.is_error and not recorded.is_error
+    crashed, recorded = anyio.run(session)
+    assert crashed.is_error and not recorded.is_error
     assert json.loads(crashed.content[0].text)["error"]["code"] == VIEWER_CRASHED
     assert json.loads(recorded.content[0].text)["data"]["recorded_view"]["index"] == 0
+    actions = [record["action"] for record in read_trace(trace) if record.get("action")]
+    assert actions == ["load_image", "zoom", "capture_viewer", "viewer_point_to_wsi_coordinate", "load_image",
+                       "record_view_as_evidence"]
     assert verify_trace(trace).ok and replay_trace(trace, [slide_root]).ok
-
-
-def running_with(text: str) -> list[int]:
-    """Processes whose command line holds ``text`` (Linux /proc)."""
-    found = []
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if text.encode() in cmdline.read_bytes():
-                found.append(int(cmdline.parent.name))
-        except OSError:
-            continue
-    return found
 
 
 @pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="reads /proc")

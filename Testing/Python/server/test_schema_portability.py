@@ -3,7 +3,7 @@ MCP server lists (radiology and pathology, track B: every action) and every vend
 by Ajv in strict mode under JSON Schema draft-07 and 2020-12 -- the checks of the MCP Inspector's strict mode (49
 warnings on this project's schemas before they were made portable) and of the TypeScript SDK's result validation.
 
-Ajv runs in Node.js from the pinned packages in ``node/`` (the ``node_clients`` fixture of this folder's conftest.py);
+Ajv runs in Node.js from the pinned packages in ``node/`` (the ``node_clients`` fixture of Testing/Python/conftest.py);
 without Node.js the test is skipped, saying so.
 """
 
@@ -27,9 +27,10 @@ VENDOR_SCHEMA = {"openai": ("function", "parameters"), "gemini": ("function", "p
                  "anthropic": ("input_schema",)}
 
 
-@pytest.fixture(scope="module")
-def ajv(node_clients: Path) -> Path:
-    return node_clients / "check_schemas.mjs"
+# the checker's control (test_the_check_finds_what_strict_clients_warn_about), compiled last in the same run
+NOT_PORTABLE = {"where": "bad", "schema": {
+    "type": "object", "properties": {"x": {"type": ["string", "null"], "minimum": 1}}, "required": ["y"],
+    "optional": True}}
 
 
 def strict_problems(script: Path, items: list[dict]) -> list[dict]:
@@ -52,7 +53,8 @@ def listed_tools(application: str) -> list[dict]:
     return anyio.run(main)
 
 
-def test_every_listed_tool_schema_compiles_in_ajv_strict_mode(ajv):
+def portable_items() -> list[dict]:
+    """Every listed tool's input and output schema and every vendor dialect's parameters, each named by where."""
     items = []
     for application in APPLICATIONS:
         for tool in listed_tools(application):
@@ -64,16 +66,27 @@ def test_every_listed_tool_schema_compiles_in_ajv_strict_mode(ajv):
                 for key in path:
                     schema = schema[key]
                 items.append({"where": f"{fmt}:{application}:{entry['name']}", "schema": schema})
+    return items
+
+
+@pytest.fixture(scope="module")
+def checked(node_clients: Path) -> tuple[list[dict], list[dict]]:
+    """The portable items and the problems Ajv found in them and in NOT_PORTABLE: one Node process for both tests
+    (starting it and loading Ajv is a fifth of the whole check)."""
+    items = portable_items()
+    return items, strict_problems(node_clients / "check_schemas.mjs", [*items, NOT_PORTABLE])
+
+
+def test_every_listed_tool_schema_compiles_in_ajv_strict_mode(checked):
+    items, problems = checked
     assert len(items) > 4 * len(apps.entries(None, "B"))
-    assert strict_problems(ajv, items) == []
+    assert [problem for problem in problems if problem["where"] != NOT_PORTABLE["where"]] == []
 
 
-def test_the_check_finds_what_strict_clients_warn_about(ajv):
+def test_the_check_finds_what_strict_clients_warn_about(checked):
     """The checker is not vacuous: a type list, a keyword of another type, an undefined required property and an
     unknown keyword are each reported, in both dialects."""
-    schema = {"type": "object", "properties": {"x": {"type": ["string", "null"], "minimum": 1}},
-              "required": ["y"], "optional": True}
-    problems = strict_problems(ajv, [{"where": "bad", "schema": schema}])
+    problems = [problem for problem in checked[1] if problem["where"] == NOT_PORTABLE["where"]]
     text = " ".join(problem["problem"] for problem in problems)
     assert {problem["dialect"] for problem in problems} == {"draft-07", "2020-12"}
     assert all(word in text for word in ("strictRequired", "strictTypes", 'unknown keyword: "optional"'))
