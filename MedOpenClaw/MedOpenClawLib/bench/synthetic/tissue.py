@@ -321,7 +321,9 @@ class SlideScene:
             count = int(rng.poisson(expected))
             if count == 0:
                 continue
-            rows, cols = rng.integers(0, h, count), rng.integers(0, w, count)  # drawn over the block
+            # drawn over the block, as 32-bit integers: the same values and draws as 64-bit ones (a range below
+            # 2**32 is drawn 32 bits at a time either way) in half the memory, and their flat index below too
+            rows, cols = rng.integers(0, h, count, dtype=np.int32), rng.integers(0, w, count, dtype=np.int32)
             # the class's pixels found by one flat take: coarse levels draw millions of nuclei per block (a
             # 1024 px slide: 13 million lymphocytes), and indexing twice by window bounds, then by 2-D label,
             # was most of their rendering

@@ -336,7 +336,13 @@ def test_lumiere_cohort_filters_are_flags_with_a_count_per_step(tmp_path):
     assert manifest["paper_count"] == 139
 
 
-def test_nsclc_fixture_quirks(cohort, tmp_path):
+def test_nsclc_fixture_quirks(cohort, tmp_path, monkeypatch):
+    from MedOpenClawLib.bench.modules.nsclc import loader
+
+    split = loader.split_series
+    series_read = []  # the folder of every series whose headers prepare reads
+    monkeypatch.setattr(loader, "split_series",
+                        lambda files, folder: series_read.append(Path(files[0]).parent) or split(files, folder))
     raw = tmp_path / "raw"
     shutil.copytree(cohort / modules.get("nsclc").dataset_dir, raw)
     clinical = next(raw.glob("NSCLCR01Radiogenomic_DATA_LABELS*.csv"))
@@ -351,6 +357,8 @@ def test_nsclc_fixture_quirks(cohort, tmp_path):
     manifest = prepare(modules.get("nsclc"), raw, tmp_path / "cases", include_amc=True)
     ids = [case["case_id"] for case in manifest["cases"]]
     assert ids == ["AMC-001", "R01-001", "R01-002"] and rows[3][0] == "AMC-001"  # the Tis case is kept
+    # every CT and PET once: the SEG's CT too (placing the mask on its grid read its headers twice more)
+    assert len(series_read) == len(set(series_read)) == 2 * len(ids)
     truth = load_ground_truth(tmp_path / "cases", "R01-001")
     assert truth.answers["q2"] == "E"  # "Not Collected" T stage: the paper's option 2E
     # a grade the paper's options cannot express keeps the case, unscored on that question

@@ -47,6 +47,18 @@ def test_noise_values_are_the_table_of_every_byte(shape):
     assert _noise_values(part).tobytes() == NOISE_LEVELS.take(part).tobytes()
 
 
+@pytest.mark.parametrize("before", [0, 1, 2])  # draws before: an odd count leaves half a 64-bit draw unused
+@pytest.mark.parametrize("high", [1, 7, 800, 1056, 65537, 2**31 - 1])  # block sides, and the widest int32
+def test_32_bit_nucleus_positions_are_the_64_bit_draws(before, high):
+    """A block's nucleus rows and columns drawn as int32: the same values, and the generator left where the
+    int64 draws leave it (the nuclei and noise drawn after them stay the same)."""
+    wide, narrow = np.random.default_rng(before * 31 + high), np.random.default_rng(before * 31 + high)
+    wide.integers(0, 9, before), narrow.integers(0, 9, before)
+    assert np.array_equal(wide.integers(0, high, 5001), narrow.integers(0, high, 5001, dtype=np.int32))
+    assert wide.integers(0, 1000, 3).tolist() == narrow.integers(0, 1000, 3).tolist()
+    assert wide.random() == narrow.random()
+
+
 @pytest.mark.parametrize("top, bottom, left, right", [
     (0, 60, 0, 60),  # the whole block
     (10, 41, 5, 58),  # inside the kept part

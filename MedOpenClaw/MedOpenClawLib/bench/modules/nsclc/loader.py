@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ....viewer.dicom_series import split_series
+from ....viewer.dicom_series import SeriesSplit, split_series
 from ....viewer.loading import series_volume_name
 from ...cases import GroundTruth, VolumeRef
 from ...kit.loading import SkipCase, column, find_one, localization_record, read_csv_rows, volume_case
@@ -119,30 +119,31 @@ def answer_labels(answers: dict[str, str | None], row: dict) -> dict[str, str]:
             "the paper's label set: not scored)" for qid, _, options in NSCLC_QUESTIONS}
 
 
-def ct_geometry(files: list[Path]):
-    """(datasets in slice order, 4x4 voxel->RAS affine for arrays indexed [col, row, slice]): the geometry the
-    viewer gives the series (``viewer.dicom_series``), so the mask lies where the agent sees the CT. A CT the
-    viewer would split or resample has no single grid for the SEG: that case is skipped with the reason."""
+def ct_geometry(split: SeriesSplit) -> tuple[list[str], np.ndarray]:
+    """(SOP Instance UIDs in slice order, 4x4 voxel->RAS affine for arrays indexed [col, row, slice]) of the CT
+    ``split`` (:func:`series_split`): the geometry the viewer gives the series (``viewer.dicom_series``), so the
+    mask lies where the agent sees the CT. A CT the viewer would split or resample has no single grid for the SEG:
+    that case is skipped with the reason."""
     import pydicom
 
-    split = split_series([str(path) for path in files], files[0].parent.name if files else "CT")
     problems = split.refused + [warning for plan in split.plans for warning in plan.warnings]
     if len(split.plans) != 1 or problems or split.plans[0].resample_to is not None:
         raise SkipCase("the SEG's CT is not one evenly spaced volume: " + "; ".join(problems + split.warnings),
                        SEG_STEP)
     plan = split.plans[0]
-    datasets = [pydicom.dcmread(path, stop_before_pixels=True) for path in plan.files]
-    return datasets, plan.ijk_to_ras()
+    # the one tag the SEG's frames are matched by: a whole header per slice was most of a case's preparation
+    uids = [str(pydicom.dcmread(path, stop_before_pixels=True, specific_tags=["SOPInstanceUID"]).SOPInstanceUID)
+            for path in plan.files]
+    return uids, plan.ijk_to_ras()
 
 
-def seg_mask_on_ct(seg_path: Path, ct_files: list[Path]) -> tuple[np.ndarray, np.ndarray]:
-    """The SEG's first segment as a [col, row, slice] uint8 array on the referenced CT grid, with its RAS
-    affine."""
+def seg_mask_on_ct(seg_path: Path, ct_split: SeriesSplit) -> tuple[np.ndarray, np.ndarray]:
+    """The SEG's first segment as a [col, row, slice] uint8 array on the grid of the referenced CT (its
+    :func:`series_split`), with its RAS affine."""
     import highdicom as hd
 
-    datasets, affine = ct_geometry(ct_files)
+    uids, affine = ct_geometry(ct_split)
     seg = hd.seg.segread(seg_path)
-    uids = [str(ds.SOPInstanceUID) for ds in datasets]
     pixels = seg.get_pixels_by_source_instance(
         source_sop_instance_uids=uids,
         segment_numbers=[1],
@@ -152,6 +153,15 @@ def seg_mask_on_ct(seg_path: Path, ct_files: list[Path]) -> tuple[np.ndarray, np
     # a transposed view, so Fortran-ordered: the NIfTI writer stores that order as it is (a C-ordered copy was
     # transposed twice)
     return np.transpose(pixels > 0, (2, 1, 0)).astype(np.uint8), affine
+
+
+def series_split(files: list[Path], splits: dict[Path, SeriesSplit]) -> SeriesSplit:
+    """:func:`split_series` of one series folder's ``files``, read once per case into ``splits`` (the SEG's CT is
+    placed on its grid, then resolved with the other series: its headers were read twice)."""
+    folder = files[0].parent
+    if folder not in splits:
+        splits[folder] = split_series([str(path) for path in files], folder.name)
+    return splits[folder]
 
 
 def prepare_nsclc(source: Path, writer: PackageWriter, include_amc: bool = False) -> None:
@@ -207,19 +217,20 @@ def study_date(item: dict) -> str:
     return text
 
 
-def viewer_series(items: list[dict]) -> list[tuple[str, dict, list[Path]]]:
+def viewer_series(items: list[dict], splits: dict[Path, SeriesSplit]) -> list[tuple[str, dict, list[Path]]]:
     """(volume name, metadata row, files) of every series the viewer resolves to one volume, named as the
     viewer names them (:func:`viewer.loading.unique_names`: the description, then ``_2``, ``_3`` in the order
-    it discovers the folders, which are named after the volumes so that order is this one)."""
+    it discovers the folders, which are named after the volumes so that order is this one); ``splits`` as
+    :func:`series_split` keeps them."""
     import pydicom
 
     resolved, taken = [], set()
     for item in items:
         files = _series_files(item)
-        split = split_series([str(path) for path in files], item["path"].name)
+        split = series_split(files, splits)
         if len(split.plans) != 1 or split.refused:
             continue  # the viewer would refuse or split it: not one resolved series
-        header = pydicom.dcmread(files[0], stop_before_pixels=True)
+        header = pydicom.dcmread(files[0], stop_before_pixels=True, specific_tags=["SeriesDescription"])
         base = series_volume_name(str(getattr(header, "SeriesDescription", "") or "")) or item.get("Modality", "")
         name, number = base, 1
         while name in taken:
@@ -250,8 +261,9 @@ def _prepare_case(case_id: str, row: dict | None, series: list[dict], writer: Pa
     source_ct = next((item for item in by_modality.get("CT", []) if item.get("Series UID") == referenced), None)
     if source_ct is None:
         raise SkipCase("the CT series the SEG references is not in the download", SEG_STEP)
+    splits: dict[Path, SeriesSplit] = {}
     try:
-        mask, affine = seg_mask_on_ct(seg_files[0], _series_files(source_ct))
+        mask, affine = seg_mask_on_ct(seg_files[0], series_split(_series_files(source_ct), splits))
     except SkipCase:
         raise
     except Exception as error:
@@ -260,7 +272,7 @@ def _prepare_case(case_id: str, row: dict | None, series: list[dict], writer: Pa
     imaging = sorted((item for item in series if item.get("Modality") in ("CT", "PT")),
                      key=lambda item: (item.get("Study UID") != source_ct.get("Study UID"), study_date(item),
                                        item is not source_ct, item["path"].name))
-    resolved = viewer_series(imaging)
+    resolved = viewer_series(imaging, splits)
     if not any(item is source_ct for _, item, _ in resolved):
         raise SkipCase("the SEG's CT does not load as one volume", SEG_STEP)
     if not any(item.get("Modality") == "PT" for _, item, _ in resolved):
