@@ -126,6 +126,8 @@ def _add_report(subparsers) -> None:
                         help="output directory (default: RUN/report, or report/ beside several runs)")
     parser.add_argument("--no-evidence", action="store_true",
                         help="skip drawing the final evidence over the anatomy (no viewer engine needed)")
+    parser.add_argument("--no-figures", action="store_true",
+                        help="leave the figures out: tables and pages only (no matplotlib needed)")
     parser.set_defaults(func=deferred("MedOpenClawLib.bench.report.command:run_report"))
 
 

@@ -25,9 +25,10 @@ def default_out(paths: list[Path]) -> Path:
 
 
 def write_report(inputs: list[str | os.PathLike] | str | os.PathLike, out: str | os.PathLike | None = None,
-                 evidence: bool = True, command: list[str] | None = None) -> dict:
+                 evidence: bool = True, command: list[str] | None = None, figures: bool = True) -> dict:
     """Write every table, figure and page; returns what was written (paths relative to the output folder).
-    ``command``: the command line that asked for the report (kept, secrets removed, in its provenance)."""
+    ``command``: the command line that asked for the report (kept, secrets removed, in its provenance).
+    ``figures`` False leaves the figures out: most of a small report's CPU, and matplotlib need not be installed."""
     if isinstance(inputs, (str, os.PathLike)):
         inputs = [inputs]
     paths = [Path(path).resolve() for path in inputs]
@@ -37,8 +38,6 @@ def write_report(inputs: list[str | os.PathLike] | str | os.PathLike, out: str |
         raise CaseFormatError("no bench run found outside the output folder")
     runs = [load_run(path, name) for path, name in zip(run_dirs, run_names(run_dirs))]
     out_dir.mkdir(parents=True, exist_ok=True)
-
-    from .plots import write_plots  # matplotlib: only where figures are drawn
 
     tables = all_tables(runs)
     pages = {run.name: out_dir / "runs" / f"{slug(run.name)}.html" for run in runs}
@@ -55,7 +54,11 @@ def write_report(inputs: list[str | os.PathLike] | str | os.PathLike, out: str |
     write_json(out_dir / "results.json", results_json(tables, run_records, provenance))
     write_json(out_dir / "results.schema.json", results_schema())
     (out_dir / "results.tex").write_text(latex(tables), encoding="utf-8")
-    plots = write_plots(runs, out_dir / "plots")
+    plots = []
+    if figures:
+        from .plots import write_plots  # matplotlib: only where figures are drawn
+
+        plots = write_plots(runs, out_dir / "plots")
     episodes = write_pages(runs, tables, plots, pages, out_dir, evidence, provenance)
     return {"out": str(out_dir), "runs": len(runs), "episodes": episodes, "tables": [table.id for table in tables],
             "warnings": pooling_warnings(runs),

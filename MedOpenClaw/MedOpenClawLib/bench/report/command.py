@@ -14,7 +14,8 @@ from .compare import compare
 
 def run_report(args) -> int:
     try:
-        written = write_report(args.runs, args.out, evidence=not args.no_evidence, command=getattr(args, "argv", None))
+        written = write_report(args.runs, args.out, evidence=not args.no_evidence, command=getattr(args, "argv", None),
+                               figures=not args.no_figures)
     except ModuleNotFoundError as error:
         if error.name not in ("jinja2", "matplotlib"):
             raise

@@ -134,8 +134,11 @@ def test_track_c_refuses_pathology(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("module", names())
+@pytest.mark.usefixtures("warm_workers")  # its subject is the oracle's scores, not the worker's start
 def test_oracle_is_perfect_on_the_embedded_cohort(module, tmp_path, capsys):
-    """The README's main command on every module (the cohort is generated once into the shared cache)."""
+    """The README's main command on every module (the cohort is generated once into the shared cache), its
+    episodes on the warm workers: fresh ones cost two starts per module (~2 s of CPU each), and the README's
+    commands, which the docs group runs as typed, start their own."""
     assert main(["bench", "run", "--module", module, "--agent", "oracle", "--limit", "2",
                  "--out", str(tmp_path / module)]) == 0
     last = json.loads(capsys.readouterr().out.strip().splitlines()[-1])

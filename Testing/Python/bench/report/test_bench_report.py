@@ -112,7 +112,7 @@ def test_report_pages_from_a_registry_trace(tmp_path):
 
     parser = argparse.ArgumentParser()
     add_commands(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["bench", "report", str(tmp_path)])
+    args = parser.parse_args(["bench", "report", str(tmp_path), "--no-figures"])  # tables and pages only
     assert args.func(args) == 0
     report = tmp_path / "report"
     table = (report / "results.md").read_text()
@@ -133,6 +133,7 @@ def test_report_pages_from_a_registry_trace(tmp_path):
     # the package holds no image volume: the evidence view reports why instead of failing the report
     assert "Evidence view unavailable" in page
     assert "UCSF-PDGM-0001__r0.html" in (report / "runs" / "run.html").read_text()
+    assert not (report / "plots").exists() and 'id="plots"' not in (report / "index.html").read_text()  # no figures
 
 
 def test_score_command_writes_per_case_files(tmp_path, capsys):

@@ -208,7 +208,7 @@ def test_pages_never_show_local_absolute_paths(tmp_path):
     result = json_module.loads(result_path.read_text())
     result["response"] = f"I opened {tmp_path}/elsewhere/scan.nii.gz and /root/.cache/x/mask.nii.gz; see /v1/tools"
     result_path.write_text(json_module.dumps(result))
-    write_report([root / "gpt" / "ucsf-A"], tmp_path / "report", evidence=False)  # its run only: 1.8 -> 0.8 s
+    write_report([root / "gpt" / "ucsf-A"], tmp_path / "report", evidence=False, figures=False)  # its run, its pages
     page = (tmp_path / "report" / "runs" / "ucsf-A" / "U0__r1.html").read_text()
     assert "…/scan.nii.gz" in page and "mask.nii.gz" in page and "/v1/tools" in page
     assert str(tmp_path) not in page and "/root/" not in page
@@ -234,7 +234,7 @@ def test_a_trace_cannot_bring_other_files_into_the_report(tmp_path):
     (episode / "trace-1.jsonl").write_text(json_module.dumps(record) + "\n" + json_module.dumps(["junk"]) + "\n")
     result = json_module.loads((episode / "result.json").read_text())
     (episode / "result.json").write_text(json_module.dumps({**result, "trace": "episodes/U0__r1/trace-1.jsonl"}))
-    write_report([root / "gpt" / "ucsf-A"], tmp_path / "report", evidence=False)  # its run only: 1.8 -> 0.8 s
+    write_report([root / "gpt" / "ucsf-A"], tmp_path / "report", evidence=False, figures=False)  # its run, its pages
     assert not [path for path in (tmp_path / "report").rglob("secret.png")]
     assert "observe" in (tmp_path / "report" / "runs" / "ucsf-A" / "U0__r1.html").read_text()
 

@@ -46,7 +46,7 @@ def test_a_scripted_model_episode_reads_as_a_transcript(tmp_path, monkeypatch, c
                      "--base-url", f"{model.url}/v1", "--model", "scripted", "--cases", str(cases), "--no-preflight",
                      "--out", str(out)]) == 0
     capsys.readouterr()
-    write_report([out], tmp_path / "report")
+    write_report([out], tmp_path / "report", figures=False)  # pages only
     page = (tmp_path / "report" / "runs" / "run" / "UCSF-PDGM-0001__r1.html").read_text()
     seen = _text(page)
     assert "Let me look at the axial T1c." in seen  # the model's own words
